@@ -1,0 +1,1 @@
+"""Backends room: turn (model, texts) into numbers. Knows nothing about stereotypes."""

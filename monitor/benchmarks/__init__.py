@@ -1,0 +1,4 @@
+"""Benchmarks room: reading, validating and normalising benchmark files into items.
+
+Knows nothing about models.
+"""

@@ -1,0 +1,91 @@
+"""The item: one stereotype / anti-stereotype sentence pair with a stable identity.
+
+An item's id is a hash of the benchmark version and its normalised content, so the
+same pair in two runs has the same id and an edited pair (e.g. by an erratum) gets a
+new one. That identity is what makes paired drift tests between runs meaningful.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import unicodedata
+from dataclasses import dataclass, field
+
+
+def normalise_text(text: str) -> str:
+    """Unicode NFC and collapsed whitespace: differences that carry no meaning."""
+    return " ".join(unicodedata.normalize("NFC", text).split())
+
+
+def make_item_id(benchmark_version: str, text_stereo: str, text_anti: str) -> str:
+    """Stable id: sha256 over the benchmark version and the normalised pair, 16 hex chars."""
+    payload = json.dumps(
+        [benchmark_version, normalise_text(text_stereo), normalise_text(text_anti)],
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Item:
+    """One scored pair.
+
+    ``text_stereo``/``text_anti`` are the filled sentences (after errata).
+    ``template`` and the ``raw_*_cell`` fields keep the source row as it was, which the
+    ``reference`` CLL variant needs to reproduce the original paper code's own filling.
+    """
+
+    item_id: str
+    benchmark: str  # benchmark id from data/benchmarks.toml, e.g. "bhed-caste"
+    axis: str  # "caste" | "religion" | "gender" | "race" | CrowS bias_type ...
+    region: str  # "india" | "us"
+    benchmark_version: str
+    source_row: int  # row index in the source file (0-based data row)
+    text_stereo: str
+    text_anti: str
+    targets_stereo: tuple[str, ...] = ()
+    targets_anti: tuple[str, ...] = ()
+    template: str | None = None
+    raw_stereo_cell: str | None = None
+    raw_anti_cell: str | None = None
+    errata: tuple[str, ...] = ()  # ids of errata applied to this row
+    direction: str = "stereo"  # CrowS-Pairs stereo_antistereo; "stereo" for Indian-BhED
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """A source row that is not scored, with a machine-readable reason and a human detail."""
+
+    benchmark: str
+    benchmark_version: str
+    source_row: int
+    reason: str  # e.g. "target_mask_mismatch", "duplicate", "empty_target", "unparseable_targets"
+    detail: str
+
+
+@dataclass(frozen=True)
+class BenchmarkVersion:
+    """What exactly a benchmark id meant for a run: source commit, file hash, errata version."""
+
+    benchmark: str
+    source_commit: str
+    sha256: str
+    errata_version: str  # "none" when the raw file is used
+
+    @property
+    def label(self) -> str:
+        return f"{self.benchmark}@{self.source_commit[:12]}:{self.sha256[:12]}:errata-{self.errata_version}"
+
+
+@dataclass
+class LoadedBenchmark:
+    """A parsed benchmark file: the items to score and the rows left out, with reasons."""
+
+    benchmark: str
+    axis: str
+    region: str
+    version: BenchmarkVersion
+    items: list[Item] = field(default_factory=list)
+    exclusions: list[Exclusion] = field(default_factory=list)
+    source_rows: int = 0

@@ -1,0 +1,36 @@
+"""Error types that carry the process exit code the CLI should use.
+
+Keeping the exit code on the exception lets every room raise a precise,
+user-facing error without knowing about the CLI, and lets the CLI print one
+clear line instead of a traceback.
+"""
+
+from __future__ import annotations
+
+
+class MonitorError(Exception):
+    """Base for errors that should reach the user as one line, not a traceback."""
+
+    exit_code: int = 1
+
+
+class UserInputError(MonitorError):
+    """Bad input: unknown snapshot, malformed config, missing data, unwritable DB.
+
+    Raised *before* anything is written, so the store is left untouched.
+    """
+
+    exit_code = 2
+
+
+class DataIntegrityError(UserInputError):
+    """A benchmark file is missing, malformed or fails its pinned checksum."""
+
+
+class SnapshotUnavailable(MonitorError):
+    """A snapshot's weights cannot be obtained here (no hub access, package missing).
+
+    Not fatal for a multi-snapshot run: the snapshot is skipped with this reason.
+    """
+
+    exit_code = 3

@@ -1,0 +1,53 @@
+"""Where things live. Every location can be overridden by an environment variable.
+
+The project's own configuration (``data/``, ``snapshots/``) sits at the repository
+root next to the package; ``MONITOR_HOME`` points elsewhere when the package is
+installed without the repository (e.g. inside the container image).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+_PACKAGE_ROOT = Path(__file__).resolve().parent
+
+
+def project_home() -> Path:
+    """Folder holding ``data/benchmarks.toml`` and ``snapshots/``."""
+    env = os.environ.get("MONITOR_HOME")
+    return Path(env).resolve() if env else _PACKAGE_ROOT.parent
+
+
+def config_dir() -> Path:
+    return project_home() / "data"
+
+
+def snapshots_dir() -> Path:
+    return Path(os.environ.get("MONITOR_SNAPSHOTS_DIR") or project_home() / "snapshots")
+
+
+def cache_root() -> Path:
+    """Model conversions and other derived artefacts (never committed)."""
+    env = os.environ.get("MONITOR_CACHE_DIR")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "bias-monitor"
+
+
+def data_dir() -> Path:
+    """Verified copies of third-party benchmark files (``MONITOR_DATA_DIR``)."""
+    env = os.environ.get("MONITOR_DATA_DIR")
+    return Path(env) if env else cache_root() / "datasets"
+
+
+def data_mirror() -> Path | None:
+    """Local folder to import benchmark files from when pinned URLs are unreachable."""
+    env = os.environ.get("MONITOR_DATA_MIRROR")
+    return Path(env) if env else None
+
+
+def default_db_path() -> Path:
+    env = os.environ.get("MONITOR_DB")
+    return Path(env) if env else Path("results") / "monitor.duckdb"

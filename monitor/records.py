@@ -1,0 +1,89 @@
+"""Plain records that flow from scoring into the store.
+
+They sit outside both rooms so that scoring never imports the store and the store never
+imports scoring: data flows one way through these shapes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+Outcome = Literal["stereo", "anti", "tie", "refusal", "ambiguous", "other"]
+RunStatus = Literal["running", "complete", "failed", "quarantined", "interrupted"]
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    """One item's score under one metric in one run.
+
+    ``delta`` > 0 means the stereotypical sentence was preferred. Component numbers are
+    kept so that any printed rate can be traced back to per-item log-probabilities.
+    """
+
+    item_id: str
+    metric: str
+    metric_version: str
+    outcome: Outcome
+    delta: float | None
+    score_stereo: float | None = None
+    score_anti: float | None = None
+    lp_stereo: float | None = None  # sentence log-prob (nats)
+    lp_anti: float | None = None
+    prior_stereo: float | None = None  # target-word prior log-prob (CLL only)
+    prior_anti: float | None = None
+    prob_stereo: float | None = None  # probability mass (forced-choice API metrics)
+    prob_anti: float | None = None
+    n_tokens_stereo: int | None = None
+    n_tokens_anti: int | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AxisMeasure:
+    """A rate for one benchmark axis in one run, with its 95% Wilson interval.
+
+    ``measure`` names what k/n counts, e.g. ``bias_rate`` (stereo wins among decided
+    pairs), ``tie_rate``, ``coverage``, ``refusal_rate``.
+    """
+
+    benchmark: str
+    axis: str
+    measure: str
+    k: int
+    n: int
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    definition: str
+
+
+@dataclass
+class RunRecord:
+    """Everything needed to reproduce and trace a run; written when the run starts."""
+
+    run_id: str
+    snapshot_id: str
+    snapshot_kind: str
+    snapshot_revision: str
+    snapshot_manifest: dict[str, Any]
+    metric: str
+    metric_version: str
+    benchmarks: list[str]
+    dataset_versions: dict[str, dict[str, Any]]
+    fingerprint: str
+    trigger: str
+    started_at: datetime
+    seed: int = 0
+    repeat_group: str | None = None
+    repeat_index: int = 0
+    git_commit: str | None = None
+    monitor_version: str | None = None
+    device: str | None = None
+    dtype: str | None = None
+    batch_size: int | None = None
+    environment: dict[str, Any] = field(default_factory=dict)
+    origin: str = "local"  # "local" | "imported" | "api"
+    status: RunStatus = "running"
+    notes: str | None = None

