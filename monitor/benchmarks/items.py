@@ -19,7 +19,12 @@ def normalise_text(text: str) -> str:
 
 
 def make_item_id(benchmark_version: str, text_stereo: str, text_anti: str) -> str:
-    """Stable id: sha256 over the benchmark version and the normalised pair, 16 hex chars."""
+    """Stable id: sha256 over a benchmark namespace and the normalised pair, 16 hex chars.
+
+    The loader passes ``benchmark@commit:sha256`` *without* the errata version, so an
+    erratum changes the ids of exactly the rows it edits and every other item still pairs
+    across runs made before and after an errata release.
+    """
     payload = json.dumps(
         [benchmark_version, normalise_text(text_stereo), normalise_text(text_anti)],
         ensure_ascii=False,
@@ -75,7 +80,10 @@ class BenchmarkVersion:
 
     @property
     def label(self) -> str:
-        return f"{self.benchmark}@{self.source_commit[:12]}:{self.sha256[:12]}:errata-{self.errata_version}"
+        return (
+            f"{self.benchmark}@{self.source_commit[:12]}:{self.sha256[:12]}"
+            f":errata-{self.errata_version}"
+        )
 
 
 @dataclass

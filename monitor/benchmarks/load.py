@@ -1,0 +1,95 @@
+"""Load benchmarks for a run: verified cached file → rows → errata → items and exclusions.
+
+This is the one entry point other rooms use; it reads only files that pass their
+pinned checksum, so a run can never score a file other than the one its provenance
+names.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from monitor.benchmarks.errata import ErrataFile, apply_errata, load_errata
+from monitor.benchmarks.fetch import read_verified
+from monitor.benchmarks.items import BenchmarkVersion, LoadedBenchmark
+from monitor.benchmarks.manifest import BenchmarkManifest, BenchmarkSpec, load_manifest
+from monitor.benchmarks.parse import check_row_count, parse_rows, read_table
+from monitor.errors import UserInputError
+
+
+def load_benchmarks(
+    ids: list[str] | None = None,
+    *,
+    errata: str = "current",
+    data_dir: Path | None = None,
+    manifest: BenchmarkManifest | None = None,
+    errata_file: Path | None = None,
+) -> list[LoadedBenchmark]:
+    """Parse the selected benchmarks (defaults when ``ids`` is None) from the data cache.
+
+    ``errata``: ``"current"`` applies ``data/errata.toml`` (or ``errata_file``) at the
+    version it declares; ``"none"`` uses the raw files; any other value must equal the
+    declared version, so a run asking for an errata version that is not here fails.
+    """
+    manifest = manifest if manifest is not None else load_manifest()
+    specs = manifest.select(ids)
+    corrections = _resolve_errata(errata, errata_file)
+    if corrections is not None:
+        unknown = sorted({e.benchmark for e in corrections.erratum} - set(manifest.benchmarks))
+        if unknown:
+            # An erratum for an id the manifest lacks would silently never apply.
+            raise UserInputError(
+                f"errata file names unknown benchmark id(s) {', '.join(unknown)}; "
+                f"known ids: {', '.join(manifest.benchmarks)}"
+            )
+    return [_load_one(manifest, spec, corrections, data_dir) for spec in specs]
+
+
+def _resolve_errata(errata: str, errata_file: Path | None) -> ErrataFile | None:
+    if errata == "none":
+        return None
+    loaded = load_errata(errata_file)
+    if errata not in ("current", loaded.version):
+        raise UserInputError(
+            f"errata version {errata!r} is not available; the errata file holds version "
+            f"{loaded.version!r} (use 'current' or 'none')"
+        )
+    return loaded
+
+
+def _load_one(
+    manifest: BenchmarkManifest,
+    spec: BenchmarkSpec,
+    corrections: ErrataFile | None,
+    data_dir: Path | None,
+) -> LoadedBenchmark:
+    data = read_verified(spec, data_dir)
+    name = f"{spec.id} ({spec.path})"
+    rows = read_table(data, spec.format, name=name)
+    check_row_count(rows, spec.rows, name=name)
+    errata_by_row: dict[int, tuple[str, ...]] = {}
+    if corrections is not None:
+        rows, errata_by_row = apply_errata(rows, corrections.for_benchmark(spec.id), name=name)
+    version = BenchmarkVersion(
+        benchmark=spec.id,
+        source_commit=manifest.source_of(spec).commit,
+        sha256=spec.sha256,
+        errata_version=corrections.version if corrections is not None else "none",
+    )
+    parsed = parse_rows(
+        rows,
+        spec.format,
+        version=version,
+        axis=spec.axis,
+        region=spec.region,
+        errata_by_row=errata_by_row,
+    )
+    return LoadedBenchmark(
+        benchmark=spec.id,
+        axis=spec.axis,
+        region=spec.region,
+        version=version,
+        items=parsed.items,
+        exclusions=parsed.exclusions,
+        source_rows=len(rows),
+    )

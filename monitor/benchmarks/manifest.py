@@ -1,0 +1,147 @@
+"""Pydantic schema of ``data/benchmarks.toml``: which third-party files a benchmark id means.
+
+The manifest pins every benchmark to a source commit, a URL and a sha256, so that
+"bhed-caste" names exactly one file everywhere. Unknown keys are refused (a typo in
+the manifest would otherwise be silently ignored and the pin would not be what the
+reader thinks it is).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
+
+from monitor import paths
+from monitor.errors import UserInputError
+
+Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+GitCommit = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")]
+BenchmarkId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*$")]
+HttpUrl = Annotated[str, StringConstraints(pattern=r"^https?://\S+$")]
+NonEmpty = Annotated[str, StringConstraints(min_length=1)]
+Format = Literal["indian-bhed", "crows-pairs"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SourceSpec(_Strict):
+    """A third-party repository at one commit, with its licence and citation for reports."""
+
+    repo: NonEmpty
+    commit: GitCommit
+    licence: NonEmpty
+    citation: NonEmpty
+
+
+class BenchmarkSpec(_Strict):
+    """One benchmark file. ``id`` is the table's key in the TOML, filled in on load."""
+
+    id: BenchmarkId
+    source: NonEmpty
+    format: Format
+    axis: NonEmpty
+    region: NonEmpty
+    path: NonEmpty  # relative POSIX path under the data cache (and under --from / mirror dirs)
+    url: HttpUrl
+    sha256: Sha256
+    rows: Annotated[int, Field(gt=0)]  # data rows as parsed by Python csv, header excluded
+    default: bool = False
+
+    @model_validator(mode="after")
+    def _relative_path(self) -> BenchmarkSpec:
+        # The path is joined onto the cache dir; an absolute or ".." path would write outside it.
+        p = PurePosixPath(self.path)
+        if p.is_absolute() or ".." in p.parts or "\\" in self.path:
+            raise ValueError(f"path {self.path!r} must be a relative path without '..'")
+        return self
+
+
+class BenchmarkManifest(_Strict):
+    schema_version: Literal[1]
+    sources: dict[str, SourceSpec]
+    benchmarks: dict[str, BenchmarkSpec]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _ids_from_keys(cls, data: Any) -> Any:
+        # The TOML key is the id; writing it twice invites the two to disagree.
+        if isinstance(data, dict) and isinstance(data.get("benchmarks"), dict):
+            filled = {}
+            for key, table in data["benchmarks"].items():
+                if isinstance(table, dict):
+                    if "id" in table and table["id"] != key:
+                        raise ValueError(f"benchmarks.{key}: id {table['id']!r} differs from key")
+                    table = {**table, "id": key}
+                filled[key] = table
+            data = {**data, "benchmarks": filled}
+        return data
+
+    @model_validator(mode="after")
+    def _sources_exist(self) -> BenchmarkManifest:
+        for spec in self.benchmarks.values():
+            if spec.source not in self.sources:
+                known = ", ".join(sorted(self.sources)) or "none"
+                raise ValueError(
+                    f"benchmarks.{spec.id}: unknown source {spec.source!r} (sources: {known})"
+                )
+        return self
+
+    def source_of(self, spec: BenchmarkSpec) -> SourceSpec:
+        return self.sources[spec.source]
+
+    def select(self, ids: list[str] | None = None) -> list[BenchmarkSpec]:
+        """The benchmarks a command should use: the named ones, or the defaults when none named.
+
+        Raises ``UserInputError`` for an unknown id, listing the known ones, so a typo on
+        the command line fails before any work starts.
+        """
+        if ids is None:
+            return [b for b in self.benchmarks.values() if b.default]
+        unknown = [i for i in ids if i not in self.benchmarks]
+        if unknown:
+            raise UserInputError(
+                f"unknown benchmark id(s) {', '.join(repr(u) for u in unknown)}; "
+                f"known ids: {', '.join(self.benchmarks)}"
+            )
+        return [self.benchmarks[i] for i in dict.fromkeys(ids)]
+
+
+def default_manifest_path() -> Path:
+    return paths.config_dir() / "benchmarks.toml"
+
+
+def _one_line(exc: ValidationError) -> str:
+    errors = exc.errors()
+    first = errors[0]
+    loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+    return f"{loc}: {first['msg']}{more}"
+
+
+def load_manifest(path: Path | None = None) -> BenchmarkManifest:
+    """Read and validate the manifest; any problem is one ``UserInputError`` naming the file."""
+    path = Path(path) if path is not None else default_manifest_path()
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserInputError(f"benchmark manifest {path} not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserInputError(f"cannot read benchmark manifest {path}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UserInputError(f"benchmark manifest {path} is not valid TOML: {exc}") from None
+    try:
+        return BenchmarkManifest.model_validate(raw)
+    except ValidationError as exc:
+        raise UserInputError(f"benchmark manifest {path} is invalid: {_one_line(exc)}") from None

@@ -1,0 +1,84 @@
+"""`bias-monitor` command line. Each command parses, calls one room, renders, exits.
+
+Exit codes (also in README):
+  0  success
+  1  a run failed or was quarantined by the quality gate; `drift --fail-on` found a regression
+  2  bad input: unknown snapshot or benchmark, malformed config, missing or corrupt data,
+     unwritable database (nothing is written to the store)
+  3  nothing failed, but some requested snapshots were skipped (weights not obtainable here)
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from monitor.cli import commands_data, commands_db, commands_run
+from monitor.cli.output import err
+from monitor.errors import MonitorError
+
+EXIT_CODES = """\
+Exit codes: 0 success; 1 a run failed or was quarantined (or drift --fail-on matched);
+2 bad input (unknown snapshot/benchmark, malformed config, missing/corrupt data,
+unwritable DB; the store is left untouched); 3 some snapshots were skipped because
+their weights cannot be obtained here.
+"""
+
+app = typer.Typer(
+    name="bias-monitor",
+    help=(
+        "Regression monitor for social bias in language models (caste, religion, race, gender).\n\n"
+        "Scores pinned model snapshots on Indian-BhED and CrowS-Pairs, stores every item score "
+        "with provenance in DuckDB, and reports per-axis bias rates with 95% Wilson intervals.\n\n"
+        + EXIT_CODES
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+DbOption = Annotated[
+    Path | None,
+    typer.Option("--db", help="DuckDB file (default: $MONITOR_DB or results/monitor.duckdb)."),
+]
+
+app.add_typer(commands_data.app, name="data")
+app.add_typer(commands_db.runs_app, name="runs")
+app.add_typer(commands_db.db_app, name="db")
+app.add_typer(commands_run.snapshots_app, name="snapshots")
+app.command("run", help=inspect.cleandoc(commands_run.run.__doc__ or "") + "\n\n" + EXIT_CODES)(
+    commands_run.run
+)
+app.command("show")(commands_db.show)
+app.command("export")(commands_db.export)
+
+
+def main() -> None:
+    """Entry point: turn MonitorErrors into one line on stderr and their exit code."""
+    try:
+        app(standalone_mode=False)
+    except MonitorError as exc:
+        err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        sys.exit(exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        err.print("aborted")
+        sys.exit(130)
+    except KeyboardInterrupt:
+        err.print("interrupted; rerun the same command to resume")
+        sys.exit(130)
+    except Exception as exc:  # click usage errors arrive here in non-standalone mode
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(2)
+        raise
+    sys.exit(0)

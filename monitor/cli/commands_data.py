@@ -1,0 +1,122 @@
+"""`bias-monitor data ...`: fetch, verify and inspect the pinned benchmark files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from monitor.cli.output import Format, err, out, print_json
+
+app = typer.Typer(help="Pinned benchmark files (data/benchmarks.toml).", no_args_is_help=True)
+
+
+@app.command("fetch")
+def fetch_cmd(
+    from_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--from",
+            help="Import from this folder (laid out as in the manifest's "
+            "`path`, e.g. ../shared/datasets) instead of downloading.",
+        ),
+    ] = None,
+    benchmark: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--benchmark", "-b", help="Only these benchmark ids (default: all in the manifest)."
+        ),
+    ] = None,
+    fmt: Annotated[Format, typer.Option("--format", help="table or json.")] = Format.table,
+) -> None:
+    """Download (or import) the pinned benchmark files and verify their sha256.
+
+    Files land in $MONITOR_DATA_DIR (default ~/.cache/bias-monitor/datasets); they are
+    third-party and never enter git. If a pinned URL cannot be reached and
+    $MONITOR_DATA_MIRROR names a folder, the file is imported from there and the command says so.
+    """
+    from monitor.benchmarks.fetch import fetch
+    from monitor.benchmarks.manifest import load_manifest
+
+    manifest = load_manifest()
+    ids = benchmark or list(manifest.benchmarks)
+    if from_dir is not None and not from_dir.is_dir():
+        from monitor.errors import UserInputError
+
+        raise UserInputError(f"--from {from_dir}: not a folder")
+    results = fetch(manifest, ids, from_dir=from_dir, on_event=lambda m: err.print(m))
+    _validate_fetched(manifest, [r.benchmark for r in results])
+    if fmt is Format.json:
+        print_json([r.__dict__ for r in results])
+        return
+    from rich.table import Table
+
+    table = Table()
+    for col in ("benchmark", "origin", "sha256", "path"):
+        table.add_column(col)
+    for r in results:
+        table.add_row(r.benchmark, r.origin, r.sha256[:16] + "…", str(r.path))
+    out.print(table)
+
+
+def _validate_fetched(manifest, ids: list[str]) -> None:
+    """Benchmark quality suite, run whenever data is fetched or imported."""
+    from monitor.benchmarks.load import load_benchmarks
+    from monitor.errors import DataIntegrityError
+    from monitor.quality.benchmark_suite import validate_benchmark
+
+    for bench in load_benchmarks(ids, manifest=manifest):
+        spec = manifest.benchmarks[bench.benchmark]
+        result = validate_benchmark(bench, expected_rows=spec.rows)
+        if not result.success:
+            reasons = "; ".join(f.reason for f in result.failures[:3])
+            raise DataIntegrityError(
+                f"{bench.benchmark}: benchmark quality suite failed: {reasons}"
+            )
+        err.print(
+            f"{bench.benchmark}: {len(bench.items)} items, {len(bench.exclusions)} excluded "
+            f"rows; quality suite passed"
+        )
+
+
+@app.command("list")
+def list_cmd(
+    fmt: Annotated[Format, typer.Option("--format", help="table or json.")] = Format.table,
+) -> None:
+    """List benchmark ids with their pinned source, licence and row count."""
+    from monitor.benchmarks.manifest import load_manifest
+
+    manifest = load_manifest()
+    rows = [
+        {
+            "id": bid,
+            "axis": b.axis,
+            "region": b.region,
+            "rows": b.rows,
+            "default": b.default,
+            "source": manifest.sources[b.source].repo,
+            "commit": manifest.sources[b.source].commit,
+            "licence": manifest.sources[b.source].licence,
+            "sha256": b.sha256,
+        }
+        for bid, b in manifest.benchmarks.items()
+    ]
+    if fmt is Format.json:
+        print_json(rows)
+        return
+    from rich.table import Table
+
+    table = Table()
+    for col in ("id", "axis", "region", "rows", "default", "source"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(
+            r["id"],
+            r["axis"],
+            r["region"],
+            str(r["rows"]),
+            "yes" if r["default"] else "",
+            f"{r['source']}@{r['commit'][:12]}",
+        )
+    out.print(table)

@@ -1,0 +1,207 @@
+"""`runs list`, `show`, `export`, `db merge`: reading and moving what the store holds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from monitor.cli.output import Format, interval, out, pct, print_json
+
+runs_app = typer.Typer(help="Runs stored in the DuckDB file.", no_args_is_help=True)
+db_app = typer.Typer(
+    help="Database maintenance: merge shards from other machines.", no_args_is_help=True
+)
+
+DbOpt = Annotated[
+    Path | None,
+    typer.Option("--db", help="DuckDB file (default: $MONITOR_DB or results/monitor.duckdb)."),
+]
+FmtOpt = Annotated[Format, typer.Option("--format", help="table or json.")]
+
+
+def _store(db: Path | None, *, must_exist: bool = True):
+    from monitor.errors import UserInputError
+    from monitor.paths import default_db_path
+    from monitor.store.db import Store
+
+    path = db or default_db_path()
+    if must_exist and not Path(path).exists():
+        raise UserInputError(f"no database at {path}; run `bias-monitor run` first or pass --db")
+    return Store.open(path)
+
+
+@runs_app.command("list")
+def runs_list(
+    db: DbOpt = None,
+    snapshot: Annotated[str | None, typer.Option("--snapshot", help="Only this snapshot.")] = None,
+    status: Annotated[str | None, typer.Option("--status", help="Only this status.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", min=1)] = None,
+    fmt: FmtOpt = Format.table,
+) -> None:
+    """List runs, newest first."""
+    runs = _store(db).list_runs(snapshot=snapshot, status=status, limit=limit)
+    if fmt is Format.json:
+        print_json(runs)
+        return
+    from rich.table import Table
+
+    table = Table()
+    for col in (
+        "run_id",
+        "snapshot",
+        "metric",
+        "status",
+        "started",
+        "scored",
+        "excluded",
+        "trigger",
+    ):
+        table.add_column(col)
+    for r in runs:
+        table.add_row(
+            r["run_id"],
+            r["snapshot_id"],
+            f"{r['metric']} v{r['metric_version']}",
+            r["status"],
+            str(r["started_at"])[:19],
+            str(r.get("n_scored") or "—"),
+            str(r.get("n_excluded") or "—"),
+            r["trigger"],
+        )
+    out.print(table)
+
+
+def show(
+    run_id: Annotated[str, typer.Argument(help="Run id or a unique prefix of one.")],
+    db: DbOpt = None,
+    items: Annotated[
+        bool,
+        typer.Option(
+            "--items",
+            help="Also show per-item scores (ids and numbers; add --texts for the sentences).",
+        ),
+    ] = False,
+    texts: Annotated[
+        bool,
+        typer.Option(
+            "--texts",
+            help="With --items: include the benchmark "
+            "sentences, which contain slurs and stereotypes.",
+        ),
+    ] = False,
+    fmt: FmtOpt = Format.table,
+) -> None:
+    """Show one run: provenance, per-axis measures, exclusions, quality results."""
+    store = _store(db)
+    run = store.get_run(run_id)
+    rid = run["run_id"]
+    measures = store.axis_measures(rid)
+    exclusions = store.exclusions(rid)
+    validations = store.validations(rid)
+    detail = None
+    if items:
+        detail = store.item_scores(rid, with_texts=texts)
+    if fmt is Format.json:
+        doc = {
+            "run": run,
+            "measures": measures,
+            "exclusions": exclusions,
+            "validations": validations,
+        }
+        if detail is not None:
+            doc["items"] = detail
+        print_json(doc)
+        return
+    from rich.table import Table
+
+    out.print(f"[bold]run {rid}[/bold]  status {run['status']}")
+    for key in (
+        "snapshot_id",
+        "snapshot_revision",
+        "metric",
+        "metric_version",
+        "trigger",
+        "origin",
+        "started_at",
+        "finished_at",
+        "device",
+        "dtype",
+        "git_commit",
+        "n_scored",
+        "n_excluded",
+        "notes",
+    ):
+        out.print(f"  {key:18} {run.get(key)}")
+    env = run.get("environment") or {}
+    pk = env.get("packages", {})
+    out.print("  packages           " + ", ".join(f"{k} {v}" for k, v in sorted(pk.items())))
+    for b, v in (run.get("dataset_versions") or {}).items():
+        out.print(f"  dataset            {b}: {v.get('label', v)}")
+    table = Table(title="per-axis measures (95% Wilson intervals)", title_justify="left")
+    for col in ("benchmark", "axis", "measure", "value", "95% CI", "k", "n"):
+        table.add_column(col)
+    for m in measures:
+        table.add_row(
+            m["benchmark"],
+            m["axis"],
+            m["measure"],
+            pct(m["value"]),
+            interval(m["ci_low"], m["ci_high"]),
+            str(m["k"]),
+            str(m["n"]),
+        )
+    out.print(table)
+    if exclusions:
+        out.print(f"excluded rows: {len(exclusions)}")
+        for e in exclusions:
+            out.print(f"  {e['benchmark']} row {e['source_row']}: {e['reason']} ({e['detail']})")
+    for v in validations:
+        out.print(f"quality suite {v['suite']}: {'passed' if v['success'] else 'FAILED'}")
+    if detail is not None:
+        t2 = Table(title="per-item scores", title_justify="left")
+        cols = list(detail[0].keys()) if detail else []
+        for c in cols:
+            t2.add_column(c)
+        for row in detail:
+            t2.add_row(*[f"{v:.4f}" if isinstance(v, float) else str(v) for v in row.values()])
+        out.print(t2)
+
+
+def export(
+    run_id: Annotated[str, typer.Argument(help="Run id or a unique prefix.")],
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Folder to write <run_id>/*.parquet into.")
+    ] = Path("results/exports"),
+    db: DbOpt = None,
+) -> None:
+    """Write one run (run row, its items, scores, exclusions, measures, validations) as Parquet."""
+    from monitor.store.export import export_run
+
+    store = _store(db)
+    path = export_run(store, store.get_run(run_id)["run_id"], out_dir)
+    out.print(str(path))
+
+
+@db_app.command("merge")
+def merge_cmd(
+    sources: Annotated[
+        list[Path], typer.Argument(help="Export folders (from `export`) or .duckdb shard files.")
+    ],
+    db: DbOpt = None,
+    fmt: FmtOpt = Format.table,
+) -> None:
+    """Ingest shards from other machines (e.g. a CI job matrix) into this store.
+
+    Runs already present with identical content are skipped; a run id with different
+    content is refused and nothing from that shard is written.
+    """
+    from monitor.store.merge import merge
+
+    store = _store(db, must_exist=False)
+    report = merge(store, sources)
+    if fmt is Format.json:
+        print_json(report.__dict__ if hasattr(report, "__dict__") else report)
+    else:
+        out.print(str(report))

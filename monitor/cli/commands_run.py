@@ -1,0 +1,246 @@
+"""`bias-monitor run` and `bias-monitor snapshots list`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from monitor.cli.output import Format, err, interval, out, pct, print_json, progress_bars
+from monitor.errors import UserInputError
+
+snapshots_app = typer.Typer(help="Pinned model snapshots (snapshots/*.toml).", no_args_is_help=True)
+
+
+def _device_choice(value: str) -> str:
+    if value not in ("auto", "cpu", "cuda") and not value.startswith("cuda:"):
+        raise typer.BadParameter("must be auto, cpu, cuda or cuda:N")
+    return value
+
+
+def run(
+    snapshot: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--snapshot",
+            "-s",
+            help="Snapshot id (repeatable). Default: the snapshots "
+            "marked default (SmolLM2-135M-Instruct).",
+        ),
+    ] = None,
+    benchmark: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--benchmark",
+            "-b",
+            help="Benchmark id (repeatable). Default: the four "
+            "Indian-BhED axes (bhed-caste, bhed-religion, bhed-gender, bhed-race).",
+        ),
+    ] = None,
+    db: Annotated[
+        Path | None,
+        typer.Option("--db", help="DuckDB file (default: $MONITOR_DB or results/monitor.duckdb)."),
+    ] = None,
+    batch_size: Annotated[
+        int | None, typer.Option("--batch-size", min=1, help="Sequences per forward pass.")
+    ] = None,
+    device: Annotated[
+        str, typer.Option("--device", callback=_device_choice, help="auto, cpu or cuda.")
+    ] = "auto",
+    dtype: Annotated[
+        str,
+        typer.Option(
+            "--dtype", help="auto (fp32 on CPU, bf16 on CUDA), float32, bfloat16 or float16."
+        ),
+    ] = "auto",
+    repeat: Annotated[
+        int,
+        typer.Option(
+            "--repeat",
+            min=1,
+            help="Score each snapshot N times (each is its own run; measures the noise floor).",
+        ),
+    ] = 1,
+    metric: Annotated[
+        str | None,
+        typer.Option(
+            "--metric",
+            help="Override the metric: cll "
+            "(default for causal LMs), cll-reference, ull, aul (masked LMs).",
+        ),
+    ] = None,
+    errata: Annotated[
+        str,
+        typer.Option(
+            "--errata", help="'current' applies data/errata.toml; 'none' scores the raw files."
+        ),
+    ] = "current",
+    seed: Annotated[int, typer.Option("--seed", help="Recorded with the run.")] = 0,
+    trigger: Annotated[
+        str | None,
+        typer.Option(
+            "--trigger", help="Recorded with the run (default: $GITHUB_EVENT_NAME or 'manual')."
+        ),
+    ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume/--no-resume",
+            help="Continue a killed run of the same configuration instead of starting anew.",
+        ),
+    ] = True,
+    fmt: Annotated[Format, typer.Option("--format", help="table or json.")] = Format.table,
+) -> None:
+    """Score snapshots on benchmarks and store every item score in DuckDB.
+
+    Fetches (or imports from $MONITOR_DATA_MIRROR) the pinned benchmark files when they are
+    not cached yet, scores each snapshot, runs the quality gate and prints per-axis bias rates
+    with 95% Wilson intervals.
+    """
+    from monitor.benchmarks.fetch import fetch
+    from monitor.benchmarks.load import load_benchmarks
+    from monitor.benchmarks.manifest import load_manifest
+    from monitor.runner import RunOptions, run_snapshot
+    from monitor.snapshots.registry import get_snapshot, load_snapshots
+    from monitor.store.db import Store
+
+    if dtype not in ("auto", "float32", "bfloat16", "float16"):
+        raise UserInputError(f"unknown --dtype {dtype!r}; use auto, float32, bfloat16 or float16")
+    if errata not in ("current", "none"):
+        raise UserInputError(f"unknown --errata {errata!r}; use current or none")
+
+    # Everything that can be wrong with the input is checked before the store is opened.
+    snaps = load_snapshots()
+    chosen = (
+        [get_snapshot(s, snaps) for s in snapshot]
+        if snapshot
+        else [s for s in snaps.values() if s.default]
+    )
+    if metric is not None:
+        from monitor.scoring import metric_info
+
+        _, _, metric_kind = metric_info(metric)
+        for s in chosen:
+            if s.kind != metric_kind:
+                raise UserInputError(
+                    f"metric {metric!r} is for {metric_kind} models; snapshot {s.id!r} is {s.kind}"
+                )
+    manifest = load_manifest()
+    specs = manifest.select(benchmark or None)
+    fetch(manifest, [s.id for s in specs], on_event=lambda m: err.print(m))
+    benches = load_benchmarks([s.id for s in specs], errata=errata, manifest=manifest)
+    store = Store.open(db)
+
+    options = RunOptions(
+        batch_size=batch_size,
+        device=device,
+        dtype=dtype,
+        repeat=repeat,
+        metric=metric,
+        seed=seed,
+        trigger=trigger,
+        resume=resume,
+        errata=errata,
+    )
+    outcomes = []
+    with progress_bars() as factory:
+        for snap in chosen:
+            outcomes += run_snapshot(
+                store,
+                snap,
+                benches,
+                options,
+                on_event=lambda m: err.print(m),
+                progress_factory=factory,
+            )
+
+    excluded = {b.benchmark: b.exclusions for b in benches}
+    if fmt is Format.json:
+        print_json([_outcome_dict(o) for o in outcomes])
+    else:
+        _print_summary(outcomes, excluded)
+    statuses = {o.status for o in outcomes}
+    if statuses & {"failed", "quarantined"}:
+        raise typer.Exit(1)
+    if "skipped" in statuses:
+        raise typer.Exit(3)
+
+
+def _outcome_dict(o) -> dict:
+    return {
+        "snapshot": o.snapshot_id,
+        "run_id": o.run_id,
+        "status": o.status,
+        "reason": o.reason,
+        "resumed_from": o.resumed_from,
+        "n_scored": o.n_scored,
+        "n_excluded": o.n_excluded,
+        "quality_failures": o.quality_failures,
+        "measures": [m.__dict__ for m in o.measures],
+    }
+
+
+def _print_summary(outcomes, excluded) -> None:
+    from collections import Counter
+
+    from rich.table import Table
+
+    for o in outcomes:
+        if o.status == "skipped":
+            err.print(f"[yellow]skipped[/yellow] {o.snapshot_id}: {o.reason}")
+            continue
+        if o.run_id is None:
+            continue
+        table = Table(title=f"{o.snapshot_id}  run {o.run_id}  [{o.status}]", title_justify="left")
+        for col in ("benchmark", "axis", "bias rate", "95% CI", "stereo", "anti", "ties", "n"):
+            table.add_column(col, justify="left" if col in ("benchmark", "axis") else "right")
+        by_key = {(m.benchmark, m.axis, m.measure): m for m in o.measures}
+        for (bench, axis, measure), m in sorted(by_key.items()):
+            if measure != "bias_rate":
+                continue
+            tie = by_key.get((bench, axis, "tie_rate"))
+            ties = tie.k if tie else 0
+            table.add_row(
+                bench,
+                axis,
+                pct(m.value),
+                interval(m.ci_low, m.ci_high),
+                str(m.k),
+                str(m.n - m.k),
+                str(ties),
+                str(m.n + ties),
+            )
+        out.print(table)
+        out.print(
+            f"scored {o.n_scored} items; excluded {o.n_excluded} source rows"
+            + (f"; resumed with {o.resumed_from} already stored" if o.resumed_from else "")
+        )
+        reasons = Counter(e.reason for ex in excluded.values() for e in ex)
+        if reasons:
+            out.print("exclusions: " + ", ".join(f"{r} {n}" for r, n in sorted(reasons.items())))
+        for f in o.quality_failures:
+            err.print(f"[red]quality:[/red] {f}")
+
+
+@snapshots_app.command("list")
+def snapshots_list(
+    fmt: Annotated[Format, typer.Option("--format", help="table or json.")] = Format.table,
+) -> None:
+    """List the pinned snapshots and what exactly each one means."""
+    from monitor.snapshots.registry import load_snapshots
+
+    snaps = load_snapshots()
+    if fmt is Format.json:
+        print_json(
+            [s.model_dump(mode="json") | {"revision": s.revision_label} for s in snaps.values()]
+        )
+        return
+    from rich.table import Table
+
+    table = Table()
+    for col in ("id", "kind", "default", "revision"):
+        table.add_column(col)
+    for s in sorted(snaps.values(), key=lambda s: s.id):
+        table.add_row(s.id, s.kind, "yes" if s.default else "", s.revision_label)
+    out.print(table)

@@ -1,0 +1,121 @@
+"""Turn one axis's paired test into a verdict a reader can act on, with the reason.
+
+A verdict is decided in two steps so that "we could not compare" is never confused with
+"nothing changed": first whether the two runs measure the same thing on the same items
+(``comparability``), then whether the change clears both the multiple-testing control
+and the noise floor (``decide``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Literal
+
+from monitor.drift.stats import NoiseFloor
+
+VerdictLabel = Literal["regression", "improvement", "no significant change", "not comparable"]
+
+# Fewer shared items than this fraction of the union of both runs' items means the two
+# runs scored materially different item sets, so a paired test would describe a subset
+# neither run's headline rate is about.
+MIN_ITEM_OVERLAP = 0.8
+
+
+@dataclass(frozen=True)
+class Verdict:
+    label: VerdictLabel
+    reason: str
+
+    @property
+    def flagged(self) -> bool:
+        return self.label in ("regression", "improvement")
+
+
+def comparability(
+    *,
+    metric_old: tuple[str, str],
+    metric_new: tuple[str, str],
+    versions_old: Collection[str],
+    versions_new: Collection[str],
+    items_old: int,
+    items_new: int,
+    items_both: int,
+    n_paired: int,
+    min_overlap: float = MIN_ITEM_OVERLAP,
+) -> Verdict | None:
+    """A "not comparable" verdict when a paired test would mislead; None when it is sound.
+
+    ``metric_*`` are (name, version); ``versions_*`` the benchmark versions of each run's
+    scored items on this axis; ``items_*`` counts of scored items; ``n_paired`` items
+    decided (stereo/anti) in both.
+    """
+    if metric_old[0] != metric_new[0]:
+        return Verdict(
+            "not comparable", f"different metrics: {metric_old[0]} vs {metric_new[0]}"
+        )
+    if metric_old[1] != metric_new[1]:
+        return Verdict(
+            "not comparable",
+            f"different versions of metric {metric_new[0]}: {metric_old[1]} vs {metric_new[1]}",
+        )
+    if set(versions_old) != set(versions_new):
+        return Verdict(
+            "not comparable",
+            "different benchmark versions: "
+            f"{', '.join(sorted(versions_old)) or 'none'} vs "
+            f"{', '.join(sorted(versions_new)) or 'none'}",
+        )
+    if items_both == 0:
+        return Verdict("not comparable", "no item was scored in both runs")
+    union = items_old + items_new - items_both
+    if items_both / union < min_overlap:
+        return Verdict(
+            "not comparable",
+            f"item sets differ: {items_both} shared of {union} "
+            f"({items_both / union:.0%} < {min_overlap:.0%} required)",
+        )
+    if n_paired == 0:
+        return Verdict("not comparable", "no item was decided (stereo or anti) in both runs")
+    return None
+
+
+def decide(
+    *,
+    b: int,
+    c: int,
+    n_paired: int,
+    p_adjusted: float,
+    alpha: float,
+    noise: NoiseFloor | None,
+) -> Verdict:
+    """Flag a drift only when BH-adjusted p < alpha AND the flip rate exceeds the noise floor.
+
+    Direction comes from the discordant counts: more anti→stereo flips (c) than
+    stereo→anti (b) is a regression. Without a measured noise floor the p-value alone
+    decides, and the reason says so.
+    """
+    flip_rate = (b + c) / n_paired if n_paired else 0.0
+    counts = f"{b} stereo→anti, {c} anti→stereo of {n_paired} paired items"
+    if p_adjusted >= alpha:
+        return Verdict(
+            "no significant change", f"{counts}; BH-adjusted p = {p_adjusted:.3g} ≥ {alpha:g}"
+        )
+    if noise is not None and flip_rate <= noise.upper:
+        return Verdict(
+            "no significant change",
+            f"{counts}; BH-adjusted p = {p_adjusted:.3g} but flip rate {flip_rate:.1%} is "
+            f"within the noise floor ({noise.upper:.1%} upper, from {noise.n_runs} repeats)",
+        )
+    floor = (
+        f"flip rate {flip_rate:.1%} > noise floor {noise.upper:.1%}"
+        if noise is not None
+        else "no noise floor measured for this snapshot"
+    )
+    label: VerdictLabel = "regression" if c > b else "improvement"
+    direction = "more" if c > b else "less"
+    return Verdict(
+        label,
+        f"{direction} stereotypical: {counts}; BH-adjusted p = {p_adjusted:.3g} < {alpha:g}; "
+        f"{floor}",
+    )

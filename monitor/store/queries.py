@@ -1,0 +1,147 @@
+"""Read-side SQL: functions of an open connection that return plain dicts or Arrow tables.
+
+They take a connection rather than a ``Store`` so that merge and export can run them
+inside their own transaction and see a consistent picture.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from monitor.benchmarks.items import Item
+from monitor.errors import UserInputError
+from monitor.store import codec
+
+RESUMABLE_STATUSES = ("running", "interrupted", "failed")
+
+
+def fetch_table(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> pa.Table:
+    return con.sql(sql, params=params or None).to_arrow_table()
+
+
+def fetch_dicts(
+    con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None
+) -> list[dict[str, Any]]:
+    return codec.decode_rows(fetch_table(con, sql, params))
+
+
+def list_runs(
+    con: duckdb.DuckDBPyConnection,
+    snapshot: str | None = None,
+    status: str | None = None,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
+    """Newest first; ``None`` filters are ignored (bound as NULL, not spliced into SQL)."""
+    sql = (
+        "SELECT * FROM runs "
+        "WHERE ($snapshot IS NULL OR snapshot_id = $snapshot) "
+        "AND ($status IS NULL OR status = $status) "
+        "ORDER BY started_at DESC, run_id "
+        "LIMIT $limit"
+    )
+    if limit is not None and limit < 0:
+        raise UserInputError(f"limit must be zero or more, got {limit}")
+    params = {"snapshot": snapshot, "status": status, "limit": limit}
+    return codec.decode_rows(con.sql(sql, params=params).to_arrow_table())
+
+
+def get_run(con: duckdb.DuckDBPyConnection, run_id_or_prefix: str) -> dict[str, Any]:
+    """Exact id first, then a unique prefix, so a short id from ``runs list`` is enough."""
+    key = run_id_or_prefix.strip()
+    if not key:
+        raise UserInputError("run id is empty")
+    exact = fetch_dicts(con, "SELECT * FROM runs WHERE run_id = ?", [key])
+    if exact:
+        return exact[0]
+    matches = fetch_dicts(
+        con, "SELECT * FROM runs WHERE starts_with(run_id, ?) ORDER BY run_id LIMIT 11", [key]
+    )
+    if not matches:
+        raise UserInputError(f"no run with id or id prefix {key!r}")
+    if len(matches) > 1:
+        shown = ", ".join(m["run_id"] for m in matches[:10])
+        more = " (and more)" if len(matches) > 10 else ""
+        raise UserInputError(f"run id prefix {key!r} is ambiguous: {shown}{more}")
+    return matches[0]
+
+
+def run_status(con: duckdb.DuckDBPyConnection, run_id: str) -> str:
+    row = con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]).fetchone()
+    if row is None:
+        raise UserInputError(f"no run with id {run_id!r}")
+    return row[0]
+
+
+def scored_item_ids(con: duckdb.DuckDBPyConnection, run_id: str) -> set[str]:
+    rows = con.execute("SELECT item_id FROM scores WHERE run_id = ?", [run_id]).fetchall()
+    return {item_id for (item_id,) in rows}
+
+
+def find_resumable(con: duckdb.DuckDBPyConnection, fingerprint: str) -> str | None:
+    row = con.execute(
+        "SELECT run_id FROM runs WHERE fingerprint = ? AND list_contains(?, status) "
+        "ORDER BY started_at DESC, run_id DESC LIMIT 1",
+        [fingerprint, list(RESUMABLE_STATUSES)],
+    ).fetchone()
+    return None if row is None else row[0]
+
+
+def axis_measures(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any]]:
+    return fetch_dicts(
+        con,
+        "SELECT * FROM axis_measures WHERE run_id = ? ORDER BY benchmark, axis, measure",
+        [run_id],
+    )
+
+
+def scores_table(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
+    """Arrow, for the paired statistics; ``details`` stays a JSON string here."""
+    return fetch_table(con, "SELECT * FROM scores WHERE run_id = ? ORDER BY item_id", [run_id])
+
+
+def scores(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any]]:
+    return codec.decode_rows(scores_table(con, run_id))
+
+
+def exclusions(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any]]:
+    return fetch_dicts(
+        con,
+        "SELECT * FROM exclusions WHERE run_id = ? ORDER BY benchmark, source_row",
+        [run_id],
+    )
+
+
+def validations(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any]]:
+    return fetch_dicts(
+        con,
+        "SELECT * FROM validations WHERE run_id = ? ORDER BY validated_at, suite",
+        [run_id],
+    )
+
+
+def items(con: duckdb.DuckDBPyConnection, item_ids: Iterable[str]) -> dict[str, Item]:
+    """Items by id; ids not in the store are simply absent from the result."""
+    ids = sorted(set(item_ids))
+    if not ids:
+        return {}
+    rows = fetch_dicts(
+        con, "SELECT * FROM items WHERE list_contains(?, item_id) ORDER BY item_id", [ids]
+    )
+    return {row["item_id"]: codec.item_from_row(row) for row in rows}
+
+
+def stale_running_runs(con: duckdb.DuckDBPyConnection, cutoff: datetime) -> list[str]:
+    """Runs still marked running whose latest score (or start, if none) is before ``cutoff``."""
+    rows = con.execute(
+        "SELECT r.run_id FROM runs r LEFT JOIN scores s USING (run_id) "
+        "WHERE r.status = 'running' GROUP BY r.run_id, r.started_at "
+        "HAVING greatest(r.started_at, coalesce(max(s.scored_at), r.started_at)) < ? "
+        "ORDER BY r.run_id",
+        [cutoff],
+    ).fetchall()
+    return [run_id for (run_id,) in rows]
