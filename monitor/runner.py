@@ -236,7 +236,7 @@ def quality_gate(store, run_id: str, expected_item_ids: set[str]) -> tuple[str, 
 
     with store.connect() as con:
         result = validate_run(con, run_id, expected_item_ids=expected_item_ids)
-    store.add_validation(run_id, result.suite, result.success, result.to_json())
+    store.add_validation(run_id, result.suite, result.success, result.to_dict())
     if result.success:
         return "complete", []
     return "quarantined", [f.reason for f in result.failures]

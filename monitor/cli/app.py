@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from monitor.cli import commands_data, commands_db, commands_run
+from monitor.cli import commands_data, commands_db, commands_drift, commands_run
 from monitor.cli.output import err
 from monitor.errors import MonitorError
 
@@ -57,6 +57,10 @@ app.command("run", help=inspect.cleandoc(commands_run.run.__doc__ or "") + "\n\n
 )
 app.command("show")(commands_db.show)
 app.command("export")(commands_db.export)
+app.command("quality")(commands_drift.quality)
+app.command("drift")(commands_drift.drift)
+app.command("report")(commands_drift.report)
+app.add_typer(commands_drift.import_app, name="import")
 
 
 def main() -> None:

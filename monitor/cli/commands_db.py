@@ -202,6 +202,6 @@ def merge_cmd(
     store = _store(db, must_exist=False)
     report = merge(store, sources)
     if fmt is Format.json:
-        print_json(report.__dict__ if hasattr(report, "__dict__") else report)
+        print_json(report.to_json())
     else:
         out.print(str(report))

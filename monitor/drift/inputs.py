@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
@@ -17,16 +18,28 @@ import duckdb
 from monitor.errors import UserInputError
 
 JSON_COLUMNS = ("snapshot_manifest", "dataset_versions", "environment")
+TIME_COLUMNS = ("started_at", "finished_at")
 
 AxisKey = tuple[str, str]  # (benchmark, axis)
 
 
 @dataclass
 class AxisOutcomes:
-    """One run's outcomes on one (benchmark, axis): item id → outcome, and item versions."""
+    """One run's outcomes on one (benchmark, axis): item id → outcome, and source versions."""
 
     outcomes: dict[str, str] = field(default_factory=dict)
     benchmark_versions: set[str] = field(default_factory=set)
+
+
+def source_version(label: str) -> str:
+    """A benchmark version label without its errata part (``…:errata-N``).
+
+    Item ids are hashed without the errata version, so runs before and after an errata
+    release pair on every untouched item; only the source commit and file decide whether
+    two runs scored the same benchmark. The errata change itself shows in the provenance
+    diff (``dataset_versions``) as a measurement change.
+    """
+    return label.split(":errata-", 1)[0]
 
 
 def _rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
@@ -35,14 +48,32 @@ def _rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
 
 
 def run_row(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
-    """The ``runs`` row with its JSON columns parsed; UserInputError if there is none."""
-    rows = _rows(con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id]))
+    """The ``runs`` row with its JSON columns parsed; UserInputError if there is none.
+
+    Timestamps are read as UTC and made aware in Python: fetching TIMESTAMPTZ directly
+    would make DuckDB import pytz, which the project does not depend on.
+    """
+    rows = _rows(
+        con.execute(
+            """
+            SELECT * REPLACE (
+                timezone('UTC', started_at) AS started_at,
+                timezone('UTC', finished_at) AS finished_at
+            )
+            FROM runs WHERE run_id = ?
+            """,
+            [run_id],
+        )
+    )
     if not rows:
         raise UserInputError(f"run {run_id!r} is not in the store")
     row = rows[0]
     for col in JSON_COLUMNS:
         if isinstance(row.get(col), str):
             row[col] = json.loads(row[col])
+    for col in TIME_COLUMNS:
+        if isinstance(row.get(col), datetime):
+            row[col] = row[col].replace(tzinfo=UTC)
     return row
 
 
@@ -64,7 +95,7 @@ def axis_outcomes(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[AxisKey, 
     for benchmark, axis, version, item_id, outcome in cur.fetchall():
         entry = out[(benchmark, axis)]
         entry.outcomes[item_id] = outcome
-        entry.benchmark_versions.add(version)
+        entry.benchmark_versions.add(source_version(version))
     return dict(out)
 
 
@@ -76,27 +107,22 @@ def default_baseline(con: duckdb.DuckDBPyConnection, run_id: str) -> str | None:
     run with the same metric and version is preferred over a later one scored
     differently, since a different metric can only give "not comparable".
     """
-    run = run_row(con, run_id)
+    run_row(con, run_id)  # a clear error for an unknown id
     row = con.execute(
         """
-        SELECT run_id FROM runs
-        WHERE snapshot_id = ?
-          AND status = 'complete'
-          AND started_at < ?
-          AND run_id <> ?
-          AND (? IS NULL OR repeat_group IS NULL OR repeat_group <> ?)
-        ORDER BY (metric = ? AND metric_version = ?) DESC, started_at DESC, run_id DESC
+        SELECT r.run_id
+        FROM runs AS r, (SELECT * FROM runs WHERE run_id = ?) AS n
+        WHERE r.snapshot_id = n.snapshot_id
+          AND r.status = 'complete'
+          AND r.started_at < n.started_at
+          AND r.run_id <> n.run_id
+          AND (n.repeat_group IS NULL OR r.repeat_group IS NULL
+               OR r.repeat_group <> n.repeat_group)
+        ORDER BY (r.metric = n.metric AND r.metric_version = n.metric_version) DESC,
+                 r.started_at DESC, r.run_id DESC
         LIMIT 1
         """,
-        [
-            run["snapshot_id"],
-            run["started_at"],
-            run_id,
-            run["repeat_group"],
-            run["repeat_group"],
-            run["metric"],
-            run["metric_version"],
-        ],
+        [run_id],
     ).fetchone()
     return row[0] if row else None
 

@@ -130,7 +130,10 @@ def newcombe_paired_ci(
 def paired_difference(
     both_stereo: int, b: int, c: int, both_anti: int, alpha: float = 0.05
 ) -> PairedDifference:
-    """Bias-rate change new − old over items decided in both runs (b: stereo→anti, c: anti→stereo)."""
+    """Bias-rate change new − old over items decided in both runs.
+
+    ``b``: stereo→anti flips, ``c``: anti→stereo flips.
+    """
     n = both_stereo + b + c + both_anti
     if n == 0:
         return PairedDifference(0, 0, 0, 0, 0, None, None, None, None, None)
@@ -237,9 +240,7 @@ class NoiseFloor:
     upper: float
 
 
-def noise_floor(
-    repeats: Sequence[Mapping[str, str]], alpha: float = 0.05
-) -> NoiseFloor | None:
+def noise_floor(repeats: Sequence[Mapping[str, str]], alpha: float = 0.05) -> NoiseFloor | None:
     """Noise floor from ≥2 repeat runs of one snapshot (each: item id → outcome).
 
     Returns None with fewer than two runs or when no pair of repeats shares a decided item.
@@ -269,4 +270,3 @@ def noise_floor(
         pooled_n=n_total,
         upper=max(max(rates), pooled_high),
     )
-

@@ -51,9 +51,7 @@ def comparability(
     decided (stereo/anti) in both.
     """
     if metric_old[0] != metric_new[0]:
-        return Verdict(
-            "not comparable", f"different metrics: {metric_old[0]} vs {metric_new[0]}"
-        )
+        return Verdict("not comparable", f"different metrics: {metric_old[0]} vs {metric_new[0]}")
     if metric_old[1] != metric_new[1]:
         return Verdict(
             "not comparable",

@@ -27,6 +27,10 @@ from filelock import FileLock
 MARKER = "bias-monitor-conversion.json"
 """Written last; holds the GGUF sha256 and the size of every other file in the folder."""
 
+PROBE_TEXT = "The weather was mild and the market in the old town was busy."
+"""A neutral sentence the converted folder must score exactly as the GGUF does."""
+PROBE_TOLERANCE = 1e-4
+
 EventSink = Callable[[str], None]
 
 
@@ -84,9 +88,10 @@ def ensure_converted(
         emit(f"converting {gguf_path.name} to safetensors (one-off) into {dest}")
         started = time.perf_counter()
         work = Path(tempfile.mkdtemp(prefix=f".tmp-{gguf_sha256[:16]}-", dir=models_dir))
+        work.chmod(0o755)  # mkdtemp makes it private; a CI cache may be shared between users
         try:
-            convert_gguf(gguf_path, work)
-            _write_marker(work, gguf_path, gguf_sha256)
+            probe_diff = convert_gguf(gguf_path, work)
+            _write_marker(work, gguf_path, gguf_sha256, probe_diff)
             os.rename(work, dest)
         except BaseException:
             shutil.rmtree(work, ignore_errors=True)
@@ -95,35 +100,61 @@ def ensure_converted(
     return dest
 
 
-def convert_gguf(gguf_path: Path, out_dir: Path) -> None:
+def convert_gguf(gguf_path: Path, out_dir: Path) -> float:
     """Dequantise a GGUF causal LM to fp32 and save it as a from_pretrained folder.
 
     ``save_pretrained`` refuses a GGUF-loaded model (it carries a quantisation config),
     so the same model class is rebuilt from its config without ``quantization_config``
     and given the dequantised state dict; strict loading guarantees no tensor is lost.
+    The saved folder is then reloaded and must reproduce the GGUF model's tokens and
+    logits on a probe sentence: a config field lost in the round trip (rope scaling,
+    sliding window) would change scores without failing any load, so it is caught here,
+    once. Returns the probe's max absolute logit difference.
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from monitor.errors import DataIntegrityError
+
     folder, name = str(gguf_path.parent), gguf_path.name
     gguf_model = AutoModelForCausalLM.from_pretrained(
         folder, gguf_file=name, dtype=torch.float32, trust_remote_code=False
-    )
+    ).eval()
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name, trust_remote_code=False)
     config_dict = gguf_model.config.to_dict()
     config_dict.pop("quantization_config", None)
     config = type(gguf_model.config).from_dict(config_dict)
     plain = type(gguf_model)(config)
     plain.load_state_dict(gguf_model.state_dict(), strict=True)
-    del gguf_model
-    gc.collect()
     plain.to(torch.float32).save_pretrained(out_dir, safe_serialization=True)
     tokenizer.save_pretrained(out_dir)
     del plain
     gc.collect()
 
+    probe_ids = tokenizer.encode(PROBE_TEXT)
+    reloaded_tok = AutoTokenizer.from_pretrained(out_dir, trust_remote_code=False)
+    if reloaded_tok.encode(PROBE_TEXT) != probe_ids:
+        raise DataIntegrityError(
+            f"converting {gguf_path} changed the tokenizer: the probe sentence tokenises "
+            "differently; the cache was not written"
+        )
+    reloaded = AutoModelForCausalLM.from_pretrained(
+        out_dir, dtype=torch.float32, trust_remote_code=False
+    ).eval()
+    probe = torch.tensor([probe_ids])
+    with torch.inference_mode():
+        diff = (gguf_model(probe).logits - reloaded(probe).logits).abs().max().item()
+    del gguf_model, reloaded
+    gc.collect()
+    if not diff <= PROBE_TOLERANCE:
+        raise DataIntegrityError(
+            f"converting {gguf_path} changed the model: logits differ by {diff:.3g} on a probe "
+            f"sentence (tolerance {PROBE_TOLERANCE}); the cache was not written"
+        )
+    return diff
 
-def _write_marker(folder: Path, gguf_path: Path, gguf_sha256: str) -> None:
+
+def _write_marker(folder: Path, gguf_path: Path, gguf_sha256: str, probe_diff: float) -> None:
     import gguf
     import torch
     import transformers
@@ -137,6 +168,7 @@ def _write_marker(folder: Path, gguf_path: Path, gguf_sha256: str) -> None:
         "gguf_sha256": gguf_sha256,
         "gguf_file": gguf_path.name,
         "dtype": "float32",
+        "probe": {"text": PROBE_TEXT, "max_abs_logit_diff_vs_gguf": probe_diff},
         "converted_with": {
             "transformers": transformers.__version__,
             "torch": torch.__version__,

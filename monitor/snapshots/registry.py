@@ -78,7 +78,8 @@ def get_snapshot(snapshot_id: str, snapshots: Mapping[str, Snapshot]) -> Snapsho
         return snapshots[snapshot_id]
     except KeyError:
         known = ", ".join(sorted(snapshots)) or "(none)"
-        raise UserInputError(f"unknown snapshot {snapshot_id!r}; known snapshots: {known}") from None
+        msg = f"unknown snapshot {snapshot_id!r}; known snapshots: {known}"
+        raise UserInputError(msg) from None
 
 
 def default_snapshots(snapshots: Mapping[str, Snapshot]) -> list[Snapshot]:

@@ -68,14 +68,27 @@ def locate_verified_file(
     emit = on_event or (lambda _msg: None)
     package_dir = _package_dir(snapshot, src)
     if src.assemble:
-        path = _assembled_file(snapshot, src, cache, emit)
-    else:
-        path = package_dir / src.file
-        if not path.exists():
-            raise SnapshotUnavailable(
-                f"snapshot {snapshot.id}: {path} is missing from the installed package "
-                f"{src.package}=={src.version}; reinstall it ({_hint(src)})"
-            )
+        path = cache / "files" / src.sha256 / Path(src.file).name
+        if path.exists():
+            try:
+                _verify(snapshot, src, path, cache, emit)
+                return path
+            except DataIntegrityError:
+                emit(f"discarding corrupt cached {path}")
+                path.unlink()
+        _assemble(snapshot, src, path, emit)
+        try:
+            _verify(snapshot, src, path, cache, emit)
+        except DataIntegrityError:
+            path.unlink(missing_ok=True)  # never leave a wrong file under the pinned hash
+            raise
+        return path
+    path = package_dir / src.file
+    if not path.exists():
+        raise SnapshotUnavailable(
+            f"snapshot {snapshot.id}: {path} is missing from the installed package "
+            f"{src.package}=={src.version}; reinstall it ({_hint(src)})"
+        )
     _verify(snapshot, src, path, cache, emit)
     return path
 
@@ -142,11 +155,12 @@ def _package_dir(snapshot: Snapshot, src: PypiSource) -> Path:
     return Path(spec.origin).parent
 
 
-def _assembled_file(snapshot: Snapshot, src: PypiSource, cache: Path, emit: EventSink) -> Path:
-    """Rebuild a file shipped in parts into ``<cache>/files/<sha256>/``, once."""
-    target = cache / "files" / src.sha256 / Path(src.file).name
-    if target.exists():
-        return target
+def _assemble(snapshot: Snapshot, src: PypiSource, target: Path, emit: EventSink) -> None:
+    """Rebuild a file shipped in parts (``src.assemble`` = ``module:function(path)``).
+
+    Written under a temporary name and renamed, so a killed process leaves no file under
+    the final name; the caller still verifies the sha256 before anything uses it.
+    """
     module_name, _, func_name = (src.assemble or "").partition(":")
     try:
         assemble = getattr(importlib.import_module(module_name), func_name)
@@ -172,16 +186,8 @@ def _assembled_file(snapshot: Snapshot, src: PypiSource, cache: Path, emit: Even
             f"snapshot {snapshot.id}: assembling {src.file} with {src.assemble} failed: {exc}"
         ) from exc
     if not partial.is_file():
-        raise DataIntegrityError(
-            f"snapshot {snapshot.id}: {src.assemble} did not write {partial.name}"
-        )
-    # Checked here too, so a wrong file never takes the cache name even for a moment.
-    actual = _sha256(partial)
-    if actual != src.sha256:
-        partial.unlink(missing_ok=True)
-        raise _mismatch(snapshot, src, partial, actual)
+        raise DataIntegrityError(f"snapshot {snapshot.id}: {src.assemble} wrote no file")
     os.replace(partial, target)
-    return target
 
 
 # --- sha256 verification, memoised by (path, size, mtime) -----------------------------

@@ -254,3 +254,25 @@ def item_from_row(row: dict[str, Any]) -> Item:
         errata=tuple(row["errata"]),
         direction=row["direction"],
     )
+
+
+def score_from_row(row: dict[str, Any]) -> ScoreRow:
+    """A stored score (JSON already parsed) back into the record scoring wrote."""
+    return ScoreRow(
+        item_id=row["item_id"],
+        metric=row["metric"],
+        metric_version=row["metric_version"],
+        outcome=row["outcome"],
+        delta=row["delta"],
+        score_stereo=row["score_stereo"],
+        score_anti=row["score_anti"],
+        lp_stereo=row["lp_stereo"],
+        lp_anti=row["lp_anti"],
+        prior_stereo=row["prior_stereo"],
+        prior_anti=row["prior_anti"],
+        prob_stereo=row["prob_stereo"],
+        prob_anti=row["prob_anti"],
+        n_tokens_stereo=row["n_tokens_stereo"],
+        n_tokens_anti=row["n_tokens_anti"],
+        details=row["details"] or {},
+    )

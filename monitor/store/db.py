@@ -3,11 +3,17 @@
 Concurrency model. DuckDB lets ONE process open a file read-write (or many processes
 read-only) at a time; the lock is held for as long as a connection is open. The store
 therefore never keeps a connection between calls: a long scoring run takes the lock
-for one ``add_scores`` batch (tens of milliseconds) and releases it, so ``runs list``
-from another process gets in between batches. A call that meets the lock retries with
-backoff for ``lock_timeout`` seconds, then fails with a one-line ``UserInputError``.
-Two *writers* at once (e.g. two scoring runs) therefore interleave batch by batch;
-that is safe because every write is one transaction.
+for one ``add_scores`` batch (about 50-100 ms on a busy 2-core machine, mostly
+DuckDB's open and checkpoint-on-close) and releases it, so ``runs list`` from another
+process gets in between batches. A call that meets the lock retries with backoff for
+``lock_timeout`` seconds, then fails with a one-line ``UserInputError``. Two writers
+at once (e.g. two scoring runs) therefore interleave batch by batch; that is safe
+because every write is one transaction. ``session()`` holds one connection across a
+burst of calls when the open/close cost matters more than other processes waiting.
+
+Within a process, one ``Store`` serialises its calls across threads. Two ``Store``
+objects on the same file must not be used at the same moment with different
+``read_only`` settings: DuckDB refuses mixed configurations inside one process.
 
 Durability. Each write method is one transaction; when it returns, DuckDB has
 committed it to its write-ahead log, so a SIGKILL afterwards loses nothing and a
@@ -21,6 +27,7 @@ n_excluded, notes) and its axis measures, which ``finish_run`` replaces whole.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime, timedelta
@@ -35,20 +42,25 @@ from monitor.benchmarks.items import Exclusion, Item
 from monitor.errors import UserInputError
 from monitor.paths import default_db_path
 from monitor.records import AxisMeasure, RunRecord, RunStatus, ScoreRow
-from monitor.store import codec, migrate, queries
+from monitor.store import codec, migrate, queries, sql
 
 STATUSES: tuple[str, ...] = get_args(RunStatus)
 
-# Which lifecycle moves are legal. "running" again is a resume; complete <-> quarantined
-# is the quality gate (or a human) passing judgement after the scores are in.
+# Which lifecycle moves are legal. "running" again is a resume (also of a run whose
+# process was killed and so still says running); complete <-> quarantined is the
+# quality gate (or a human) passing judgement after the scores are in.
 TRANSITIONS: dict[str, frozenset[str]] = {
-    "running": frozenset({"complete", "failed", "quarantined", "interrupted"}),
+    "running": frozenset({"running", "complete", "failed", "quarantined", "interrupted"}),
     "interrupted": frozenset({"running", "complete", "failed", "quarantined", "interrupted"}),
     "failed": frozenset({"running", "complete", "failed", "quarantined", "interrupted"}),
     "complete": frozenset({"quarantined"}),
     "quarantined": frozenset({"complete"}),
 }
 WRITABLE_STATUSES = frozenset(queries.RESUMABLE_STATUSES)
+
+
+class StoreLockedError(UserInputError):
+    """Another process held the database lock for longer than ``lock_timeout``."""
 
 
 def _is_lock_error(exc: BaseException) -> bool:
@@ -104,6 +116,8 @@ class Store:
         self.read_only = read_only
         self.lock_timeout = lock_timeout
         self._active: tuple[duckdb.DuckDBPyConnection, bool] | None = None
+        self._in_transaction = False
+        self._lock = threading.RLock()
         self.schema_version = self._prepare()
 
     @classmethod
@@ -126,7 +140,7 @@ class Store:
             con = retrying(duckdb.connect, str(self.path), read_only=read_only)
         except duckdb.Error as exc:
             if _is_lock_error(exc):
-                raise UserInputError(
+                raise StoreLockedError(
                     f"database {self.path} stayed locked by another process for "
                     f"{self.lock_timeout:g}s (DuckDB allows one writer process at a time)"
                 ) from exc
@@ -136,36 +150,56 @@ class Store:
 
     @contextmanager
     def connect(self, *, read_only: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A short-lived connection; nested calls on this Store reuse the open one."""
+        """A short-lived connection; nested calls on this Store reuse the open one.
+
+        Calls on one Store from several threads are serialised, so a thread pool of
+        API workers can share a Store.
+        """
         if not read_only and self.read_only:
             raise UserInputError(f"database {self.path} was opened read-only")
-        if self._active is not None:
-            con, active_read_only = self._active
-            if active_read_only and not read_only:
-                raise RuntimeError("write requested inside a read-only connection")
-            yield con
-            return
-        con = self._raw_connect(read_only or self.read_only)
-        self._active = (con, read_only or self.read_only)
-        try:
-            yield con
-        finally:
-            self._active = None
-            con.close()
+        with self._lock:
+            if self._active is not None:
+                con, active_read_only = self._active
+                if active_read_only and not read_only:
+                    raise RuntimeError("write requested inside a read-only connection")
+                yield con
+                return
+            con = self._raw_connect(read_only or self.read_only)
+            self._active = (con, read_only or self.read_only)
+            try:
+                yield con
+            finally:
+                self._active = None
+                con.close()
+
+    @contextmanager
+    def session(self) -> Iterator[Store]:
+        """Hold one read-write connection (and the file lock) across several calls.
+
+        For a burst of small writes such as a run's setup (begin_run, upsert_items,
+        add_exclusions); each call is still its own transaction. Do not hold a session
+        across slow work such as model inference: other processes wait on the lock.
+        """
+        with self.connect(read_only=False):
+            yield self
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """One write transaction on its own connection: all of it commits, or none."""
-        if self._active is not None:
-            raise RuntimeError("Store.transaction() cannot nest inside another connection")
+        """One write transaction: all of it commits, or none."""
         with self.connect(read_only=False) as con:
-            con.begin()
+            if self._in_transaction:
+                raise RuntimeError("Store transactions do not nest")
+            self._in_transaction = True
             try:
-                yield con
-            except BaseException:
-                con.rollback()
-                raise
-            con.commit()
+                con.begin()
+                try:
+                    yield con
+                except BaseException:
+                    con.rollback()
+                    raise
+                con.commit()
+            finally:
+                self._in_transaction = False
 
     # -- opening ---------------------------------------------------------------------
 
@@ -202,6 +236,8 @@ class Store:
         try:
             with self.connect(read_only=False) as con:
                 migrate.apply_migrations(con, label)
+        except StoreLockedError:
+            raise  # another process created the file meanwhile: it is theirs, not ours
         except BaseException:
             self._remove_created(created)
             raise
@@ -239,7 +275,7 @@ class Store:
         columns = ", ".join(params)
         marks = ", ".join("?" for _ in params)
         with self.transaction() as con:
-            if con.execute("SELECT 1 FROM runs WHERE run_id = ?", [run.run_id]).fetchone():
+            if sql.one(con, "SELECT 1 FROM runs WHERE run_id = ?", [run.run_id]):
                 raise UserInputError(f"run {run.run_id} already exists in {self.path}")
             con.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", list(params.values()))
 
@@ -251,9 +287,9 @@ class Store:
         _check_unique(table, ["item_id"], "items")
         with self.transaction() as con:
             con.register("_new_items", table)
-            (inserted,) = con.execute(
-                "INSERT INTO items BY NAME SELECT * FROM _new_items ON CONFLICT DO NOTHING"
-            ).fetchone()
+            inserted = sql.scalar(
+                con, "INSERT INTO items BY NAME SELECT * FROM _new_items ON CONFLICT DO NOTHING"
+            )
             con.unregister("_new_items")
         return int(inserted)
 
@@ -271,18 +307,19 @@ class Store:
         with self.transaction() as con:
             self._require_writable_run(con, run_id)
             con.register("_new_scores", table)
-            (missing,) = con.execute(
-                "SELECT count(*) FROM _new_scores b ANTI JOIN items i USING (item_id)"
-            ).fetchone()
+            missing = sql.scalar(
+                con, "SELECT count(*) FROM _new_scores b ANTI JOIN items i USING (item_id)"
+            )
             if missing:
                 raise UserInputError(
                     f"{missing} score rows for run {run_id} reference items not in the store; "
                     "store them with upsert_items first"
                 )
-            (inserted,) = con.execute(
+            inserted = sql.scalar(
+                con,
                 "INSERT INTO scores BY NAME SELECT *, current_timestamp AS scored_at "
-                "FROM _new_scores ON CONFLICT DO NOTHING"
-            ).fetchone()
+                "FROM _new_scores ON CONFLICT DO NOTHING",
+            )
             con.unregister("_new_scores")
         return int(inserted)
 
@@ -295,10 +332,11 @@ class Store:
         with self.transaction() as con:
             self._require_writable_run(con, run_id)
             con.register("_new_exclusions", table)
-            (inserted,) = con.execute(
+            inserted = sql.scalar(
+                con,
                 "INSERT INTO exclusions BY NAME SELECT * FROM _new_exclusions "
-                "ON CONFLICT DO NOTHING"
-            ).fetchone()
+                "ON CONFLICT DO NOTHING",
+            )
             con.unregister("_new_exclusions")
         return int(inserted)
 
@@ -311,43 +349,67 @@ class Store:
         n_excluded: int,
         notes: str | None = None,
     ) -> None:
-        """Close a run: lifecycle columns and its axis measures, replaced in one transaction."""
+        """Record a run's counts and axis measures (replaced whole) and its status, atomically.
+
+        ``status="running"`` records the numbers but leaves the run open, for a caller
+        that still has a quality gate to pass before ``set_status`` closes it.
+        """
         _check_status(status)
-        if status == "running":
-            raise UserInputError(f"finish_run needs a final status for run {run_id}, not 'running'")
         table = codec.measures_table(run_id, measures)
         _check_unique(table, ["benchmark", "axis", "measure"], "axis measures")
         with self.transaction() as con:
             current = queries.run_status(con, run_id)
             if current not in WRITABLE_STATUSES:
-                raise UserInputError(f"run {run_id} is already {current}; it cannot be finished again")
+                raise UserInputError(
+                    f"run {run_id} is already {current}; it cannot be finished again"
+                )
             con.execute("DELETE FROM axis_measures WHERE run_id = ?", [run_id])
             if table.num_rows:
                 con.register("_new_measures", table)
                 con.execute("INSERT INTO axis_measures BY NAME SELECT * FROM _new_measures")
                 con.unregister("_new_measures")
             con.execute(
-                "UPDATE runs SET status = ?, finished_at = current_timestamp, n_scored = ?, "
-                "n_excluded = ?, notes = coalesce(?, notes) WHERE run_id = ?",
-                [status, n_scored, n_excluded, notes, run_id],
+                "UPDATE runs SET status = $status, n_scored = $n_scored, "
+                "n_excluded = $n_excluded, notes = coalesce($notes, notes), "
+                "finished_at = CASE WHEN $status = 'running' THEN NULL "
+                "ELSE current_timestamp END WHERE run_id = $run_id",
+                {
+                    "status": status,
+                    "n_scored": n_scored,
+                    "n_excluded": n_excluded,
+                    "notes": notes,
+                    "run_id": run_id,
+                },
             )
 
-    def set_status(self, run_id: str, status: RunStatus, notes: str | None = None) -> None:
-        """Move a run along its lifecycle (see ``TRANSITIONS``); ``notes`` replaces if given."""
+    def set_status(
+        self,
+        run_id: str,
+        status: RunStatus,
+        notes: str | None = None,
+        *,
+        finished: bool | None = None,
+    ) -> None:
+        """Move a run along its lifecycle (see ``TRANSITIONS``); ``notes`` replaces if given.
+
+        ``finished_at``: cleared on a resume to ``running``; kept when a finished run
+        is re-judged (complete <-> quarantined); otherwise set to now. ``finished=True``
+        forces "now", ``finished=False`` keeps whatever is stored.
+        """
         _check_status(status)
         with self.transaction() as con:
             current = queries.run_status(con, run_id)
             if status not in TRANSITIONS[current]:
                 raise UserInputError(f"run {run_id} cannot go from {current} to {status}")
             if status == "running":
-                finished = "NULL"  # resumed: not finished any more
-            elif current in ("complete", "quarantined"):
-                finished = "finished_at"  # a verdict on a finished run keeps its end time
+                finished_sql = "NULL"  # resumed: not finished any more
+            elif finished is False or (finished is None and current in ("complete", "quarantined")):
+                finished_sql = "finished_at"
             else:
-                finished = "current_timestamp"
+                finished_sql = "current_timestamp"
             con.execute(
-                f"UPDATE runs SET status = ?, notes = coalesce(?, notes), finished_at = {finished} "
-                "WHERE run_id = ?",
+                "UPDATE runs SET status = ?, notes = coalesce(?, notes), "
+                f"finished_at = {finished_sql} WHERE run_id = ?",
                 [status, notes, run_id],
             )
 
@@ -411,6 +473,16 @@ class Store:
         with self.connect() as con:
             return queries.scores(con, run_id)
 
+    def score_rows(self, run_id: str) -> list[ScoreRow]:
+        """The run's scores as the records scoring produced (for computing measures)."""
+        with self.connect() as con:
+            return queries.score_rows(con, run_id)
+
+    def item_scores(self, run_id: str, with_texts: bool = False) -> list[dict[str, Any]]:
+        """Per-item numbers with benchmark row and axis; sentences only if asked for."""
+        with self.connect() as con:
+            return queries.item_scores(con, run_id, with_texts=with_texts)
+
     def scores_table(self, run_id: str) -> pa.Table:
         with self.connect() as con:
             return queries.scores_table(con, run_id)
@@ -430,7 +502,9 @@ class Store:
 
 def _check_status(status: str) -> None:
     if status not in STATUSES:
-        raise UserInputError(f"unknown run status {status!r}; expected one of {', '.join(STATUSES)}")
+        raise UserInputError(
+            f"unknown run status {status!r}; expected one of {', '.join(STATUSES)}"
+        )
 
 
 def _check_unique(table: pa.Table, keys: list[str], what: str) -> None:

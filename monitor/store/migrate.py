@@ -10,7 +10,7 @@ from __future__ import annotations
 import duckdb
 
 from monitor.errors import UserInputError
-from monitor.store import schema
+from monitor.store import schema, sql
 
 MIGRATIONS_TABLE = "schema_migrations"
 
@@ -55,7 +55,7 @@ def installed_version(con: duckdb.DuckDBPyConnection, label: str) -> int:
                 f"(no {MIGRATIONS_TABLE} table)"
             )
         return 0
-    (version,) = con.execute(f"SELECT coalesce(max(version), 0) FROM {MIGRATIONS_TABLE}").fetchone()
+    version = sql.scalar(con, f"SELECT coalesce(max(version), 0) FROM {MIGRATIONS_TABLE}")
     return int(version)
 
 
@@ -84,8 +84,8 @@ def apply_migrations(
         pending = [m for m in schema.MIGRATIONS if current < m[0] <= target]
         if pending:
             con.execute(_CREATE_MIGRATIONS_TABLE)
-        for version, description, sql in pending:
-            con.execute(sql)
+        for version, description, ddl in pending:
+            con.execute(ddl)
             con.execute(
                 f"INSERT INTO {MIGRATIONS_TABLE} VALUES (?, ?, current_timestamp)",
                 [version, description],

@@ -15,19 +15,22 @@ import pyarrow as pa
 
 from monitor.benchmarks.items import Item
 from monitor.errors import UserInputError
-from monitor.store import codec
+from monitor.records import ScoreRow
+from monitor.store import codec, sql
 
 RESUMABLE_STATUSES = ("running", "interrupted", "failed")
 
 
-def fetch_table(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> pa.Table:
-    return con.sql(sql, params=params or None).to_arrow_table()
+def fetch_table(
+    con: duckdb.DuckDBPyConnection, query: str, params: list[Any] | None = None
+) -> pa.Table:
+    return con.sql(query, params=params or None).to_arrow_table()
 
 
 def fetch_dicts(
-    con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None
+    con: duckdb.DuckDBPyConnection, query: str, params: list[Any] | None = None
 ) -> list[dict[str, Any]]:
-    return codec.decode_rows(fetch_table(con, sql, params))
+    return codec.decode_rows(fetch_table(con, query, params))
 
 
 def list_runs(
@@ -37,7 +40,7 @@ def list_runs(
     limit: int | None = None,
 ) -> list[dict[str, Any]]:
     """Newest first; ``None`` filters are ignored (bound as NULL, not spliced into SQL)."""
-    sql = (
+    query = (
         "SELECT * FROM runs "
         "WHERE ($snapshot IS NULL OR snapshot_id = $snapshot) "
         "AND ($status IS NULL OR status = $status) "
@@ -47,7 +50,7 @@ def list_runs(
     if limit is not None and limit < 0:
         raise UserInputError(f"limit must be zero or more, got {limit}")
     params = {"snapshot": snapshot, "status": status, "limit": limit}
-    return codec.decode_rows(con.sql(sql, params=params).to_arrow_table())
+    return codec.decode_rows(con.sql(query, params=params).to_arrow_table())
 
 
 def get_run(con: duckdb.DuckDBPyConnection, run_id_or_prefix: str) -> dict[str, Any]:
@@ -71,7 +74,7 @@ def get_run(con: duckdb.DuckDBPyConnection, run_id_or_prefix: str) -> dict[str, 
 
 
 def run_status(con: duckdb.DuckDBPyConnection, run_id: str) -> str:
-    row = con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]).fetchone()
+    row = sql.one(con, "SELECT status FROM runs WHERE run_id = ?", [run_id])
     if row is None:
         raise UserInputError(f"no run with id {run_id!r}")
     return row[0]
@@ -83,11 +86,12 @@ def scored_item_ids(con: duckdb.DuckDBPyConnection, run_id: str) -> set[str]:
 
 
 def find_resumable(con: duckdb.DuckDBPyConnection, fingerprint: str) -> str | None:
-    row = con.execute(
+    row = sql.one(
+        con,
         "SELECT run_id FROM runs WHERE fingerprint = ? AND list_contains(?, status) "
         "ORDER BY started_at DESC, run_id DESC LIMIT 1",
         [fingerprint, list(RESUMABLE_STATUSES)],
-    ).fetchone()
+    )
     return None if row is None else row[0]
 
 
@@ -106,6 +110,25 @@ def scores_table(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
 
 def scores(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any]]:
     return codec.decode_rows(scores_table(con, run_id))
+
+
+def score_rows(con: duckdb.DuckDBPyConnection, run_id: str) -> list[ScoreRow]:
+    return [codec.score_from_row(row) for row in scores(con, run_id)]
+
+
+def item_scores(
+    con: duckdb.DuckDBPyConnection, run_id: str, with_texts: bool = False
+) -> list[dict[str, Any]]:
+    """One row per scored item for people to read; texts are opt-in (they hold slurs)."""
+    texts = ", i.text_stereo, i.text_anti" if with_texts else ""
+    return fetch_dicts(
+        con,
+        "SELECT s.item_id, i.benchmark, i.source_row, i.axis, s.outcome, s.delta, "
+        f"s.score_stereo, s.score_anti{texts} "
+        "FROM scores s JOIN items i USING (item_id) WHERE s.run_id = ? "
+        "ORDER BY i.benchmark, i.source_row, s.item_id",
+        [run_id],
+    )
 
 
 def exclusions(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any]]:

@@ -1,0 +1,128 @@
+"""From a validated snapshot to a ready backend: resolve weights, pick device and dtype.
+
+Device and dtype are decided here, once, because they are provenance: the same weights
+in bf16 on a GPU and in fp32 on a CPU give different scores, and a run records which it
+used. Remote code is never trusted: a pinned snapshot must not execute code from a repo.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from monitor.errors import SnapshotUnavailable, UserInputError
+from monitor.snapshots.model import Snapshot
+from monitor.snapshots.resolve import EventSink, ResolvedWeights, resolve_weights
+
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+@dataclass
+class LoadedModel:
+    """A model and tokenizer in eval mode, with the choices made while loading them."""
+
+    model: Any
+    tokenizer: Any
+    weights: ResolvedWeights
+    device: str
+    dtype: str
+
+
+def resolve_device(device: str = "auto") -> str:
+    """``auto`` = ``cuda`` when a GPU is visible, else ``cpu``; explicit names are checked."""
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":
+        return device
+    if device == "cuda" or device.startswith("cuda:"):
+        if not torch.cuda.is_available():
+            raise UserInputError(f"device {device!r} requested but no CUDA GPU is available")
+        return device
+    raise UserInputError(f"unknown device {device!r}; use auto, cpu, cuda or cuda:N")
+
+
+def resolve_dtype(dtype: str, device: str) -> str:
+    """``auto`` = float32 on CPU (bf16 matmuls are slow there), bfloat16 on CUDA."""
+    if dtype == "auto":
+        return "float32" if device == "cpu" else "bfloat16"
+    if dtype not in DTYPES:
+        raise UserInputError(f"unknown dtype {dtype!r}; use auto, {', '.join(DTYPES)}")
+    return dtype
+
+
+def ensure_pad_token(tokenizer) -> None:
+    """Give the tokenizer a pad token from its existing specials (EOS first).
+
+    Batching needs one; adding a new token would change the vocabulary and so the model.
+    """
+    if tokenizer.pad_token is not None:
+        return
+    for special in (tokenizer.eos_token, tokenizer.bos_token, tokenizer.unk_token):
+        if special is not None:
+            tokenizer.pad_token = special
+            return
+    raise UserInputError(
+        f"tokenizer {tokenizer.name_or_path} has no pad, eos, bos or unk token to pad with"
+    )
+
+
+def load_model_and_tokenizer(
+    snapshot: Snapshot,
+    *,
+    device: str = "auto",
+    dtype: str = "auto",
+    cache_dir: Path | None = None,
+    on_event: EventSink | None = None,
+) -> LoadedModel:
+    """Resolve the snapshot's weights and load them, without wrapping them in a backend."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
+
+    dev = resolve_device(device)
+    dt = resolve_dtype(dtype, dev)
+    weights = resolve_weights(snapshot, cache_dir=cache_dir, on_event=on_event)
+    auto_cls = AutoModelForCausalLM if snapshot.kind == "hf-causal" else AutoModelForMaskedLM
+    if on_event:
+        on_event(f"loading {snapshot.id} on {dev} as {dt}")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(weights.folder, trust_remote_code=False)
+        model = auto_cls.from_pretrained(
+            weights.folder, dtype=getattr(torch, dt), trust_remote_code=False
+        )
+    except (OSError, ValueError) as exc:
+        raise SnapshotUnavailable(
+            f"snapshot {snapshot.id}: the weights in {weights.folder} could not be loaded: "
+            f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}"
+        ) from exc
+    ensure_pad_token(tokenizer)
+    model.to(dev)
+    model.eval()
+    return LoadedModel(model=model, tokenizer=tokenizer, weights=weights, device=dev, dtype=dt)
+
+
+def load_backend(
+    snapshot: Snapshot,
+    *,
+    device: str = "auto",
+    dtype: str = "auto",
+    cache_dir: Path | None = None,
+    on_event: EventSink | None = None,
+):
+    """An :class:`HFCausalLM` (kind hf-causal) or :class:`HFMaskedLM` (kind hf-mlm).
+
+    Raises ``SnapshotUnavailable`` when the weights cannot be had here, so a run over
+    several snapshots can skip this one and go on.
+    """
+    loaded = load_model_and_tokenizer(
+        snapshot, device=device, dtype=dtype, cache_dir=cache_dir, on_event=on_event
+    )
+    if snapshot.kind == "hf-causal":
+        from monitor.backends.hf_causal import HFCausalLM as backend_cls
+    else:
+        from monitor.backends.hf_mlm import HFMaskedLM as backend_cls
+    return backend_cls(
+        loaded.model, loaded.tokenizer, name=snapshot.id, device=loaded.device, dtype=loaded.dtype
+    )

@@ -1,0 +1,330 @@
+"""`quality`, `drift`, `report` and `import caste-bias`: checking and comparing stored runs."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from monitor.cli.commands_db import DbOpt, FmtOpt, _store
+from monitor.cli.output import Format, err, interval, out, pct, print_json
+from monitor.errors import UserInputError
+
+import_app = typer.Typer(help="Import results of earlier studies as runs.", no_args_is_help=True)
+
+
+def quality(
+    run_id: Annotated[str, typer.Argument(help="Run id or a unique prefix.")],
+    db: DbOpt = None,
+    fmt: FmtOpt = Format.table,
+) -> None:
+    """Re-run the results quality suite on a stored run and print what failed.
+
+    The outcome is appended to the run's validations. Exit 1 when the suite fails.
+    """
+    from monitor.quality.results_suite import validate_run
+
+    store = _store(db)
+    run = store.get_run(run_id)
+    rid = run["run_id"]
+    with store.connect() as con:
+        result = validate_run(con, rid)
+    store.add_validation(rid, result.suite, result.success, result.to_dict())
+    if fmt is Format.json:
+        print_json(
+            {
+                "run_id": rid,
+                "suite": result.suite,
+                "success": result.success,
+                "failures": [f.reason for f in result.failures],
+            }
+        )
+    else:
+        out.print(f"run {rid}: suite {result.suite} {'passed' if result.success else 'FAILED'}")
+        for f in result.failures:
+            out.print(f"  - {f.reason}")
+    if not result.success:
+        raise typer.Exit(1)
+
+
+def _parse_since(since: str | None) -> datetime | None:
+    if since is None:
+        return None
+    try:
+        return datetime.combine(date.fromisoformat(since), datetime.min.time(), tzinfo=UTC)
+    except ValueError as exc:
+        raise UserInputError(f"--since {since!r}: expected a date YYYY-MM-DD") from exc
+
+
+def _drift(db, run, snapshot, baseline, baseline_snapshot, alpha):
+    from monitor.drift.session import run_drift, select_pairs
+
+    store = _store(db)
+    with store.connect() as con:
+        pairs = select_pairs(
+            con,
+            run_ids=run or (),
+            snapshots=snapshot or (),
+            baseline=baseline,
+            baseline_snapshot=baseline_snapshot,
+        )
+        result = run_drift(con, pairs, alpha=alpha)
+    return store, result
+
+
+RunOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--run", help="New run id (repeatable). Default: each snapshot's latest complete run."
+    ),
+]
+SnapOpt = Annotated[
+    list[str] | None,
+    typer.Option("--snapshot", "-s", help="Only these snapshots' latest runs (repeatable)."),
+]
+BaseOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--baseline",
+        help="Baseline run id (default: the previous complete run of the same snapshot).",
+    ),
+]
+BaseSnapOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--baseline-snapshot",
+        help="Compare with another snapshot's latest complete run (pull-request comparison).",
+    ),
+]
+AlphaOpt = Annotated[
+    float,
+    typer.Option(
+        "--alpha", min=0.0001, max=0.5, help="False discovery rate for Benjamini–Hochberg."
+    ),
+]
+
+
+def drift(
+    run: RunOpt = None,
+    snapshot: SnapOpt = None,
+    baseline: BaseOpt = None,
+    baseline_snapshot: BaseSnapOpt = None,
+    alpha: AlphaOpt = 0.05,
+    fail_on: Annotated[
+        str,
+        typer.Option(
+            "--fail-on",
+            help="'regression': exit 1 when a "
+            "regression is flagged; 'any': on any flagged change; 'never'.",
+        ),
+    ] = "never",
+    show_flips: Annotated[
+        bool,
+        typer.Option(
+            "--show-flips",
+            help="List the ids of items that "
+            "flipped (add `show RUN --items --texts` to read them).",
+        ),
+    ] = False,
+    db: DbOpt = None,
+    fmt: FmtOpt = Format.table,
+) -> None:
+    """Compare runs with their baselines per snapshot × axis (paired exact McNemar, BH).
+
+    Exit codes: 0 no flagged change matched --fail-on; 1 a flagged change matched
+    --fail-on; 2 bad input or errors.
+    """
+    if fail_on not in ("regression", "any", "never"):
+        raise UserInputError(f"--fail-on {fail_on!r}: use regression, any or never")
+    _, result = _drift(db, run, snapshot, baseline, baseline_snapshot, alpha)
+    if fmt is Format.json:
+        print_json(_drift_json(result, show_flips))
+    else:
+        _drift_table(result, show_flips)
+    flagged = [c for c in result.comparisons if c.verdict.flagged]
+    if (fail_on == "regression" and result.regressions) or (fail_on == "any" and flagged):
+        raise typer.Exit(1)
+
+
+def _drift_json(result, show_flips: bool) -> dict:
+    def comp(c):
+        d = {
+            "benchmark": c.benchmark,
+            "axis": c.axis,
+            "new_run_id": c.new_run_id,
+            "baseline_run_id": c.baseline_run_id,
+            "items_both": c.items_both,
+            "n_paired": c.n_paired,
+            "rate_old": c.rate_old.__dict__,
+            "rate_new": c.rate_new.__dict__,
+            "delta": c.paired.delta,
+            "delta_ci": [c.paired.ci_low, c.paired.ci_high],
+            "delta_ci_method": c.paired.method,
+            "to_anti": c.b,
+            "to_stereo": c.c,
+            "p_mcnemar": c.p_value,
+            "p_bh": c.p_adjusted,
+            "noise_floor": c.noise.upper if c.noise else None,
+            "verdict": c.verdict.label,
+            "reason": c.verdict.reason,
+            "attribution": c.attribution,
+            "provenance_diff": [f.__dict__ for f in c.provenance.changes if f.category != "run"],
+        }
+        if show_flips:
+            d["flipped_to_anti"] = list(c.flipped_to_anti)
+            d["flipped_to_stereo"] = list(c.flipped_to_stereo)
+        return d
+
+    return {
+        "alpha": result.alpha,
+        "fdr_note": result.fdr_note(),
+        "pairs": [p.__dict__ for p in result.pairs],
+        "comparisons": [comp(c) for c in result.comparisons],
+    }
+
+
+def _drift_table(result, show_flips: bool) -> None:
+    from rich.table import Table
+
+    for p in result.pairs:
+        if p.baseline_run_id is None:
+            err.print(f"{p.snapshot_id}: run {p.new_run_id} has no baseline ({p.reason})")
+    table = Table(
+        title="drift (paired exact McNemar; p(BH) over all tests shown)", title_justify="left"
+    )
+    for col in (
+        "new run",
+        "baseline",
+        "benchmark/axis",
+        "old",
+        "new",
+        "Δ [95% CI]",
+        "b/c",
+        "p",
+        "p(BH)",
+        "verdict",
+    ):
+        table.add_column(col)
+    for c in result.comparisons:
+        d = c.paired
+        delta = "—" if d.delta is None else f"{100 * d.delta:+.1f} {interval(d.ci_low, d.ci_high)}"
+        table.add_row(
+            c.new_run_id,
+            c.baseline_run_id,
+            f"{c.benchmark}/{c.axis}",
+            f"{pct(c.rate_old.value)} {interval(c.rate_old.ci_low, c.rate_old.ci_high)}",
+            f"{pct(c.rate_new.value)} {interval(c.rate_new.ci_low, c.rate_new.ci_high)}",
+            delta,
+            f"{c.b}/{c.c}",
+            "—" if c.p_value is None else f"{c.p_value:.3g}",
+            "—" if c.p_adjusted is None else f"{c.p_adjusted:.3g}",
+            f"{c.verdict.label}: {c.verdict.reason}",
+        )
+    out.print(table)
+    out.print(result.fdr_note())
+    seen = set()
+    for c in result.comparisons:
+        key = (c.baseline_run_id, c.new_run_id)
+        if key in seen:
+            continue
+        seen.add(key)
+        changes = [f for f in c.provenance.changes if f.category != "run"]
+        out.print(f"what changed {c.baseline_run_id} → {c.new_run_id}: {c.attribution}")
+        for f in changes:
+            out.print(f"  [{f.category}] {f.field}: {f.old!s:.60} → {f.new!s:.60}")
+    if show_flips:
+        for c in result.comparisons:
+            if c.b or c.c:
+                out.print(f"{c.benchmark}/{c.axis} to anti: {', '.join(c.flipped_to_anti)}")
+                out.print(f"{c.benchmark}/{c.axis} to stereo: {', '.join(c.flipped_to_stereo)}")
+
+
+def report(
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Folder for report.md, report.html, report.json.")
+    ] = Path("results/report"),
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            help="Start of the history to cover (YYYY-MM-DD). Default: the whole history.",
+        ),
+    ] = None,
+    title: Annotated[str, typer.Option("--title")] = "bias-monitor report",
+    run: RunOpt = None,
+    snapshot: SnapOpt = None,
+    baseline: BaseOpt = None,
+    baseline_snapshot: BaseSnapOpt = None,
+    alpha: AlphaOpt = 0.05,
+    show_flips: Annotated[
+        bool, typer.Option("--show-flips", help="Include flipped item ids.")
+    ] = False,
+    summary: Annotated[
+        Path | None,
+        typer.Option(
+            "--summary", help="Also append the Markdown to this file (e.g. $GITHUB_STEP_SUMMARY)."
+        ),
+    ] = None,
+    db: DbOpt = None,
+) -> None:
+    """Write the Markdown (PR comment / job summary), self-contained HTML and JSON reports."""
+    from monitor.drift.report_input import build_report_input
+    from monitor.report import render_markdown, write_report
+
+    store, result = _drift(db, run, snapshot, baseline, baseline_snapshot, alpha)
+    with store.connect() as con:
+        data = build_report_input(
+            con, result, title=title, since=_parse_since(since), with_flips=show_flips
+        )
+    paths = write_report(data, out_dir)
+    if summary is not None:
+        with summary.open("a", encoding="utf-8") as fh:
+            fh.write(render_markdown(data) + "\n")
+    for kind, path in paths.items():
+        out.print(f"{kind}: {path}")
+
+
+@import_app.command("caste-bias")
+def import_caste_bias_cmd(
+    folder: Annotated[
+        Path,
+        typer.Argument(
+            help="A results folder of jeqcho/caste-bias, e.g. "
+            "../shared/datasets/caste-bias/results/april."
+        ),
+    ],
+    snapshot: Annotated[
+        str,
+        typer.Option(
+            "--snapshot", help="Snapshot name to file the run under (e.g. gpt-4o-caste-study)."
+        ),
+    ],
+    on_date: Annotated[str, typer.Option("--date", help="When the study ran (YYYY-MM-DD).")],
+    db: DbOpt = None,
+    fmt: FmtOpt = Format.table,
+) -> None:
+    """Import the GPT-4o caste study's result CSVs as runs (origin 'imported')."""
+    from monitor.importers.caste_bias import import_caste_bias
+    from monitor.paths import default_db_path
+
+    if not folder.is_dir():
+        raise UserInputError(f"{folder}: not a folder")
+    _parse_since(on_date)
+    store = _store(db, must_exist=False)
+    run_ids = import_caste_bias(
+        Path(db or default_db_path()), folder, snapshot=snapshot, date=on_date
+    )
+    if fmt is Format.json:
+        print_json({"run_ids": run_ids})
+        return
+    for rid in run_ids:
+        run = store.get_run(rid)
+        out.print(f"imported run {rid} ({run['snapshot_id']}, {run['metric']})")
+        for m in store.axis_measures(rid):
+            if m["measure"] == "bias_rate":
+                out.print(
+                    f"  {m['axis']:10} {pct(m['value'])} "
+                    f"{interval(m['ci_low'], m['ci_high'])}  {m['k']}/{m['n']}"
+                )

@@ -1,0 +1,1 @@
+"""Drift: paired tests between runs, noise floor, multiple-comparison control, provenance diff."""

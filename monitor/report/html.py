@@ -1,0 +1,88 @@
+"""The self-contained HTML report: one file, inline CSS and SVG, no JavaScript, no network.
+
+Rendered with jinja2 and autoescaping on for every template, so any value from a file or
+an API (model names, run ids, reasons) is text, never markup. The page also carries a
+Content-Security-Policy that forbids scripts and remote loads, as a second line.
+
+Tables list what a reader acts on: every comparison, every failing quality suite and
+every run that is not complete, plus the runs the comparisons name. A year of nightly
+runs is otherwise in the plots, not in a thousand-row table, which keeps the file small.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+from monitor.report import fmt, plots
+from monitor.report.model import QualityResult, ReportInput, RunSummary, Trend, TrendPoint
+from monitor.report.text import fdr_text, ordered_comparisons, summary_line, verdict_counts
+
+MAX_ITEM_IDS = 200  # flipped item ids listed per comparison
+
+
+@lru_cache(maxsize=1)
+def environment() -> Environment:
+    # default=True: autoescape even a template whose name matches no extension.
+    return Environment(
+        loader=PackageLoader("monitor.report", "templates"),
+        autoescape=select_autoescape(
+            enabled_extensions=("html", "svg", "j2"), default_for_string=True, default=True
+        ),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+@dataclass(frozen=True)
+class _TrendView:
+    trend: Trend
+    plot: plots.TrendPlot
+    anchor: str
+    caption: str
+    flags: list[plots.Marker]
+    latest: TrendPoint | None
+
+
+def _trend_views(report: ReportInput) -> list[_TrendView]:
+    views = []
+    for i, t in enumerate(report.trends):
+        plot = plots.layout(t)
+        caption = f"{t.measure} of {t.snapshot_id} on {t.axis} ({t.benchmark}) over time"
+        valued = [p for p in t.points if p.value is not None]
+        views.append(
+            _TrendView(t, plot, f"trend-{i}", caption, plot.flags, valued[-1] if valued else None)
+        )
+    return views
+
+
+def _runs_shown(report: ReportInput) -> tuple[list[RunSummary], list[QualityResult], int]:
+    named = {c.new_run_id for c in report.comparisons} | {
+        c.baseline_run_id for c in report.comparisons if c.baseline_run_id
+    }
+    runs = [r for r in report.runs if r.status != "complete" or r.run_id in named]
+    quality = [q for q in report.quality if not q.success or q.run_id in named]
+    return runs, quality, len(report.runs) - len(runs)
+
+
+def render_html(report: ReportInput) -> str:
+    """The report as one HTML document (UTF-8 text)."""
+    runs, quality, hidden_runs = _runs_shown(report)
+    shown = report.model_copy(update={"runs": tuple(runs), "quality": tuple(quality)})
+    template = environment().get_template("report.html.j2")
+    return template.render(
+        r=shown,
+        fmt=fmt,
+        summary=summary_line(report),
+        counts=verdict_counts(report),
+        fdr=fdr_text(report),
+        trends=_trend_views(report),
+        comparisons=ordered_comparisons(report.comparisons),
+        any_noise=any(c.noise_floor is not None for c in report.comparisons),
+        max_ids=MAX_ITEM_IDS,
+        hidden_runs=hidden_runs,
+        hidden_quality=len(report.quality) - len(quality),
+    )

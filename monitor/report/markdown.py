@@ -1,0 +1,136 @@
+"""The short Markdown report for a GitHub job summary or a pull-request comment.
+
+Short on purpose: the verdict table, one line on multiple-testing control, what changed
+between the compared runs, and the quarantined runs. Plots and the full tables live in
+the HTML report. Every value that came from a file or an API goes through ``md()``, which
+neutralises both Markdown and raw HTML (GitHub renders inline HTML in comments).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+from monitor.report import fmt
+from monitor.report.model import Comparison, ReportInput
+from monitor.report.text import fdr_text, ordered_comparisons, summary_line
+
+# GitHub comments are capped at 65,536 characters; leave room for a footer.
+MAX_CHARS = 60_000
+# Everything CommonMark/GFM gives meaning to mid-line: emphasis, code, links, tables,
+# strikethrough, math. Line-start syntax (#, -, +, 1.) cannot occur: a value never starts
+# a line here, and "(" or "!" mean nothing without the "[" escaped here. <, > and & become
+# HTML entities, so no raw HTML (and no attribute to break out of) can start.
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]|~$])")
+_VERDICT_BADGE = {
+    "regression": "🔴 **regression**",
+    "improvement": "🟢 **improvement**",
+    "not comparable": "⚪ not comparable",
+    "no significant change": "no significant change",
+}
+_SHOWN_CATEGORIES = ("model", "measurement", "environment", "other")
+
+
+def md(value: object, limit: int = 160) -> str:
+    """One untrusted value as inert inline Markdown: one line, escaped, clipped."""
+    text = fmt.clip(" ".join(str(value).split()), limit)
+    return html.escape(_MD_SPECIAL.sub(r"\\\1", text), quote=False)
+
+
+def _row(c: Comparison) -> str:
+    verdict = _VERDICT_BADGE[c.verdict]
+    if c.verdict == "not comparable" and c.reason:
+        verdict += f": {md(c.reason, 100)}"
+    cells = [
+        md(c.snapshot_id, 60),
+        f"{md(c.axis, 40)} ({md(c.benchmark, 40)})",
+        f"{fmt.rate_with_ci(c.rate_old, c.ci_old)} → {fmt.rate_with_ci(c.rate_new, c.ci_new)}",
+        f"{fmt.pp(c.delta)} {fmt.pp_interval(c.delta_ci)}" if c.delta is not None else fmt.MISSING,
+        fmt.flips(c.b_to_anti, c.c_to_stereo),
+        fmt.pvalue(c.p_value),
+        fmt.pvalue(c.p_adjusted),
+        verdict,
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _what_changed(report: ReportInput) -> list[str]:
+    lines: list[str] = []
+    seen: set[tuple[str, str | None]] = set()
+    diffs = {(d.new_run_id, d.baseline_run_id): d for d in report.provenance}
+    for c in ordered_comparisons(report.comparisons):
+        key = (c.new_run_id, c.baseline_run_id)
+        if c.baseline_run_id is None or key in seen:
+            continue
+        seen.add(key)
+        diff = diffs.get(key)
+        head = (
+            f"- **{md(c.snapshot_id, 60)}** {md(fmt.short_id(c.baseline_run_id, 20))} → "
+            f"{md(fmt.short_id(c.new_run_id, 20))}"
+        )
+        if diff is None:
+            lines.append(f"{head}: provenance not available")
+            continue
+        if diff.attribution:
+            head += f": {md(diff.attribution, 80)}"
+        lines.append(head)
+        groups = [(cat, ch) for cat, ch in diff.by_category() if cat in _SHOWN_CATEGORIES]
+        if not groups:
+            lines.append("  - no model, measurement or environment field differs")
+        for cat, changes in groups:
+            shown = [
+                f"{md(ch.field, 80)} {md(ch.old if ch.old is not None else '(absent)', 60)} → "
+                f"{md(ch.new if ch.new is not None else '(absent)', 60)}"
+                for ch in changes[:8]
+            ]
+            more = f"; and {len(changes) - 8} more" if len(changes) > 8 else ""
+            lines.append(f"  - {cat}: " + "; ".join(shown) + more)
+    return lines
+
+
+def render_markdown(report: ReportInput, *, max_rows: int = 40) -> str:
+    """The report as GitHub-flavoured Markdown, at most ``MAX_CHARS`` long."""
+    out = [f"## {md(report.title, 120)}", ""]
+    window = f" · since {fmt.day(report.since)}" if report.since else ""
+    out.append(f"Generated {fmt.when(report.generated_at)}{window} · {summary_line(report)}")
+    out.append("")
+    rows = ordered_comparisons(report.comparisons)
+    if rows:
+        out += [
+            "| Snapshot | Axis (benchmark) | Bias rate, baseline → new (95% Wilson) "
+            "| Δ (paired 95% CI) | Flips →anti / →stereo | p | p (BH) | Verdict |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        # Every flag is shown however many there are; quiet rows fill up to max_rows.
+        flagged = sum(c.verdict in ("regression", "improvement") for c in rows)
+        shown = rows[: max(max_rows, flagged)]
+        out += [_row(c) for c in shown]
+        if len(rows) > len(shown):
+            out.append("")
+            out.append(f"{len(rows) - len(shown)} more comparisons are in the HTML report.")
+        out += ["", f"> {md(fdr_text(report), 600)}", ""]
+    else:
+        out += ["No comparisons in this report.", ""]
+
+    changed = _what_changed(report)
+    if changed:
+        out += ["### What changed", "", *changed, ""]
+
+    quarantined = report.quarantined()
+    if quarantined:
+        out += ["### Quarantined runs", ""]
+        for r in quarantined:
+            why = r.reason or "; ".join(report.failures_of(r.run_id)) or "reason not recorded"
+            out.append(
+                f"- {md(r.run_id, 40)} ({md(r.snapshot_id, 60)}, {fmt.day(r.started_at)}): "
+                f"{md(why, 200)}"
+            )
+        out.append("")
+
+    for note in report.notes:
+        out.append(f"_{md(note, 300)}_")
+    text = "\n".join(out).rstrip() + "\n"
+    if len(text) > MAX_CHARS:
+        cut = text.rfind("\n", 0, MAX_CHARS)
+        text = text[:cut] + "\n\n… truncated; the HTML report has everything.\n"
+    return text

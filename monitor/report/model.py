@@ -1,0 +1,231 @@
+"""What the report room is handed: plain, frozen, validated shapes and nothing else.
+
+The report never queries the store. Whoever builds a report (the CLI, from drift's
+output) fills these models, and every renderer (Markdown, HTML, JSON) reads only them, so
+one input always gives the same three outputs.
+
+Pydantic rather than bare dataclasses because the JSON output must round-trip: the same
+models validate what they serialise (dates as ISO 8601, NaN/inf as null), and an
+adapter that fills a field wrongly fails here with the field's name, not in a template.
+
+The shapes deliberately have no field for benchmark sentences: items are referred to by
+id only, so no renderer can leak a slur or stereotype into a PR comment.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+SCHEMA_VERSION = 1
+
+Verdict = Literal["regression", "improvement", "no significant change", "not comparable"]
+# Matches monitor.drift.provenance_diff.Category: "run" fields (ids, timestamps) always
+# differ between two runs; "other" is a differing field nobody has classified yet.
+Category = Literal["model", "measurement", "environment", "run", "other"]
+CATEGORY_ORDER: tuple[Category, ...] = ("model", "measurement", "environment", "other", "run")
+VERDICT_ORDER: tuple[Verdict, ...] = (
+    "regression",
+    "improvement",
+    "not comparable",
+    "no significant change",
+)
+
+
+def _finite_or_none(v: Any) -> Any:
+    """Undefined numbers (n = 0, no test) arrive as NaN from numpy/scipy; store them as None.
+
+    Doing it on input keeps a report equal to its own JSON round trip.
+    """
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def _as_text(v: Any) -> Any:
+    """Provenance values are arbitrary JSON leaves (lists, numbers, bools); show them as text."""
+    if v is None or isinstance(v, str):
+        return v
+    if isinstance(v, datetime):
+        return v.isoformat()
+    return json.dumps(v, sort_keys=True, default=str, ensure_ascii=False)
+
+
+def _interval(v: Any) -> Any:
+    """An interval with an undefined end is no interval at all."""
+    if v is None:
+        return None
+    lo, hi = (_finite_or_none(x) for x in v)
+    return None if lo is None or hi is None else (lo, hi)
+
+
+OptFloat = Annotated[float | None, BeforeValidator(_finite_or_none)]
+Interval = Annotated[tuple[float, float] | None, BeforeValidator(_interval)]
+Text = Annotated[str | None, BeforeValidator(_as_text)]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="null")
+
+
+class TrendPoint(_Frozen):
+    """One run's rate on one axis.
+
+    ``flagged`` is set when drift flagged this run: the verdict first, then any detail
+    ("regression: 10 anti→stereo, 2 stereo→anti"); the verdict picks the marker colour.
+    """
+
+    run_id: str
+    started_at: datetime
+    status: str
+    value: OptFloat
+    ci_low: OptFloat = None
+    ci_high: OptFloat = None
+    n: int = 0
+    flagged: str | None = None
+
+    @model_validator(mode="after")
+    def _not_quarantined(self) -> TrendPoint:
+        # A quarantined run failed its quality gate: plotting it would draw a line through
+        # numbers the monitor itself does not trust. It is listed under runs instead.
+        if self.status == "quarantined":
+            raise ValueError(f"run {self.run_id} is quarantined and must not be in a trend")
+        return self
+
+
+class Trend(_Frozen):
+    """The longitudinal series for one snapshot × benchmark axis × measure, oldest first.
+
+    ``reference`` is the line drawn for "no preference" (0.5 for a bias rate; None for
+    measures where it means nothing). ``control`` is the model's preference on a neutral
+    control set when known, because 50% is not automatically unbiased for likelihoods.
+    """
+
+    snapshot_id: str
+    benchmark: str
+    axis: str
+    measure: str = "bias_rate"
+    metric: str | None = None
+    reference: OptFloat = 0.5
+    control: OptFloat = None
+    points: tuple[TrendPoint, ...] = ()
+
+    @model_validator(mode="after")
+    def _sorted(self) -> Trend:
+        times = [p.started_at for p in self.points]
+        if times != sorted(times):
+            raise ValueError(f"trend {self.snapshot_id}/{self.axis}: points must be oldest first")
+        return self
+
+
+class Comparison(_Frozen):
+    """One paired comparison of two runs on one axis, as drift decided it.
+
+    ``b_to_anti``: items stereo in the baseline and anti in the new run (moved away from
+    the stereotype); ``c_to_stereo``: the reverse. ``delta`` = rate_new − rate_old over the
+    paired items, with its paired 95% interval.
+    """
+
+    snapshot_id: str
+    benchmark: str
+    axis: str
+    new_run_id: str
+    baseline_run_id: str | None
+    n_paired: int = 0
+    rate_old: OptFloat = None
+    ci_old: Interval = None
+    rate_new: OptFloat = None
+    ci_new: Interval = None
+    delta: OptFloat = None
+    delta_ci: Interval = None
+    b_to_anti: int | None = None
+    c_to_stereo: int | None = None
+    p_value: OptFloat = None
+    p_adjusted: OptFloat = None
+    noise_floor: OptFloat = None
+    verdict: Verdict
+    reason: str = ""
+    metric: str | None = None
+    flipped_item_ids: tuple[str, ...] | None = None
+
+
+class ProvenanceChange(_Frozen):
+    field: str
+    old: Text = None
+    new: Text = None
+    category: Category = "other"
+
+
+class ProvenanceDiff(_Frozen):
+    """Every provenance field that differs between the two runs of a comparison.
+
+    One diff per run pair (all axes of that pair share it). ``attribution`` is drift's
+    one-line reading, e.g. "model change" or "environment drift".
+    """
+
+    snapshot_id: str
+    baseline_run_id: str
+    new_run_id: str
+    attribution: str | None = None
+    changes: tuple[ProvenanceChange, ...] = ()
+
+    def by_category(self) -> list[tuple[Category, list[ProvenanceChange]]]:
+        """Changes grouped in reading order: model, measurement, environment, other, run."""
+        return [
+            (cat, [c for c in self.changes if c.category == cat])
+            for cat in CATEGORY_ORDER
+            if any(c.category == cat for c in self.changes)
+        ]
+
+
+class QualityResult(_Frozen):
+    """One quality suite's outcome for one run; ``failures`` names the failed expectations."""
+
+    run_id: str
+    suite: str
+    success: bool
+    failures: tuple[str, ...] = ()
+
+
+class RunSummary(_Frozen):
+    """A run the report covers, so quarantined ones are shown (with why) though never plotted."""
+
+    run_id: str
+    snapshot_id: str
+    started_at: datetime
+    status: str
+    metric: str | None = None
+    reason: str | None = None
+
+
+class ReportInput(_Frozen):
+    """Everything one report shows. ``since`` is the start of the window the trends cover."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    title: str
+    generated_at: datetime
+    since: datetime | None = None
+    comparisons: tuple[Comparison, ...] = ()
+    trends: tuple[Trend, ...] = ()
+    provenance: tuple[ProvenanceDiff, ...] = ()
+    quality: tuple[QualityResult, ...] = ()
+    runs: tuple[RunSummary, ...] = ()
+    notes: tuple[str, ...] = ()
+    fdr_note: str | None = None
+    alpha: float = Field(default=0.05, gt=0, lt=1)
+
+    def provenance_for(self, c: Comparison) -> ProvenanceDiff | None:
+        for d in self.provenance:
+            if d.new_run_id == c.new_run_id and d.baseline_run_id == c.baseline_run_id:
+                return d
+        return None
+
+    def quarantined(self) -> list[RunSummary]:
+        return [r for r in self.runs if r.status == "quarantined"]
+
+    def failures_of(self, run_id: str) -> list[str]:
+        return [f for q in self.quality if q.run_id == run_id and not q.success for f in q.failures]

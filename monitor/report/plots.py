@@ -1,0 +1,216 @@
+"""Geometry of the longitudinal trend plots, drawn as inline SVG by ``templates/trend.svg.j2``.
+
+Why a small template instead of matplotlib's SVG backend: a report holds one plot per
+snapshot × axis, and a year of nightly runs of a few snapshots is a dozen plots of ~365
+points. matplotlib writes every glyph and marker as a path (tens of KB a plot even with
+``svg.fonttype='none'``) and pulls a ~40 MB dependency into the CI image; the plot needed
+here is one line, one band, a reference line and a few markers, which is a polyline and a
+polygon per plot (~15 KB for a year). Text stays text (searchable, scales with the page),
+and the template is autoescaped like the rest of the report.
+
+This module only computes coordinates and labels; it does no I/O and renders nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from monitor.report import fmt
+from monitor.report.model import Trend, TrendPoint
+
+WIDTH, HEIGHT = 640, 220
+LEFT, RIGHT, TOP, BOTTOM = 46, 14, 12, 30  # margins in px
+MAX_X_TICKS = 8
+# Above this many points individual dots are noise; the line and band carry the series.
+MAX_DOTS = 60
+
+_DAY_STEPS = (1, 2, 7, 14)
+_MONTH_STEPS = (1, 2, 3, 6, 12)
+
+
+@dataclass(frozen=True)
+class Tick:
+    pos: float
+    label: str
+
+
+@dataclass(frozen=True)
+class Marker:
+    x: float
+    y: float
+    label: str
+    kind: str = ""  # "regression" | "improvement" | "" (drawn in a neutral colour)
+
+
+@dataclass
+class TrendPlot:
+    """Everything the SVG template needs, in pixel coordinates, rounded to 0.1 px."""
+
+    width: int = WIDTH
+    height: int = HEIGHT
+    x0: float = LEFT
+    x1: float = WIDTH - RIGHT
+    y0: float = TOP
+    y1: float = HEIGHT - BOTTOM
+    lines: list[str] = field(default_factory=list)  # polyline "x,y x,y ..." per unbroken run
+    bands: list[str] = field(default_factory=list)  # polygon per unbroken run of intervals
+    dots: list[Marker] = field(default_factory=list)
+    flags: list[Marker] = field(default_factory=list)
+    last: Marker | None = None
+    x_ticks: list[Tick] = field(default_factory=list)
+    y_ticks: list[Tick] = field(default_factory=list)
+    reference_y: float | None = None
+    control_y: float | None = None
+    empty: bool = True
+
+
+def _utc(t: datetime) -> datetime:
+    return t.replace(tzinfo=UTC) if t.utcoffset() is None else t.astimezone(UTC)
+
+
+def _add_months(t: datetime, months: int) -> datetime:
+    m = t.month - 1 + months
+    return t.replace(year=t.year + m // 12, month=m % 12 + 1, day=1)
+
+
+def time_ticks(t0: datetime, t1: datetime, max_ticks: int = MAX_X_TICKS) -> list[datetime]:
+    """Calendar-aligned ticks (days, weeks, month starts) with at most ``max_ticks`` in range."""
+    midnight = t0.replace(hour=0, minute=0, second=0, microsecond=0)
+    for step in _DAY_STEPS:
+        start = midnight if midnight >= t0 else midnight + timedelta(days=1)
+        n = math.floor((t1 - start) / timedelta(days=step)) + 1
+        if n <= max_ticks:
+            return [start + timedelta(days=step * i) for i in range(max(n, 0))]
+    for step in _MONTH_STEPS:
+        first = midnight.replace(day=1)
+        if first < t0:
+            first = _add_months(first, 1)
+        while (first.month - 1) % step:
+            first = _add_months(first, 1)
+        ticks = []
+        t = first
+        while t <= t1:
+            ticks.append(t)
+            t = _add_months(t, step)
+        if len(ticks) <= max_ticks:
+            return ticks
+    return [t0, t1]
+
+
+def tick_labels(ticks: list[datetime]) -> list[str]:
+    """ "3 Jul" for day ticks, "Jul 2024" for month starts, "2024" for years."""
+    step = ticks[1] - ticks[0] if len(ticks) >= 2 else timedelta(0)
+    if step > timedelta(days=300):
+        return [f"{t:%Y}" for t in ticks]
+    if step >= timedelta(days=28):
+        return [f"{t:%b %Y}" for t in ticks]
+    return [f"{t.day} {t:%b}" for t in ticks]
+
+
+def value_range(trend: Trend) -> tuple[float, float]:
+    """A y-range that holds every interval and the reference lines, snapped to a grid.
+
+    Not a fixed 0–100%: nightly drift of a few points must be visible. Never narrower
+    than 20 points, so sampling noise does not look like a cliff.
+    """
+    vals = [v for p in trend.points for v in (p.value, p.ci_low, p.ci_high) if v is not None] + [
+        v for v in (trend.reference, trend.control) if v is not None
+    ]
+    if not vals:
+        return 0.0, 1.0
+    lo, hi = min(vals), max(vals)
+    if hi - lo < 0.2:
+        mid = (hi + lo) / 2
+        lo, hi = mid - 0.1, mid + 0.1
+    step = 0.1 if hi - lo > 0.3 else 0.05
+    lo = max(0.0, math.floor(lo / step + 1e-9) * step)
+    hi = min(1.0, math.ceil(hi / step - 1e-9) * step)
+    return lo, hi
+
+
+def _segments(points: tuple[TrendPoint, ...], ok) -> list[list[TrendPoint]]:
+    out: list[list[TrendPoint]] = [[]]
+    for p in points:
+        if ok(p):
+            out[-1].append(p)
+        elif out[-1]:
+            out.append([])
+    return [s for s in out if s]
+
+
+def _flag_kind(flagged: str) -> str:
+    head = flagged.split(":", 1)[0].strip().lower()
+    return head if head in ("regression", "improvement") else ""
+
+
+def _flag_label(p: TrendPoint) -> str:
+    ci = "" if p.ci_low is None or p.ci_high is None else f" {fmt.interval((p.ci_low, p.ci_high))}"
+    run = fmt.short_id(p.run_id, 20)
+    return f"{fmt.day(p.started_at)} {run}: {fmt.pct(p.value)}{ci} — {p.flagged}"
+
+
+def layout(trend: Trend) -> TrendPlot:
+    plot = TrendPlot()
+    lo, hi = value_range(trend)
+    step = 0.1 if hi - lo > 0.3 else 0.05
+
+    def y(v: float) -> float:
+        return round(plot.y1 - (v - lo) / (hi - lo) * (plot.y1 - plot.y0), 1)
+
+    n_steps = round((hi - lo) / step)
+    levels = [lo + i * step for i in range(n_steps + 1)]
+    plot.y_ticks = [Tick(y(v), f"{100 * v:.0f}%") for v in levels]
+    if trend.reference is not None and lo <= trend.reference <= hi:
+        plot.reference_y = y(trend.reference)
+    if trend.control is not None and lo <= trend.control <= hi:
+        plot.control_y = y(trend.control)
+
+    pts = trend.points
+    if not pts:
+        return plot
+    times = [_utc(p.started_at) for p in pts]
+    t0, t1 = times[0], times[-1]
+    if t1 - t0 < timedelta(days=1):  # one night: centre it in a two-day window
+        mid = t0 + (t1 - t0) / 2
+        t0, t1 = mid - timedelta(days=1), mid + timedelta(days=1)
+    span = (t1 - t0).total_seconds()
+    when = dict(zip((id(p) for p in pts), times, strict=True))
+
+    def x(p_or_t) -> float:
+        t = p_or_t if isinstance(p_or_t, datetime) else when[id(p_or_t)]
+        return round(plot.x0 + (t - t0).total_seconds() / span * (plot.x1 - plot.x0), 1)
+
+    ticks = time_ticks(t0, t1)
+    plot.x_ticks = [Tick(x(t), s) for t, s in zip(ticks, tick_labels(ticks), strict=True)]
+
+    for seg in _segments(pts, lambda p: p.ci_low is not None and p.ci_high is not None):
+        upper = [f"{x(p)},{y(p.ci_high)}" for p in seg]
+        lower = [f"{x(p)},{y(p.ci_low)}" for p in reversed(seg)]
+        if len(seg) == 1:  # a lone interval: give it a visible width
+            cx = x(seg[0])
+            upper = [f"{cx - 2},{y(seg[0].ci_high)}", f"{cx + 2},{y(seg[0].ci_high)}"]
+            lower = [f"{cx + 2},{y(seg[0].ci_low)}", f"{cx - 2},{y(seg[0].ci_low)}"]
+        plot.bands.append(" ".join(upper + lower))
+    for seg in _segments(pts, lambda p: p.value is not None):
+        plot.lines.append(" ".join(f"{x(p)},{y(p.value)}" for p in seg))
+
+    valued = [p for p in pts if p.value is not None]
+    if len(valued) <= MAX_DOTS:
+        plot.dots = [Marker(x(p), y(p.value), "") for p in valued]
+    plot.flags = [
+        Marker(
+            x(p),
+            y(p.value) if p.value is not None else plot.y1,
+            _flag_label(p),
+            _flag_kind(p.flagged),
+        )
+        for p in pts
+        if p.flagged
+    ]
+    if valued:
+        p = valued[-1]
+        plot.last = Marker(x(p), y(p.value), fmt.pct(p.value))
+    plot.empty = not valued
+    return plot
