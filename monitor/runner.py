@@ -109,6 +109,12 @@ def run_snapshot(
 
     Weights that cannot be had here turn into a 'skipped' outcome, never a silent failure.
     """
+    if snapshot.kind in ("openai-chat", "openai-responses"):
+        from monitor.runner_api import run_api_snapshot  # forced choice / sampling over HTTP
+
+        return run_api_snapshot(
+            store, snapshot, benches, options, on_event=on_event, progress_factory=progress_factory
+        )
     from monitor.backends.loading import load_backend
     from monitor.scoring import metric_info, score_items
 
@@ -209,12 +215,17 @@ def finalise_run(
     snapshot_id: str,
     *,
     resumed_from: int = 0,
+    measures_fn: Callable[[list, dict[str, tuple[str, str]]], list[AxisMeasure]] | None = None,
 ) -> RunOutcome:
-    """Per-axis rates from what is *stored* (not what is in memory), then the quality gate."""
+    """Per-axis rates from what is *stored* (not what is in memory), then the quality gate.
+
+    ``measures_fn(rows, item_axis)`` replaces the default bias/tie rates for metrics that
+    report more (API forced choice: coverage, refusal rate, ...).
+    """
     from monitor.metrics.intervals import axis_measures
 
     rows = store.score_rows(run_id)
-    measures = axis_measures(rows, item_axis)
+    measures = (measures_fn or axis_measures)(rows, item_axis)
     store.finish_run(run_id, "running", measures, n_scored=len(rows), n_excluded=n_excluded)
     status, failures = quality_gate(store, run_id, {it.item_id for it in items})
     store.set_status(run_id, status, "; ".join(failures[:5]) if failures else None, finished=True)

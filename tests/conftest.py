@@ -11,6 +11,10 @@ from pathlib import Path
 
 import pytest
 
+# `tests/` is on sys.path (rootdir conftest, no __init__.py), so this works under both
+# `pytest` and `python -m pytest`. One vLLM server per session for @pytest.mark.vllm tests.
+from servers.vllm import vllm_server  # noqa: F401
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = Path(
     os.environ.get("MONITOR_TEST_DATASETS", REPO.parent / "shared" / "datasets")
@@ -43,3 +47,9 @@ def monitor_env(tmp_path, monkeypatch, session_cache, shared_datasets) -> Path:
     monkeypatch.setenv("MONITOR_DATA_MIRROR", str(shared_datasets))
     monkeypatch.setenv("MONITOR_DB", str(tmp_path / "monitor.duckdb"))
     return tmp_path
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "vllm: needs the real vLLM server (installed and started once per session)"
+    )

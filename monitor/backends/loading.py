@@ -111,11 +111,17 @@ def load_backend(
     cache_dir: Path | None = None,
     on_event: EventSink | None = None,
 ):
-    """An :class:`HFCausalLM` (kind hf-causal) or :class:`HFMaskedLM` (kind hf-mlm).
+    """An :class:`HFCausalLM` (kind hf-causal), :class:`HFMaskedLM` (kind hf-mlm) or
+    :class:`OpenAICompletionsLM` (kind openai-completions: a remote server, so ``device``,
+    ``dtype`` and ``cache_dir`` do not apply).
 
     Raises ``SnapshotUnavailable`` when the weights cannot be had here, so a run over
     several snapshots can skip this one and go on.
     """
+    if snapshot.kind == "openai-completions":
+        from monitor.backends.openai_completions import OpenAICompletionsLM
+
+        return OpenAICompletionsLM.from_snapshot(snapshot, on_event=on_event)
     loaded = load_model_and_tokenizer(
         snapshot, device=device, dtype=dtype, cache_dir=cache_dir, on_event=on_event
     )

@@ -66,7 +66,8 @@ app.add_typer(commands_drift.import_app, name="import")
 def main() -> None:
     """Entry point: turn MonitorErrors into one line on stderr and their exit code."""
     try:
-        app(standalone_mode=False)
+        # In non-standalone mode click returns the code of a `typer.Exit` instead of exiting.
+        code = app(standalone_mode=False)
     except MonitorError as exc:
         err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
         sys.exit(exc.exit_code)
@@ -78,11 +79,10 @@ def main() -> None:
     except KeyboardInterrupt:
         err.print("interrupted; rerun the same command to resume")
         sys.exit(130)
-    except Exception as exc:  # click usage errors arrive here in non-standalone mode
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
+    except Exception as exc:
+        # Usage errors (typer's vendored click) arrive here in non-standalone mode.
+        if callable(getattr(exc, "show", None)) and isinstance(getattr(exc, "exit_code", None), int):
             exc.show()
             sys.exit(2)
         raise
-    sys.exit(0)
+    sys.exit(code if isinstance(code, int) else 0)

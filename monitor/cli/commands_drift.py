@@ -32,6 +32,9 @@ def quality(
     with store.connect() as con:
         result = validate_run(con, rid)
     store.add_validation(rid, result.suite, result.success, result.to_dict())
+    if not result.success and run["status"] == "complete":
+        # A run that fails its suite is never a baseline or a trend point again.
+        store.set_status(rid, "quarantined", "; ".join(result.reasons)[:300])
     if fmt is Format.json:
         print_json(
             {
@@ -312,6 +315,12 @@ def import_caste_bias_cmd(
     if not folder.is_dir():
         raise UserInputError(f"{folder}: not a folder")
     _parse_since(on_date)
+    # Study rows are mapped to our item ids, so the pinned Indian-BhED files must be here.
+    from monitor.benchmarks.fetch import fetch
+    from monitor.benchmarks.manifest import load_manifest
+
+    manifest = load_manifest()
+    fetch(manifest, [s.id for s in manifest.select(None)], on_event=lambda m: err.print(m))
     store = _store(db, must_exist=False)
     run_ids = import_caste_bias(
         Path(db or default_db_path()), folder, snapshot=snapshot, date=on_date

@@ -103,7 +103,8 @@ def run(
     from monitor.benchmarks.manifest import load_manifest
     from monitor.runner import RunOptions, run_snapshot
     from monitor.snapshots.registry import get_snapshot, load_snapshots
-    from monitor.store.db import Store
+    from monitor.paths import default_db_path
+    from monitor.store.db import Store, check_writable
 
     if dtype not in ("auto", "float32", "bfloat16", "float16"):
         raise UserInputError(f"unknown --dtype {dtype!r}; use auto, float32, bfloat16 or float16")
@@ -128,9 +129,11 @@ def run(
                 )
     manifest = load_manifest()
     specs = manifest.select(benchmark or None)
+    db_path = Path(db) if db else default_db_path()
+    check_writable(db_path)
     fetch(manifest, [s.id for s in specs], on_event=lambda m: err.print(m))
     benches = load_benchmarks([s.id for s in specs], errata=errata, manifest=manifest)
-    store = Store.open(db)
+    store = Store.open(db_path)
 
     options = RunOptions(
         batch_size=batch_size,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import date, datetime
@@ -23,8 +24,9 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False)
+# Wide enough for the summary tables when output goes to a file or CI log (not a tty).
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 140)
+err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 140)
 
 
 class Format(StrEnum):
@@ -72,22 +74,17 @@ def progress_bars() -> Iterator[Callable[[str, int], Callable[[int], None]]]:
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("sequences"),
+        TextColumn("items"),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
         console=err,
         transient=False,
-        disable=not err.is_terminal and False,
     ) as progress:
 
         def factory(label: str, total: int) -> Callable[[int], None]:
-            task = progress.add_task(label, total=None)
-            state = {"total_set": False}
+            task = progress.add_task(label, total=total)
 
-            def advance(n: int, total: int | None = None) -> None:
-                if total is not None and not state["total_set"]:
-                    progress.update(task, total=total)
-                    state["total_set"] = True
+            def advance(n: int) -> None:
                 progress.advance(task, n)
 
             return advance

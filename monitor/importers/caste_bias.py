@@ -514,6 +514,11 @@ def import_caste_bias(
         origin="imported",
         status="complete",
         environment=environment,
+        # What produced the numbers is the study's code at a commit, run on OpenAI's servers:
+        # record that instead of our own commit and device, and say "unknown" where unknown.
+        git_commit=f"{STUDY_REPO}@{STUDY_COMMIT}",
+        device="unknown (OpenAI API)",
+        dtype="unknown",
         notes=f"imported from {STUDY_REPO}@{STUDY_COMMIT[:12]} {folder.name}/",
     )
     con, owned = _open(db_path)

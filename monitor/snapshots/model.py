@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 GitRevision = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")]
@@ -50,17 +50,79 @@ class PypiSource(_Strict):
     upstream_revision: GitRevision | None = None
 
 
+class ApiSource(_Strict):
+    """A model behind an OpenAI-compatible HTTP API (OpenAI, Azure, vLLM, ...).
+
+    ``model`` is the dated snapshot name requested (e.g. ``gpt-4o-2024-08-06``); the name
+    the API *reports* back and its ``system_fingerprint`` are stored per request, because
+    the same requested name can be served by different weights over time. The API key is
+    read from the environment variable named by ``api_key_env`` and never stored.
+    """
+
+    type: Literal["openai-api"]
+    model: str
+    base_url: str | None = None  # None: the OpenAI default; or $OPENAI_BASE_URL
+    base_url_env: str | None = None  # read the base URL from this variable instead
+    api_key_env: str = "OPENAI_API_KEY"
+    provider: Literal["openai", "azure", "vllm", "openai-compatible"] = "openai"
+    api_version: str | None = None  # Azure only
+
+
+class ApiSettings(_Strict):
+    """How an API snapshot is queried. Part of the snapshot, so a change is a new snapshot
+    (or shows in the provenance diff), never a silent change of measurement."""
+
+    method: Literal["forced-choice", "sampling", "completions-cll"] = "forced-choice"
+    option_order: Literal["both", "random"] = "both"  # counterbalanced by default
+    temperature: float = 0.0
+    top_logprobs: int = 20
+    samples: int = 3  # sampling method: answers per item (Indian-BhED best-of-three)
+    max_tokens: int = 16
+    seed: int | None = 0
+    max_concurrency: int = 4
+    timeout_s: float = 60.0
+    max_retries: int = 6
+    request_budget: int | None = None  # refuse to start a run needing more requests
+    usd_per_1m_input_tokens: float | None = None  # for the cost estimate
+    usd_per_1m_output_tokens: float | None = None
+    batch_api: bool = False  # nightly: submit through the Batch API, poll, ingest
+    # Sampling method (also the fallback when a model rejects logprobs). Reasoning models
+    # reject temperatures other than 1 (None leaves it out) and spend output tokens on
+    # reasoning, so they need a larger sampling_max_tokens than the one-word answer.
+    sampling_temperature: float | None = 1.0
+    sampling_max_tokens: int | None = None  # None: max_tokens
+    batch_poll_s: float = 30.0  # Batch API: seconds between status checks
+    batch_wait_s: float = 0.0  # Batch API: how long one process waits before leaving it
+
+
 class Snapshot(_Strict):
     """One pinned model snapshot. The file name (without .toml) must equal ``id``."""
 
     id: SnapshotId
-    kind: Literal["hf-causal", "hf-mlm"]
+    kind: Literal["hf-causal", "hf-mlm", "openai-chat", "openai-responses", "openai-completions"]
     display_name: str
-    source: Annotated[HubSource | PypiSource, Field(discriminator="type")]
+    source: Annotated[HubSource | PypiSource | ApiSource, Field(discriminator="type")]
+    api: ApiSettings | None = None
     default: bool = False  # scored by `bias-monitor run` with no --snapshot
     licence: str | None = None
     notes: str | None = None
     max_length: int = 512
+
+    @model_validator(mode="after")
+    def _kind_matches_source(self) -> Snapshot:
+        is_api = self.kind.startswith("openai-")
+        if is_api != isinstance(self.source, ApiSource):
+            raise ValueError(
+                f"kind {self.kind!r} needs "
+                + ("an openai-api source" if is_api else "an hf-hub or pypi source")
+            )
+        if not is_api and self.api is not None:
+            raise ValueError("[api] settings are only for openai-* kinds")
+        return self
+
+    @property
+    def is_api(self) -> bool:
+        return self.kind.startswith("openai-")
 
     @property
     def revision_label(self) -> str:
@@ -68,4 +130,6 @@ class Snapshot(_Strict):
         s = self.source
         if isinstance(s, HubSource):
             return f"{s.repo}@{s.revision}"
+        if isinstance(s, ApiSource):
+            return f"{s.provider}:{s.model}"
         return f"{s.package}=={s.version}:{s.file}#sha256={s.sha256}"

@@ -26,6 +26,7 @@ n_excluded, notes) and its axis measures, which ``finish_run`` replaces whole.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -498,6 +499,155 @@ class Store:
     def items(self, item_ids: Iterable[str]) -> dict[str, Item]:
         with self.connect() as con:
             return queries.items(con, item_ids)
+
+    # -- API runs (schema 2) -----------------------------------------------------------
+
+    def add_api_requests(self, run_id: str, rows: Sequence[dict[str, Any]]) -> int:
+        """Store what API requests asked and what came back, one transaction per batch.
+
+        Keyed by (run_id, request_key): a request stored ``ok`` is never stored again, so
+        a resumed run cannot duplicate it; a stored failure (``failed``,
+        ``model_changed``) is replaced by the later attempt's row. Returns rows written.
+        """
+        if not rows:
+            return 0
+        keys = [r["request_key"] for r in rows]
+        if len(set(keys)) != len(keys):
+            raise ValueError("api request batch repeats a request_key")
+        columns = _API_REQUEST_COLUMNS
+        values = []
+        for r in rows:
+            missing = [c for c in ("request_key", "item_id", "status", "prompt") if c not in r]
+            if missing:
+                raise ValueError(f"api request row lacks {', '.join(missing)}")
+            values.append(
+                [run_id]
+                + [
+                    codec.dumps(r.get(c))
+                    if c in _API_JSON_COLUMNS and r.get(c) is not None
+                    else r.get(c)
+                    for c in columns[1:-1]
+                ]
+                + [codec.now()]
+            )
+        marks = ", ".join("?" for _ in columns)
+        with self.transaction() as con:
+            self._require_writable_run(con, run_id)
+            con.execute(
+                "DELETE FROM api_requests WHERE run_id = ? AND status <> 'ok' "
+                "AND list_contains(?, request_key)",
+                [run_id, keys],
+            )
+            before = sql.scalar(con, "SELECT count(*) FROM api_requests WHERE run_id = ?", [run_id])
+            con.executemany(
+                f"INSERT INTO api_requests ({', '.join(columns)}) VALUES ({marks}) "
+                "ON CONFLICT DO NOTHING",
+                values,
+            )
+            after = sql.scalar(con, "SELECT count(*) FROM api_requests WHERE run_id = ?", [run_id])
+        return int(after - before)
+
+    def api_requests(self, run_id: str, status: str | None = None) -> list[dict[str, Any]]:
+        """A run's stored API requests (JSON columns decoded), by request key."""
+        with self.connect() as con:
+            rows = queries.fetch_table(
+                con,
+                "SELECT * FROM api_requests WHERE run_id = ? AND (? IS NULL OR status = ?) "
+                "ORDER BY request_key",
+                [run_id, status, status],
+            ).to_pylist()
+        for row in rows:
+            for column in _API_JSON_COLUMNS:
+                if isinstance(row.get(column), str):
+                    row[column] = json.loads(row[column])
+        return rows
+
+    def update_run_environment(self, run_id: str, patch: dict[str, Any]) -> None:
+        """Merge ``patch`` into a run's ``environment`` JSON (top-level keys replaced).
+
+        For facts only known after the requests were answered: an API run's token usage,
+        cost, and the model names and fingerprints the server reported. Only while the
+        run is still open (running / interrupted / failed).
+        """
+        with self.transaction() as con:
+            self._require_writable_run(con, run_id)
+            row = sql.one(con, "SELECT environment FROM runs WHERE run_id = ?", [run_id])
+            env = json.loads(row[0]) if row[0] else {}
+            env.update(patch)
+            con.execute(
+                "UPDATE runs SET environment = ? WHERE run_id = ?", [codec.dumps(env), run_id]
+            )
+
+    def add_api_batch(
+        self,
+        run_id: str,
+        batch_id: str,
+        *,
+        endpoint: str,
+        input_file_id: str,
+        request_keys: Sequence[str],
+    ) -> None:
+        """Remember a submitted Batch API job, so any later process can poll and ingest it."""
+        with self.transaction() as con:
+            self._require_writable_run(con, run_id)
+            con.execute(
+                "INSERT INTO api_batches (batch_id, run_id, endpoint, input_file_id, "
+                "request_keys, status, submitted_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, 'submitted', current_timestamp, current_timestamp)",
+                [batch_id, run_id, endpoint, input_file_id, list(request_keys)],
+            )
+
+    def update_api_batch(
+        self,
+        batch_id: str,
+        status: str,
+        *,
+        output_file_id: str | None = None,
+        error_file_id: str | None = None,
+        detail: str | None = None,
+    ) -> None:
+        with self.transaction() as con:
+            con.execute(
+                "UPDATE api_batches SET status = ?, output_file_id = coalesce(?, output_file_id), "
+                "error_file_id = coalesce(?, error_file_id), detail = coalesce(?, detail), "
+                "updated_at = current_timestamp WHERE batch_id = ?",
+                [status, output_file_id, error_file_id, detail, batch_id],
+            )
+
+    def api_batches(self, run_id: str) -> list[dict[str, Any]]:
+        with self.connect() as con:
+            return queries.fetch_table(
+                con, "SELECT * FROM api_batches WHERE run_id = ? ORDER BY submitted_at", [run_id]
+            ).to_pylist()
+
+
+_API_REQUEST_COLUMNS: tuple[str, ...] = (
+    "run_id",
+    "request_key",
+    "item_id",
+    "option_order",
+    "sample_index",
+    "prompt_template_id",
+    "prompt",
+    "options",
+    "endpoint",
+    "request_params",
+    "status",
+    "response_text",
+    "top_logprobs",
+    "response",
+    "reported_model",
+    "system_fingerprint",
+    "input_tokens",
+    "output_tokens",
+    "latency_s",
+    "attempts",
+    "retries",
+    "error",
+    "batch_id",
+    "created_at",
+)
+_API_JSON_COLUMNS = frozenset({"options", "request_params", "top_logprobs", "response", "retries"})
 
 
 def _check_status(status: str) -> None:

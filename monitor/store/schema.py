@@ -109,6 +109,52 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (
+        2,
+        "api requests and batches (openai-chat / openai-responses runs)",
+        """
+        CREATE TABLE api_requests (
+            run_id             VARCHAR NOT NULL,
+            request_key        VARCHAR NOT NULL,  -- item id / presentation order / sample
+            item_id            VARCHAR NOT NULL,
+            option_order       VARCHAR NOT NULL,  -- stereo-first | anti-first
+            sample_index       INTEGER NOT NULL,
+            prompt_template_id VARCHAR NOT NULL,
+            prompt             VARCHAR NOT NULL,  -- exactly what was sent
+            options            JSON NOT NULL,     -- [{side, text}] in presentation order
+            endpoint           VARCHAR NOT NULL,  -- chat.completions | responses
+            request_params     JSON NOT NULL,     -- temperature, top_logprobs, max tokens, seed
+            status             VARCHAR NOT NULL,  -- ok | failed | model_changed
+            response_text      VARCHAR,
+            top_logprobs       JSON,              -- [[token, logprob, [[alt, logprob], ...]], ...]
+            response           JSON,              -- raw subset: id, model, usage, finish reason
+            reported_model     VARCHAR,
+            system_fingerprint VARCHAR,
+            input_tokens       INTEGER,
+            output_tokens      INTEGER,
+            latency_s          DOUBLE,
+            attempts           INTEGER NOT NULL,
+            retries            JSON,              -- why each retry was made (redacted)
+            error              VARCHAR,
+            batch_id           VARCHAR,
+            created_at         TIMESTAMPTZ NOT NULL,
+            PRIMARY KEY (run_id, request_key)
+        );
+        CREATE TABLE api_batches (
+            batch_id        VARCHAR PRIMARY KEY,
+            run_id          VARCHAR NOT NULL,
+            endpoint        VARCHAR NOT NULL,
+            input_file_id   VARCHAR NOT NULL,
+            request_keys    VARCHAR[] NOT NULL,
+            status          VARCHAR NOT NULL,  -- submitted, ingested, failed, expired...
+            output_file_id  VARCHAR,
+            error_file_id   VARCHAR,
+            detail          VARCHAR,
+            submitted_at    TIMESTAMPTZ NOT NULL,
+            updated_at      TIMESTAMPTZ NOT NULL
+        );
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

