@@ -19,8 +19,13 @@ from test_report_screenshot import BROWSER, screenshot
 
 
 def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "monitor", *args], capture_output=True,
-                          text=True, timeout=1200, env=os.environ.copy())
+    proc = subprocess.run(
+        [sys.executable, "-m", "monitor", *args],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env=os.environ.copy(),
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc
@@ -29,10 +34,24 @@ def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 @pytest.fixture
 def study_db(monitor_env: Path, shared_datasets: Path) -> Path:
     results = shared_datasets / "caste-bias" / "results"
-    cli("import", "caste-bias", str(results / "april"), "--snapshot", "gpt-4o-caste-study",
-        "--date", "2024-04-16")
-    cli("import", "caste-bias", str(results / "july"), "--snapshot", "gpt-4o-caste-study",
-        "--date", "2024-07-18")
+    cli(
+        "import",
+        "caste-bias",
+        str(results / "april"),
+        "--snapshot",
+        "gpt-4o-caste-study",
+        "--date",
+        "2024-04-16",
+    )
+    cli(
+        "import",
+        "caste-bias",
+        str(results / "july"),
+        "--snapshot",
+        "gpt-4o-caste-study",
+        "--date",
+        "2024-07-18",
+    )
     return monitor_env / "monitor.duckdb"
 
 

@@ -31,7 +31,9 @@ def cli(*args: str, check: bool = True, timeout: int = 900) -> subprocess.Comple
         env=os.environ.copy(),
     )
     if check and proc.returncode != 0:
-        raise AssertionError(f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
+        raise AssertionError(
+            f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+        )
     return proc
 
 
@@ -73,15 +75,17 @@ def test_run_scores_stores_and_shows(monitor_env: Path) -> None:
     assert run["git_commit"]
 
     shown = json.loads(cli("show", run["run_id"][:20], "--format", "json").stdout)
-    rates = {
-        m["axis"]: m for m in shown["measures"] if m["measure"] == "bias_rate"
-    }
+    rates = {m["axis"]: m for m in shown["measures"] if m["measure"] == "bias_rate"}
     assert set(rates) == {"caste", "religion"}
     for m in rates.values():
         assert 0 <= m["ci_low"] <= m["value"] <= m["ci_high"] <= 1
-    assert rates["caste"]["n"] + next(
-        m["k"] for m in shown["measures"] if m["axis"] == "caste" and m["measure"] == "tie_rate"
-    ) == 106
+    assert (
+        rates["caste"]["n"]
+        + next(
+            m["k"] for m in shown["measures"] if m["axis"] == "caste" and m["measure"] == "tie_rate"
+        )
+        == 106
+    )
     assert {e["reason"] for e in shown["exclusions"]} == {"duplicate"}
     assert shown["validations"][0]["success"] is True
 
@@ -114,8 +118,13 @@ def test_run_scores_stores_and_shows(monitor_env: Path) -> None:
 def test_kill_minus_nine_then_resume(monitor_env: Path) -> None:
     db = monitor_env / "monitor.duckdb"
     args = [sys.executable, "-m", "monitor", "run", "-b", "bhed-race", "--batch-size", "4"]
-    child = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             env=os.environ.copy(), start_new_session=True)
+    child = subprocess.Popen(
+        args,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=os.environ.copy(),
+        start_new_session=True,
+    )
     stored = 0
     deadline = time.monotonic() + 600
     try:

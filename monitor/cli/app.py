@@ -81,7 +81,9 @@ def main() -> None:
         sys.exit(130)
     except Exception as exc:
         # Usage errors (typer's vendored click) arrive here in non-standalone mode.
-        if callable(getattr(exc, "show", None)) and isinstance(getattr(exc, "exit_code", None), int):
+        if callable(getattr(exc, "show", None)) and isinstance(
+            getattr(exc, "exit_code", None), int
+        ):
             exc.show()
             sys.exit(2)
         raise

@@ -101,9 +101,9 @@ def run(
     from monitor.benchmarks.fetch import fetch
     from monitor.benchmarks.load import load_benchmarks
     from monitor.benchmarks.manifest import load_manifest
+    from monitor.paths import default_db_path
     from monitor.runner import RunOptions, run_snapshot
     from monitor.snapshots.registry import get_snapshot, load_snapshots
-    from monitor.paths import default_db_path
     from monitor.store.db import Store, check_writable
 
     if dtype not in ("auto", "float32", "bfloat16", "float16"):
