@@ -1,18 +1,11 @@
-"""Shared pieces of the API (chat / responses) tests: the server, snapshots, item subsets.
+"""Shared helpers of the API (chat / responses) tests: snapshots and item subsets.
 
-``chat_server`` is the session's real vLLM server (``servers.vllm.vllm_server``). For
-development against an already running server, ``MONITOR_TEST_VLLM_BASE_URL`` names it
-instead (e.g. one started by ``scripts/vllm-serve``); CI leaves it unset.
-"""
+The fixtures live in ``_api_fixtures`` (loaded with ``pytest_plugins``)."""
 
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass
-
-import httpx
-import pytest
 
 from monitor.benchmarks.items import LoadedBenchmark
 from monitor.snapshots.model import ApiSettings, ApiSource, Snapshot
@@ -28,18 +21,6 @@ class ChatServer:
     base_url: str  # .../v1
     root: str  # scheme://host:port, what the fault proxy forwards to
     model: str
-
-
-@pytest.fixture(scope="session")
-def chat_server(request) -> ChatServer:
-    url = os.environ.get("MONITOR_TEST_VLLM_BASE_URL")
-    if url:
-        url = url.rstrip("/")
-        models = httpx.get(f"{url}/models", timeout=10).json()
-        assert any(m["id"] == SERVED_NAME for m in models["data"]), models
-        return ChatServer(url, url.removesuffix("/v1"), SERVED_NAME)
-    server = request.getfixturevalue("vllm_server")
-    return ChatServer(server.base_url, server.root, server.model)
 
 
 def chat_snapshot(
@@ -64,15 +45,3 @@ def chat_snapshot(
 def subset(benches: list[LoadedBenchmark], n: int) -> list[LoadedBenchmark]:
     """The first ``n`` items of each benchmark (and none of its exclusions)."""
     return [dataclasses.replace(b, items=b.items[:n], exclusions=[]) for b in benches]
-
-
-@pytest.fixture
-def bhed(monitor_env) -> list[LoadedBenchmark]:
-    """The four Indian-BhED axes, fetched from the shared mirror into this test's cache."""
-    from monitor.benchmarks.fetch import fetch
-    from monitor.benchmarks.load import load_benchmarks
-    from monitor.benchmarks.manifest import load_manifest
-
-    manifest = load_manifest()
-    fetch(manifest, list(AXES))
-    return load_benchmarks(list(AXES), errata="current", manifest=manifest)

@@ -88,6 +88,22 @@ def test_one_side_extending_the_other_goes_to_the_option_it_spells():
     assert classify_token("Jain", (jain, jainism)) == "ambiguous"  # begins both
 
 
+def test_listed_non_option_mass_is_split_into_refusal_neutral_and_other():
+    m = option_masses(
+        alts(
+            ("Sorry", math.log(0.5)),
+            (" I", math.log(0.1)),
+            ("Neither", math.log(0.2)),
+            ("The", math.log(0.05)),
+            ("Dal", math.log(0.05)),
+        ),
+        (DALITS, BRAHMINS),
+    )
+    assert m.refusal == pytest.approx(0.6) and m.neutral == pytest.approx(0.2)
+    assert m.other == pytest.approx(0.05) and m.stereo == pytest.approx(0.05)
+    assert m.unlisted == pytest.approx(0.1)
+
+
 def test_labels_match_exactly_not_by_prefix():
     a, b = Option("stereo", "A", "label"), Option("anti", "B", "label")
     assert classify_token(" A", (a, b)) == "stereo"

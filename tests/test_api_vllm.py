@@ -29,7 +29,7 @@ from monitor.scoring.api_tasks import chat_request, plan_requests, score_item
 from monitor.store.db import Store
 
 pytestmark = pytest.mark.vllm
-pytest_plugins = ["_api_support"]  # fixtures: chat_server, bhed
+pytest_plugins = ["_api_fixtures"]  # fixtures: chat_server, bhed
 
 CHAT = "/v1/chat/completions"
 REPO = Path(__file__).resolve().parents[1]
@@ -293,3 +293,15 @@ def test_batch_files_round_trip_through_the_real_server(chat_server, bhed):
         b = score_item("forced-choice", item_id, reqs_of_item, direct)
         assert a.outcome == b.outcome
         assert a.prob_stereo == pytest.approx(b.prob_stereo, abs=1e-3)
+
+
+def test_batch_mode_against_a_server_without_a_batch_api_fails_clearly(
+    chat_server, bhed, monitor_env
+):
+    store = Store(monitor_env / "batch.duckdb")
+    snap = chat_snapshot(chat_server.base_url, batch_api=True)
+    (out,) = run_snapshot(store, snap, subset(bhed[:1], 2), RunOptions())
+    assert out.status == "failed"
+    assert "has no Batch API (HTTP 404 on /files); set batch_api = false" in out.reason
+    assert store.api_batches(out.run_id) == [] and store.api_requests(out.run_id) == []
+    assert store.get_run(out.run_id)["status"] == "failed"

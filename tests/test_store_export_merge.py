@@ -196,20 +196,21 @@ def test_missing_or_odd_sources_are_refused(source, tmp_path):
 
 
 def test_older_schema_shards_are_migrated_on_merge(source, tmp_path, monkeypatch):
-    folder = export_run(source, "run-a", tmp_path / "out")  # written at schema 1
+    old = len(schema.MIGRATIONS)
+    folder = export_run(source, "run-a", tmp_path / "out")  # written at the current schema
     monkeypatch.setattr(
         schema,
         "MIGRATIONS",
         [
             *schema.MIGRATIONS,
-            (2, "scores gain a flag", "ALTER TABLE scores ADD flagged BOOLEAN DEFAULT false"),
+            (old + 1, "scores gain a flag", "ALTER TABLE scores ADD flagged BOOLEAN DEFAULT false"),
         ],
     )
     target = Store(tmp_path / "target.duckdb")
-    assert target.schema_version == 2
+    assert target.schema_version == old + 1
     report = merge(target, [folder, source.path])  # an old export and an old .duckdb store
     assert report.runs_added == ["run-a", "run-b"] and report.runs_skipped == ["run-a"]
-    assert [s.schema_version for s in report.sources] == [1, 1]
+    assert [s.schema_version for s in report.sources] == [old, old]
     rows = target.scores("run-a")
     assert len(rows) == 8 and {r["flagged"] for r in rows} == {False}
     assert len(table_rows(target.path, "scores")) == 13

@@ -18,7 +18,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from monitor.backends.api_client import ApiClient, MalformedResponse, call_with_retries
+from monitor.backends.api_client import (
+    ApiClient,
+    ApiError,
+    ApiRejected,
+    MalformedResponse,
+    call_with_retries,
+)
 from monitor.backends.openai_chat import ENDPOINT_URL, Endpoint, ResponseRecord, record_from_body
 
 MAX_LINES = 50_000  # OpenAI's per-batch request limit
@@ -122,10 +128,18 @@ class BatchJobs:
     def submit(self, data: bytes, endpoint: Endpoint) -> tuple[str, str]:
         """Upload the input file and create the batch; returns (batch id, input file id)."""
         client = self.api.client
-        upload = self._retry(
-            lambda: client.files.create(file=("requests.jsonl", data), purpose="batch"),
-            "upload",
-        )
+        try:
+            upload = self._retry(
+                lambda: client.files.create(file=("requests.jsonl", data), purpose="batch"),
+                "upload",
+            )
+        except ApiRejected as exc:
+            if exc.status_code in (404, 405):
+                raise ApiError(
+                    f"snapshot {self.api.snapshot_id}: {self.api.endpoint_url} has no Batch "
+                    f"API (HTTP {exc.status_code} on /files); set batch_api = false"
+                ) from exc
+            raise
         batch = self._retry(
             lambda: client.batches.create(
                 input_file_id=upload.id,

@@ -281,7 +281,7 @@ def _stage(
         label = f"shard {path}"
         migrate.apply_migrations(stage, label, upto=version)
         for table in migrate.user_tables(stage):
-            if table != migrate.MIGRATIONS_TABLE:
+            if table in MERGE_TABLES:  # not schema_migrations, nor tables shards do not carry
                 load(stage, table)
         migrate.apply_migrations(stage, label)
         return {t: stage.sql(f"SELECT * FROM {t}").to_arrow_table() for t in MERGE_TABLES}
