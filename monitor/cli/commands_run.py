@@ -119,13 +119,15 @@ def run(
         else [s for s in snaps.values() if s.default]
     )
     if metric is not None:
-        from monitor.scoring import metric_info
+        from monitor.scoring import metric_info, metrics_for_kind
 
-        _, _, metric_kind = metric_info(metric)
+        metric_info(metric)  # unknown name: one clear error listing the known ones
         for s in chosen:
-            if s.kind != metric_kind:
+            valid = metrics_for_kind(s.kind)
+            if metric not in valid:
                 raise UserInputError(
-                    f"metric {metric!r} is for {metric_kind} models; snapshot {s.id!r} is {s.kind}"
+                    f"metric {metric!r} does not apply to snapshot {s.id!r} ({s.kind}); "
+                    f"use one of: {', '.join(valid)}"
                 )
     manifest = load_manifest()
     specs = manifest.select(benchmark or None)
@@ -191,11 +193,11 @@ def _print_summary(outcomes, excluded) -> None:
 
     for o in outcomes:
         if o.status == "skipped":
-            err.print(f"[yellow]skipped[/yellow] {o.snapshot_id}: {o.reason}")
+            err.print(f"skipped {o.snapshot_id}: {o.reason}", style="yellow")
             continue
         if o.run_id is None:
             continue
-        table = Table(title=f"{o.snapshot_id}  run {o.run_id}  [{o.status}]", title_justify="left")
+        table = Table(title=f"{o.snapshot_id}  run {o.run_id}  ({o.status})", title_justify="left")
         for col in ("benchmark", "axis", "bias rate", "95% CI", "stereo", "anti", "ties", "n"):
             table.add_column(col, justify="left" if col in ("benchmark", "axis") else "right")
         by_key = {(m.benchmark, m.axis, m.measure): m for m in o.measures}
@@ -223,7 +225,7 @@ def _print_summary(outcomes, excluded) -> None:
         if reasons:
             out.print("exclusions: " + ", ".join(f"{r} {n}" for r, n in sorted(reasons.items())))
         for f in o.quality_failures:
-            err.print(f"[red]quality:[/red] {f}")
+            err.print(f"quality: {f}", style="red")
 
 
 @snapshots_app.command("list")

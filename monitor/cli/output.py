@@ -25,8 +25,13 @@ from rich.progress import (
 )
 
 # Wide enough for the summary tables when output goes to a file or CI log (not a tty).
-out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 140)
-err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 140)
+# markup=False: messages carry file names, API errors and ids with brackets, never markup.
+out = Console(
+    highlight=False, markup=False, soft_wrap=True, width=None if sys.stdout.isatty() else 140
+)
+err = Console(
+    stderr=True, highlight=False, markup=False, width=None if sys.stderr.isatty() else 140
+)
 
 
 class Format(StrEnum):
