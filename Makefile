@@ -30,9 +30,12 @@ install: $(BIN)/.installed
 run: install
 	$(BIN)/bias-monitor run
 
+# Two pytest sessions: the vLLM server (minutes to build and warm up) lives only during the
+# second, so it does not compete for the 2 CPU cores with the local-model tests.
 test: install
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -m "not vllm"
+	$(BIN)/python -m pytest -q -m vllm
 
 lint: install
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

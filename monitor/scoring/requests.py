@@ -169,7 +169,12 @@ class AULPlanner:
 def make_planner(metric: str, backend) -> CLLPlanner | ReferencePlanner | AULPlanner:
     """The planner for ``metric``, after checking the backend can answer its requests."""
     info = get_metric(metric)
-    want = CausalLM if info.model_kind == "hf-causal" else MaskedLM
+    want = {"hf-causal": CausalLM, "hf-mlm": MaskedLM}.get(info.model_kind)
+    if want is None:
+        raise UserInputError(
+            f"metric {metric!r} is scored from API answers ({info.model_kind}), "
+            "not from local log-probs"
+        )
     if not isinstance(backend, want):
         raise UserInputError(
             f"metric {metric!r} needs a {info.model_kind} model; "
