@@ -104,9 +104,11 @@ def test_cli_scores_caste_in_both_orders_stores_everything_and_never_the_key(
             "[REDACTED]"
         )
         assert r["input_tokens"] > 0 and r["output_tokens"] > 0 and r["latency_s"] > 0
-    retried = {r["retries"][0]["error"].split(":")[0]: r for r in rows if r["retries"]}
-    assert set(retried) == {"HTTP 500", "HTTP 429"}
-    assert retried["HTTP 429"]["retries"][0]["wait_s"] >= 1.0  # Retry-After honoured
+    # With concurrent requests the 8th attempt can be the retry of the 3rd, so look at every
+    # recorded attempt, not only each request's first.
+    attempts = [e for r in rows for e in r["retries"]]
+    assert {e["error"].split(":")[0] for e in attempts} == {"HTTP 500", "HTTP 429"}
+    assert all(e["wait_s"] >= 1.0 for e in attempts if e["error"].startswith("HTTP 429"))
     # Every request reached the server once, plus the probe and the two refused attempts.
     assert len(log) == 212 + 1 + 2
     assert sum(e.action == "forward" or e.action == "rewrite" for e in log) == 213
