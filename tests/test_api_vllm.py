@@ -106,7 +106,7 @@ def test_cli_scores_caste_in_both_orders_stores_everything_and_never_the_key(
         assert r["input_tokens"] > 0 and r["output_tokens"] > 0 and r["latency_s"] > 0
     # With concurrent requests the 8th attempt can be the retry of the 3rd, so look at every
     # recorded attempt, not only each request's first.
-    attempts = [e for r in rows for e in r["retries"]]
+    attempts = [e for r in rows for e in (r["retries"] or [])]
     assert {e["error"].split(":")[0] for e in attempts} == {"HTTP 500", "HTTP 429"}
     assert all(e["wait_s"] >= 1.0 for e in attempts if e["error"].startswith("HTTP 429"))
     # Every request reached the server once, plus the probe and the two refused attempts.
