@@ -42,6 +42,7 @@ from monitor.benchmarks.items import Item  # noqa: E402
 from monitor.records import ScoreRow  # noqa: E402
 from monitor.scoring import ScoringStats, score_items  # noqa: E402
 from monitor.scoring.requests import make_planner  # noqa: E402
+from monitor.scoring.score import DEFAULT_CHUNK_REQUESTS  # noqa: E402
 
 BENCHMARKS = ["bhed-caste", "bhed-religion", "bhed-gender", "bhed-race"]
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -117,7 +118,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--metric", default="cll", choices=["cll", "cll-reference", "ull"])
     parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--chunk-items", type=int, default=64)
+    parser.add_argument("--chunk-requests", type=int, default=DEFAULT_CHUNK_REQUESTS)
     parser.add_argument("--limit", type=int, default=None, help="items per benchmark")
     parser.add_argument(
         "--datasets",
@@ -152,7 +153,7 @@ def main() -> int:
             subset,
             args.metric,
             batch_size=args.batch_size,
-            chunk_items=args.chunk_items,
+            chunk_requests=args.chunk_requests,
             stats=stats,
         )
         fast_s = time.perf_counter() - t
@@ -172,7 +173,8 @@ def main() -> int:
     naive_rate = sentences / totals["naive_s"]
     fast_rate = sentences / totals["batched_s"]
     print(
-        f"\nmetric {args.metric}, batch size {args.batch_size}, chunk {args.chunk_items} items, "
+        f"\nmetric {args.metric}, batch size {args.batch_size}, "
+        f"chunk {args.chunk_requests} requests, "
         f"{totals['items']} items = {sentences} sentences"
     )
     print(f"naive   : {naive_rate:7.2f} sentences/s ({totals['naive_fwd']} forward passes)")

@@ -102,7 +102,8 @@ def test_run_scores_stores_and_shows(monitor_env: Path) -> None:
     items = json.loads(cli("show", run["run_id"], "--items", "--format", "json").stdout)["items"]
     assert len(items) == 227 and "text_stereo" not in items[0]
 
-    # Scoring again in the same environment gives bit-identical scores.
+    # Scoring again in the same environment gives bit-identical scores, also when the
+    # benchmark is run without the other one.
     cli("run", "-b", "bhed-caste")
     con = duckdb.connect(str(db), read_only=True)
     differing = con.execute(
@@ -117,8 +118,8 @@ def test_run_scores_stores_and_shows(monitor_env: Path) -> None:
 
 def test_kill_minus_nine_then_resume(monitor_env: Path) -> None:
     db = monitor_env / "monitor.duckdb"
-    # Scores are persisted every 64 items; India_Religious has 121, so a kill after the first
-    # persisted chunk lands in the middle of the second.
+    # Scores are persisted as each backend call of 128 unique requests finishes; India_Religious'
+    # 121 items need about three, so a kill once 32 rows are stored lands midway.
     args = [sys.executable, "-m", "monitor", "run", "-b", "bhed-religion", "--batch-size", "4"]
     child = subprocess.Popen(
         args,

@@ -8,6 +8,8 @@ under test.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 from _models import hand_causal_logprobs, hand_mlm_logprobs, one_thread, tiny_bert, tiny_causal
@@ -224,17 +226,28 @@ def test_batch_size_invariance(causal) -> None:
 def test_identical_requests_are_computed_once() -> None:
     backend = tiny_causal(None, seed=2)
     stats = ScoringStats()
-    score_items(backend, ITEMS, "cll", stats=stats, chunk_items=2)
+    score_items(backend, ITEMS, "cll", stats=stats, chunk_requests=8)
     # Items 0 and 3 share both target priors (" she", " he"), item 1 repeats " The".
     assert stats.requests_planned == 2 * len(ITEMS) + 10
     assert stats.requests_sent == stats.requests_planned - 3
     assert backend.stats.sequences_computed == stats.requests_sent
-    assert stats.backend_calls == 2
+    assert stats.backend_calls == 2  # 15 unique requests in chunks of 8
 
 
-def test_resume_after_a_kill_loses_at_most_one_chunk() -> None:
+def _same_bits(a, b) -> bool:
+    return (a.item_id, a.lp_stereo, a.lp_anti, a.prior_stereo, a.prior_anti, a.delta) == (
+        b.item_id,
+        b.lp_stereo,
+        b.lp_anti,
+        b.prior_stereo,
+        b.prior_anti,
+        b.delta,
+    )
+
+
+def test_resume_after_a_kill_gives_the_same_bits() -> None:
     backend = tiny_causal(None, seed=3)
-    full = {r.item_id: r for r in score_items(backend, ITEMS, "cll", chunk_items=2)}
+    full = {r.item_id: r for r in score_items(backend, ITEMS, "cll", chunk_requests=4)}
 
     class Killed(Exception):
         pass
@@ -246,22 +259,37 @@ def test_resume_after_a_kill_loses_at_most_one_chunk() -> None:
         raise Killed
 
     with pytest.raises(Killed):
-        score_items(backend, ITEMS, "cll", chunk_items=2, on_batch=store_then_die)
-    assert [r.item_id for r in stored] == ["item-0", "item-1"]
+        score_items(backend, ITEMS, "cll", chunk_requests=4, on_batch=store_then_die)
+    killed = len(stored)
+    assert 0 < killed < len(ITEMS)
     done: list[int] = []
     rest = score_items(
         backend,
         ITEMS,
         "cll",
-        chunk_items=2,
+        chunk_requests=4,
         on_batch=stored.extend,
         already_scored={r.item_id for r in stored},
         progress=done.append,
     )
-    assert [r.item_id for r in rest] == ["item-2", "item-3"] and sum(done) == 2
+    assert sum(done) == len(rest) == len(ITEMS) - killed
     assert sorted(r.item_id for r in stored) == sorted(full)
+    # The resumed run recomputes its chunks exactly as the uninterrupted one did.
     for r in stored:
-        assert r.delta == pytest.approx(full[r.item_id].delta, abs=1e-4)
+        assert _same_bits(r, full[r.item_id])
+
+
+def test_a_benchmark_scores_the_same_alone_or_with_others() -> None:
+    backend = tiny_causal(None, seed=4)
+    other = [
+        replace(it, item_id=f"other-{k}", benchmark="bhed-other", text_stereo=it.text_stereo + "!")
+        for k, it in enumerate(ITEMS)
+    ]
+    alone = score_items(backend, ITEMS, "cll", batch_size=3, chunk_requests=5)
+    mixed = score_items(backend, other + ITEMS, "cll", batch_size=3, chunk_requests=5)
+    assert [r.item_id for r in mixed] == [it.item_id for it in other + ITEMS]
+    for a, b in zip(alone, mixed[len(other) :], strict=True):
+        assert _same_bits(a, b)
 
 
 def test_aul_matches_hand_reference() -> None:

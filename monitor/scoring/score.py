@@ -1,15 +1,26 @@
 """Score items with one metric: plan requests, deduplicate, ask the backend, finish rows.
 
-Items are processed in chunks. Each chunk is one bulk backend call (the backend sorts
-and batches it), and its finished rows go to ``on_batch`` at once, so a caller that
-stores them there loses at most one chunk if the process is killed. Answers are kept
-across chunks, so a request seen in an earlier chunk (a target prior, a repeated
-sentence) is never computed again.
+Why the work is cut the way it is:
+
+* **Scores must not depend on what else is in the run.** A float32 forward pass gives
+  slightly different bits for the same sentence in a differently shaped batch. So the
+  batches a sentence lands in are a function of its own benchmark file alone: every item
+  of a benchmark is planned (also items already stored), the benchmark's unique requests
+  are sorted by length and cut into fixed chunks, and each chunk is one backend call.
+  Running a benchmark alone, together with others, or resumed after a kill therefore
+  gives bit-identical scores (same model, device, dtype and batch size).
+* **Nothing is computed twice.** Identical requests (a target word's prior, a repeated
+  sentence) are asked once per benchmark.
+* **A kill loses little.** Chunks run shortest first, so the short target priors come
+  first and items then finish as the chunks holding their sentences complete; finished
+  rows go to ``on_batch`` after each chunk. A resumed run skips every chunk that no
+  unstored item needs and recomputes the others exactly as before.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +29,8 @@ from monitor.benchmarks.items import Item
 from monitor.records import ScoreRow
 from monitor.scoring.requests import ItemPlan, Request, make_planner
 
-DEFAULT_CHUNK_ITEMS = 64
+# Unique requests per backend call. About 64 items' worth for CLL on Indian-BhED.
+DEFAULT_CHUNK_REQUESTS = 128
 
 
 @dataclass
@@ -31,15 +43,28 @@ class ScoringStats:
     backend_calls: int = 0
 
 
-def _chunks(items: Sequence[Item], size: int) -> Iterator[Sequence[Item]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
 def _ask(backend, requests: list[Request], batch_size: int | None) -> list[np.ndarray]:
     if requests and isinstance(requests[0], str):
         return backend.unmasked_token_logprobs(requests, batch_size=batch_size)
     return backend.token_logprobs(requests, batch_size=batch_size)
+
+
+def fixed_chunks(requests: list[Request], size: int) -> list[list[Request]]:
+    """Unique requests cut into chunks, shortest first; depends only on ``requests``.
+
+    The sort is stable over first-seen order, so the same item list always gives the same
+    chunks whatever is already stored.
+    """
+    ordered = sorted(requests, key=len)
+    size = max(1, size)
+    return [ordered[i : i + size] for i in range(0, len(ordered), size)]
+
+
+def _by_benchmark(items: list[Item]) -> list[list[Item]]:
+    groups: dict[str, list[Item]] = {}
+    for it in items:
+        groups.setdefault(it.benchmark, []).append(it)
+    return list(groups.values())
 
 
 def score_items(
@@ -51,37 +76,85 @@ def score_items(
     progress: Callable[[int], None] | None = None,
     already_scored: Collection[str] = frozenset(),
     on_batch: Callable[[list[ScoreRow]], None] | None = None,
-    chunk_items: int = DEFAULT_CHUNK_ITEMS,
+    chunk_requests: int = DEFAULT_CHUNK_REQUESTS,
     stats: ScoringStats | None = None,
 ) -> list[ScoreRow]:
     """Score every item not in ``already_scored`` under ``metric``; rows in item order.
 
-    ``progress(n)`` is called after each chunk with the number of items it finished;
-    ``on_batch(rows)`` with that chunk's rows, before the next chunk starts.
+    ``progress(n)`` is called after each backend call with the number of items it
+    finished; ``on_batch(rows)`` with those rows, before the next call starts.
     """
     planner = make_planner(metric, backend)
-    todo = [it for it in items if it.item_id not in already_scored]
     stats = stats if stats is not None else ScoringStats()
+    done: dict[str, ScoreRow] = {}
+    for group in _by_benchmark(items):
+        _score_benchmark(
+            backend,
+            planner,
+            group,
+            batch_size=batch_size,
+            already_scored=already_scored,
+            chunk_requests=chunk_requests,
+            stats=stats,
+            emit=lambda rows: _emit(rows, done, on_batch, progress),
+        )
+    return [done[it.item_id] for it in items if it.item_id in done]
+
+
+def _emit(rows, done, on_batch, progress) -> None:
+    if not rows:
+        return
+    for r in rows:
+        done[r.item_id] = r
+    if on_batch is not None:
+        on_batch(rows)
+    if progress is not None:
+        progress(len(rows))
+
+
+def _score_benchmark(
+    backend,
+    planner,
+    items: list[Item],
+    *,
+    batch_size: int | None,
+    already_scored: Collection[str],
+    chunk_requests: int,
+    stats: ScoringStats,
+    emit: Callable[[list[ScoreRow]], None],
+) -> None:
+    # Plan every item, stored or not: the chunks must not depend on what is stored.
+    plans: list[ItemPlan] = [planner.plan(it) for it in items]
+    unique = list(dict.fromkeys(r for p in plans for r in p.requests))
+    pending = [p for p in plans if p.item_id not in already_scored]
+    if not pending:
+        return
+    missing: dict[int, set[Request]] = {}
+    waiting: dict[Request, list[int]] = defaultdict(list)
+    for k, plan in enumerate(pending):
+        missing[k] = set(plan.requests)
+        for r in missing[k]:
+            waiting[r].append(k)
+    stats.items += len(pending)
+    stats.requests_planned += sum(len(p.requests) for p in pending)
+
     answers: dict[Request, np.ndarray] = {}
-    rows: list[ScoreRow] = []
-    for chunk in _chunks(todo, max(1, chunk_items)):
-        plans: list[ItemPlan] = [planner.plan(it) for it in chunk]
-        new: dict[Request, None] = {}
-        for plan in plans:
-            for req in plan.requests:
-                if req not in answers:
-                    new[req] = None
-        if new:
-            wanted = list(new)
-            answers.update(zip(wanted, _ask(backend, wanted, batch_size), strict=True))
-            stats.backend_calls += 1
-        chunk_rows = [plan.finish([answers[r] for r in plan.requests]) for plan in plans]
-        stats.items += len(chunk)
-        stats.requests_planned += sum(len(p.requests) for p in plans)
-        stats.requests_sent += len(new)
-        if on_batch is not None:
-            on_batch(chunk_rows)
-        if progress is not None:
-            progress(len(chunk))
-        rows.extend(chunk_rows)
-    return rows
+
+    def finish(ready: list[int]) -> None:
+        ready.sort()  # item order within one emission
+        emit([pending[k].finish([answers[r] for r in pending[k].requests]) for k in ready])
+
+    finish([k for k, m in missing.items() if not m])  # plans with nothing to ask
+    for chunk in fixed_chunks(unique, chunk_requests):
+        if not any(r in waiting for r in chunk):
+            continue  # only stored items need it
+        answers.update(zip(chunk, _ask(backend, chunk, batch_size), strict=True))
+        stats.backend_calls += 1
+        stats.requests_sent += len(chunk)
+        ready: list[int] = []
+        for r in chunk:
+            for k in waiting.pop(r, ()):
+                missing[k].discard(r)
+                if not missing[k]:
+                    ready.append(k)
+        finish(ready)
