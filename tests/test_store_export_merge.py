@@ -8,6 +8,7 @@ import duckdb
 import pytest
 from test_store_support import (
     STORE_TABLES,
+    make_api_request,
     make_exclusions,
     make_items,
     make_measures,
@@ -42,8 +43,8 @@ def _run_rows(path, run_id: str) -> dict[str, list[tuple]]:
         for table in STORE_TABLES:
             if table == "items":
                 sql = (
-                    "SELECT * FROM items WHERE item_id IN "
-                    "(SELECT item_id FROM scores WHERE run_id = ?)"
+                    "SELECT * FROM items WHERE item_id IN (SELECT item_id FROM scores WHERE "
+                    "run_id = $1 UNION SELECT item_id FROM api_requests WHERE run_id = $1)"
                 )
             else:
                 sql = f"SELECT * FROM {table} WHERE run_id = ?"
@@ -74,6 +75,8 @@ def test_export_writes_parquet_per_table_and_a_checked_manifest(source, tmp_path
         "exclusions": 2,
         "axis_measures": 2,
         "validations": 1,
+        "api_requests": 0,
+        "api_batches": 0,
     }
     assert {t: e["rows"] for t, e in manifest["tables"].items()} == expected_rows
     for entry in manifest["tables"].values():
@@ -226,3 +229,72 @@ def test_export_from_a_newer_schema_is_refused(source, tmp_path):
     with pytest.raises(UserInputError, match="99, newer"):
         merge(target, [folder])
     assert target.list_runs() == []
+
+
+def _api_run(store: Store, run_id: str, items, answer: str = "A") -> None:
+    """A finished API run: requests in both option orders, one of them via a batch."""
+    with store.session():
+        store.upsert_items(items)
+        store.begin_run(make_run(run_id, fingerprint="fp-api", snapshot_id="toy-api"))
+        store.add_api_batch(
+            run_id,
+            "batch-1",
+            endpoint="/v1/chat/completions",
+            input_file_id="file-in",
+            request_keys=[f"{i.item_id}/stereo-first/0" for i in items],
+        )
+        store.add_api_requests(
+            run_id,
+            [make_api_request(i, o, answer) for i in items for o in ("stereo-first", "anti-first")],
+        )
+        store.update_api_batch("batch-1", "ingested", output_file_id="file-out")
+        store.add_scores(run_id, [make_score(i) for i in items[:-1]])  # one item undecided
+        store.finish_run(run_id, "complete", make_measures(), len(items) - 1, 0)
+
+
+def test_api_requests_and_batches_travel_with_a_shard(tmp_path):
+    source = Store(tmp_path / "source.duckdb")
+    items = make_items(4)
+    _api_run(source, "run-api", items)
+    folder = export_run(source, "run-api", tmp_path / "out")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    rows = {t: e["rows"] for t, e in manifest["tables"].items()}
+    # The undecided item has no score but its requests still need their item row.
+    assert (rows["api_requests"], rows["api_batches"], rows["items"], rows["scores"]) == (
+        8,
+        1,
+        4,
+        3,
+    )
+
+    target = Store(tmp_path / "target.duckdb")
+    merge(target, [folder])
+    assert _run_rows(target.path, "run-api") == _run_rows(source.path, "run-api")
+    assert target.api_requests("run-api") == source.api_requests("run-api")
+    assert target.api_batches("run-api")[0]["status"] == "ingested"
+
+    # The same run id with different answers is a different record: refused, target intact.
+    other = Store(tmp_path / "other.duckdb")
+    _api_run(other, "run-api", items, answer="B")
+    before = snapshot_tables(target.path)
+    with pytest.raises(UserInputError, match="api_requests"):
+        merge(target, [other.path])
+    assert snapshot_tables(target.path) == before
+
+
+def test_exports_written_before_api_tables_still_merge(source, tmp_path):
+    folder = export_run(source, "run-a", tmp_path / "out")
+    manifest_path = folder / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["format_version"] = 1
+    for table in ("api_requests", "api_batches"):
+        (folder / manifest["tables"].pop(table)["file"]).unlink()
+    manifest_path.write_text(json.dumps(manifest))
+    target = Store(tmp_path / "target.duckdb")
+    assert merge(target, [folder]).runs_added == ["run-a"]
+    assert _run_rows(target.path, "run-a") == _run_rows(source.path, "run-a")
+
+    manifest["format_version"] = 2  # a version 2 manifest must list the API tables
+    manifest_path.write_text(json.dumps(manifest))
+    with pytest.raises(DataIntegrityError, match="exactly the tables"):
+        verify_export(folder)

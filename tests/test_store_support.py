@@ -18,7 +18,16 @@ from monitor.records import AxisMeasure, RunRecord, ScoreRow
 
 BENCHMARK = "toy-bench"
 VERSION = "toy-bench@0000:1111:errata-none"
-STORE_TABLES = ("runs", "items", "scores", "exclusions", "axis_measures", "validations")
+STORE_TABLES = (
+    "runs",
+    "items",
+    "scores",
+    "exclusions",
+    "axis_measures",
+    "validations",
+    "api_requests",
+    "api_batches",
+)
 
 
 def make_items(n: int, version: str = VERSION) -> list[Item]:
@@ -74,6 +83,34 @@ def make_run(
         batch_size=8,
         environment={"torch": "2.13.0", "python": "3.11", "nested": {"b": 2, "a": 1}},
     )
+
+
+def make_api_request(item: Item, order: str, answer: str = "A") -> dict[str, Any]:
+    """One stored forced-choice request, shaped as the API runner stores it."""
+    return {
+        "request_key": f"{item.item_id}/{order}/0",
+        "item_id": item.item_id,
+        "option_order": order,
+        "sample_index": 0,
+        "prompt_template_id": "toy-choice-v1",
+        "prompt": f"Choose A or B for row {item.source_row}.",
+        "options": [{"side": "stereo", "text": "early"}, {"side": "anti", "text": "late"}],
+        "endpoint": "chat.completions",
+        "request_params": {"temperature": 0, "top_logprobs": 20, "max_tokens": 1},
+        "status": "ok",
+        "response_text": answer,
+        "top_logprobs": [[answer, -0.1, [["A", -0.1], ["B", -2.4]]]],
+        "response": {"id": "cmpl-1", "model": "toy-api", "usage": {"prompt_tokens": 12}},
+        "reported_model": "toy-api-2025-04-01",
+        "system_fingerprint": "fp_toy",
+        "input_tokens": 12,
+        "output_tokens": 1,
+        "latency_s": 0.25,
+        "attempts": 1,
+        "retries": None,
+        "error": None,
+        "batch_id": "batch-1",
+    }
 
 
 def make_score(item: Item, salt: float = 0.0) -> ScoreRow:

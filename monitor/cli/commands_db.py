@@ -176,7 +176,8 @@ def export(
     ] = Path("results/exports"),
     db: DbOpt = None,
 ) -> None:
-    """Write one run (run row, its items, scores, exclusions, measures, validations) as Parquet."""
+    """Write one run as Parquet: run row, items, scores, exclusions, measures, validations,
+    and for API runs every request sent and batch submitted; plus a sha256 manifest."""
     from monitor.store.export import export_run
 
     store = _store(db)

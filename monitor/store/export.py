@@ -1,9 +1,13 @@
 """Export one run as a self-describing folder of Parquet files (a CI shard), and verify one.
 
-Layout: ``<out_dir>/<run_id>/{runs,items,scores,exclusions,axis_measures,validations}.parquet``
-plus ``manifest.json`` with the schema version, row counts and a sha256 per file. The
-manifest is what lets the merging job trust a shard that crossed machines: it checks
-every file before reading a row from it.
+Layout: ``<out_dir>/<run_id>/<table>.parquet`` for every table in ``EXPORT_TABLES`` (the
+run, its items, scores, exclusions, axis measures, validations, and for API runs every
+request sent and every batch submitted) plus ``manifest.json`` with the schema version,
+row counts and a sha256 per file. The manifest is what lets the merging job trust a
+shard that crossed machines: it checks every file before reading a row from it.
+
+Format version 1 (before API runs) had no ``api_requests``/``api_batches`` files; such
+folders are still read, with those tables empty.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from monitor.store import queries
 from monitor.store.db import Store
 
 EXPORT_FORMAT = "bias-monitor-run-export"
-EXPORT_FORMAT_VERSION = 1
+EXPORT_FORMAT_VERSION = 2
 MANIFEST_NAME = "manifest.json"
 
 # Table -> the run's rows, in a fixed order so that exporting twice gives the same rows.
@@ -31,7 +35,8 @@ EXPORT_QUERIES: dict[str, str] = {
     "runs": "SELECT * FROM runs WHERE run_id = $run_id",
     "items": (
         "SELECT * FROM items WHERE item_id IN "
-        "(SELECT item_id FROM scores WHERE run_id = $run_id) ORDER BY item_id"
+        "(SELECT item_id FROM scores WHERE run_id = $run_id "
+        "UNION SELECT item_id FROM api_requests WHERE run_id = $run_id) ORDER BY item_id"
     ),
     "scores": "SELECT * FROM scores WHERE run_id = $run_id ORDER BY item_id",
     "exclusions": (
@@ -43,8 +48,15 @@ EXPORT_QUERIES: dict[str, str] = {
     "validations": (
         "SELECT * FROM validations WHERE run_id = $run_id ORDER BY validated_at, suite, success"
     ),
+    "api_requests": "SELECT * FROM api_requests WHERE run_id = $run_id ORDER BY request_key",
+    "api_batches": "SELECT * FROM api_batches WHERE run_id = $run_id ORDER BY batch_id",
 }
 EXPORT_TABLES: tuple[str, ...] = tuple(EXPORT_QUERIES)
+# The tables each readable format version carries.
+TABLES_BY_FORMAT: dict[int, frozenset[str]] = {
+    1: frozenset(EXPORT_TABLES) - {"api_requests", "api_batches"},
+    2: frozenset(EXPORT_TABLES),
+}
 
 
 def sha256_file(path: Path) -> str:
@@ -118,7 +130,7 @@ class VerifiedExport:
     folder: Path
     run_id: str
     schema_version: int
-    files: dict[str, Path]  # table -> parquet path
+    files: dict[str, Path]  # table -> parquet path; tables its format lacks are absent
 
 
 def is_export_folder(path: Path) -> bool:
@@ -134,22 +146,24 @@ def verify_export(folder: Path) -> VerifiedExport:
         raise DataIntegrityError(f"export manifest {manifest_path} is unreadable: {exc}") from exc
     if not isinstance(manifest, dict) or manifest.get("format") != EXPORT_FORMAT:
         raise DataIntegrityError(f"{manifest_path} is not a {EXPORT_FORMAT} manifest")
-    if manifest.get("format_version") != EXPORT_FORMAT_VERSION:
+    format_version = manifest.get("format_version")
+    if format_version not in TABLES_BY_FORMAT:
         raise DataIntegrityError(
-            f"{manifest_path} has export format version {manifest.get('format_version')!r}; "
-            f"this bias-monitor reads version {EXPORT_FORMAT_VERSION}"
+            f"{manifest_path} has export format version {format_version!r}; "
+            f"this bias-monitor reads versions {', '.join(map(str, TABLES_BY_FORMAT))}"
         )
+    expected = TABLES_BY_FORMAT[format_version]
     schema_version = manifest.get("schema_version")
     run_id = manifest.get("run_id")
     tables = manifest.get("tables")
     if not isinstance(schema_version, int) or not isinstance(run_id, str):
         raise DataIntegrityError(f"{manifest_path} lacks schema_version or run_id")
-    if not isinstance(tables, dict) or set(tables) != set(EXPORT_TABLES):
+    if not isinstance(tables, dict) or set(tables) != expected:
         raise DataIntegrityError(
-            f"{manifest_path} must list exactly the tables {', '.join(EXPORT_TABLES)}"
+            f"{manifest_path} must list exactly the tables {', '.join(sorted(expected))}"
         )
     files: dict[str, Path] = {}
-    for name in EXPORT_TABLES:
+    for name in sorted(expected):
         entry = tables[name]
         file = folder / str(entry.get("file", ""))
         if file.parent != folder or not file.is_file():

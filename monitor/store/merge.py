@@ -11,10 +11,11 @@ A CI matrix job scores one snapshot and ships a shard; one final job merges them
   before a row is read, and every score must point at an item and a run in its shard.
 
 "Same content" means the run's immutable record: its ``runs`` row without the
-lifecycle columns, its scores and its exclusions. Lifecycle (status, counts, notes),
-axis measures and validations may legitimately move on in the target after a merge
-(e.g. the quality gate quarantines a run), so for an already-stored run the target's
-version is kept and any difference is reported as a note.
+lifecycle columns, its scores, its exclusions and (API runs) every request sent.
+Lifecycle (status, counts, notes), axis measures, validations and batch states may
+legitimately move on in the target after a merge (e.g. the quality gate quarantines a
+run), so for an already-stored run the target's version is kept and any difference is
+reported as a note.
 
 Each shard is first rebuilt in an in-memory DuckDB at the shard's own schema version
 and upgraded with the same migrations as a store file, so old shards merge cleanly.
@@ -38,7 +39,9 @@ from monitor.store.export import EXPORT_TABLES, is_export_folder, verify_export
 MERGE_TABLES = EXPORT_TABLES
 RUN_TABLES = tuple(t for t in MERGE_TABLES if t != "items")  # tables keyed by run_id
 LIFECYCLE_COLUMNS = frozenset({"status", "finished_at", "n_scored", "n_excluded", "notes"})
-IMMUTABLE_TABLES = ("runs", "scores", "exclusions")
+IMMUTABLE_TABLES = ("runs", "scores", "exclusions", "api_requests")
+# May move on in the target after a merge; differences are reported, the target's kept.
+MUTABLE_TABLES = ("axis_measures", "validations", "api_batches")
 
 SourceKind = Literal["export", "duckdb"]
 
@@ -153,7 +156,7 @@ def merge(store: Store, sources: Sequence[Path]) -> MergeReport:
                 source_report.runs_skipped.append(run_id)
                 if stored:
                     lifecycle = _differing_tables(
-                        con, columns, other, ours, run_id, ("axis_measures", "validations"), True
+                        con, columns, other, ours, run_id, MUTABLE_TABLES, True
                     )
                     if lifecycle:
                         source_report.notes.append(
@@ -223,7 +226,9 @@ def _load_shard(path: Path, kind: SourceKind, store: Store) -> _Shard:
         migrate.check_not_newer(verified.schema_version, f"export {path}")
 
         def load(stage: duckdb.DuckDBPyConnection, table: str) -> None:
-            file = verified.files[table]
+            file = verified.files.get(table)
+            if file is None:
+                return  # an older export format without this table: it stays empty
             try:
                 stage.execute(
                     f"INSERT INTO {table} BY NAME SELECT * FROM read_parquet(?)", [str(file)]
@@ -301,11 +306,12 @@ def _check_references(shard: _Shard) -> None:
                 f"shard {shard.source}: {table} has rows for runs it does not hold: {sorted(stray)}"
             )
     items = set(shard.tables["items"].column("item_id").to_pylist())
-    missing = set(shard.tables["scores"].column("item_id").to_pylist()) - items
-    if missing:
-        raise DataIntegrityError(
-            f"shard {shard.source}: {len(missing)} scored item id(s) are not in its items table"
-        )
+    for table, what in (("scores", "scored"), ("api_requests", "requested")):
+        missing = set(shard.tables[table].column("item_id").to_pylist()) - items
+        if missing:
+            raise DataIntegrityError(
+                f"shard {shard.source}: {len(missing)} {what} item id(s) are not in its items table"
+            )
 
 
 # -- comparison ---------------------------------------------------------------------
