@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from monitor.snapshots import gguf_cache
+from monitor.backends import gguf_cache
+from monitor.backends.loading import model_folder
 from monitor.snapshots.registry import get_snapshot, load_snapshots
-from monitor.snapshots.resolve import ResolvedWeights, locate_verified_file, resolve_weights
+from monitor.snapshots.resolve import ResolvedWeights, locate_verified_file
 
 pytestmark = pytest.mark.slow
 
@@ -28,7 +29,7 @@ SENTENCE = "The nurse said that she would be late for the meeting."
 @pytest.fixture(scope="session")
 def smollm2_weights(session_cache) -> ResolvedWeights:
     started = time.perf_counter()
-    weights = resolve_weights(SMOLLM2, cache_dir=session_cache)
+    weights = model_folder(SMOLLM2, cache_dir=session_cache)
     print(f"\nSmolLM2 resolve (convert if not cached): {time.perf_counter() - started:.1f} s")
     return weights
 
@@ -52,7 +53,7 @@ def test_second_resolve_reuses_the_cache(smollm2_weights, session_cache):
     before = marker.stat().st_mtime_ns
     events: list[str] = []
     started = time.perf_counter()
-    again = resolve_weights(SMOLLM2, cache_dir=session_cache, on_event=events.append)
+    again = model_folder(SMOLLM2, cache_dir=session_cache, on_event=events.append)
     elapsed = time.perf_counter() - started
     assert again == smollm2_weights
     assert any("using cached conversion" in e for e in events)
@@ -103,7 +104,7 @@ def test_half_written_cache_is_rebuilt(smollm2_weights, tmp_path):
 
     events: list[str] = []
     started = time.perf_counter()
-    rebuilt = resolve_weights(SMOLLM2, cache_dir=tmp_path / "cache", on_event=events.append)
+    rebuilt = model_folder(SMOLLM2, cache_dir=tmp_path / "cache", on_event=events.append)
     print(f"\nSmolLM2 conversion from scratch: {time.perf_counter() - started:.1f} s")
     assert rebuilt.folder == broken
     assert any("discarding incomplete conversion" in e for e in events)

