@@ -12,11 +12,11 @@ the same ``finish``); only the way log-probs are obtained differs:
   computed once, per-position logsumexp).
 
 The two are interleaved per benchmark so that a change in machine load hits both.
-Prints rates, the speed-up and the largest differences: per-sequence log-prob sums must
-agree within 1e-4 nats. (fp32 results of a batch-1 forward and a batched forward differ
-by up to ~3e-5 per sentence on SmolLM2 because matrix kernels round differently for one
-row than for many; batch sizes 5 and 16 agree with each other exactly, and all agree with
-a float64 model within 5e-5. An item delta sums four such values.)
+Prints rates, the speed-up, the largest differences and how many item outcomes differ.
+The target is per-sequence log-prob sums within 1e-4 nats. Where a value misses it, the
+script asks a float64 copy of the model for the exact value, to show which path is off:
+SmolLM2's residual stream carries activations of ~2.5e4 after the BOS token, so float32
+itself is only good to a few 1e-4 nats on some sequences, whatever the batching.
 
     .venv/bin/python bench/bench_scoring.py [--metric cll] [--batch-size 16] [--limit N]
 """
@@ -97,6 +97,9 @@ def naive_score(backend: HFCausalLM, items: list[Item], metric: str) -> tuple[li
     return rows, forwards
 
 
+FIELDS = ("lp_stereo", "lp_anti", "prior_stereo", "prior_anti")
+
+
 def max_differences(a: list[ScoreRow], b: list[ScoreRow]) -> tuple[float, float]:
     """Largest gaps in (per-sequence log-prob sums, item deltas) between two runs.
 
@@ -105,13 +108,36 @@ def max_differences(a: list[ScoreRow], b: list[ScoreRow]) -> tuple[float, float]
     sums, deltas = 0.0, 0.0
     for x, y in zip(a, b, strict=True):
         assert x.item_id == y.item_id
-        for f in ("lp_stereo", "lp_anti", "prior_stereo", "prior_anti"):
+        for f in FIELDS:
             u, v = getattr(x, f), getattr(y, f)
             if u is not None and v is not None:
                 sums = max(sums, abs(u - v))
         if x.delta is not None and y.delta is not None:
             deltas = max(deltas, abs(x.delta - y.delta))
     return sums, deltas
+
+
+def outliers(
+    items: list[Item], naive: list[ScoreRow], fast: list[ScoreRow]
+) -> list[tuple[Item, str, float, float]]:
+    """(item, field, naive value, batched value) wherever the two differ by > TOLERANCE."""
+    out = []
+    for item, x, y in zip(items, naive, fast, strict=True):
+        for f in FIELDS:
+            u, v = getattr(x, f), getattr(y, f)
+            if u is not None and v is not None and abs(u - v) > TOLERANCE:
+                out.append((item, f, u, v))
+    return out
+
+
+def float64_values(backend: HFCausalLM, items: list[Item], metric: str) -> dict[str, ScoreRow]:
+    """The same metric with a float64 copy of the model: the exact value fp32 approximates."""
+    import copy
+
+    model64 = copy.deepcopy(backend.model).double()
+    exact = HFCausalLM(model64, backend.tokenizer, name="float64 reference", dtype="float64")
+    rows, _ = naive_score(exact, items, metric)
+    return {r.item_id: r for r in rows}
 
 
 def main() -> int:
@@ -139,6 +165,8 @@ def main() -> int:
 
     totals = {"items": 0, "naive_s": 0.0, "batched_s": 0.0, "naive_fwd": 0, "batched_seq": 0}
     worst_sum = worst_delta = 0.0
+    flips = 0
+    far: list[tuple[Item, str, float, float]] = []
     header = f"{'benchmark':<15}{'items':>6}{'naive s':>9}{'batched s':>11}{'speed-up':>10}"
     print(header + f"{'|d lp|':>10}{'|d delta|':>11}")
     for name in BENCHMARKS:
@@ -159,6 +187,8 @@ def main() -> int:
         fast_s = time.perf_counter() - t
         d_sum, d_delta = max_differences(naive_rows, fast_rows)
         worst_sum, worst_delta = max(worst_sum, d_sum), max(worst_delta, d_delta)
+        flips += sum(x.outcome != y.outcome for x, y in zip(naive_rows, fast_rows, strict=True))
+        far += outliers(subset, naive_rows, fast_rows)
         totals["items"] += len(subset)
         totals["naive_s"] += naive_s
         totals["batched_s"] += fast_s
@@ -184,11 +214,19 @@ def main() -> int:
         f"max |difference|: per-sequence log-prob sums {worst_sum:.2e} nats, "
         f"item deltas {worst_delta:.2e} nats"
     )
+    print(f"item outcomes that differ between the two paths: {flips}")
     print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    if worst_sum > TOLERANCE:
-        print(f"FAIL: log-prob sums differ by more than {TOLERANCE}")
-        return 1
-    return 0
+    if not far:
+        print(f"target met: every per-sequence log-prob sum agrees within {TOLERANCE}")
+        return 0 if flips == 0 else 1
+    # Which path is off? Ask a float64 copy of the model about the values that disagree.
+    print(f"target NOT met: {len(far)} value(s) differ by more than {TOLERANCE}; float64 check:")
+    exact = float64_values(backend, list({it.item_id: it for it, *_ in far}.values()), args.metric)
+    print(f"  {'item':<14}{'field':<14}{'batched-naive':>14}{'naive-f64':>11}{'batched-f64':>13}")
+    for item, field, u, v in far:
+        e = getattr(exact[item.item_id], field)
+        print(f"  {item.item_id[:12]:<14}{field:<14}{v - u:>14.2e}{u - e:>11.2e}{v - e:>13.2e}")
+    return 1
 
 
 if __name__ == "__main__":
