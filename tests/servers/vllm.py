@@ -27,8 +27,8 @@ import httpx
 import pytest
 
 from monitor import paths
+from monitor.backends.loading import model_folder
 from monitor.snapshots.registry import get_snapshot, load_snapshots
-from monitor.snapshots.resolve import resolve_weights
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "vllm-serve"
@@ -178,7 +178,7 @@ def vllm_server(request, session_cache, tmp_path_factory) -> Iterator[VllmServer
     install_s = ensure_vllm_venv(venv, say)
 
     snapshot = get_snapshot(LOCAL_SNAPSHOT, load_snapshots(REPO / "snapshots"))
-    folder = resolve_weights(snapshot, cache_dir=session_cache).folder
+    folder = model_folder(snapshot, cache_dir=session_cache).folder
     port = free_port()
     root = f"http://127.0.0.1:{port}"
     log_path = tmp_path_factory.mktemp("vllm") / "server.log"
