@@ -173,6 +173,24 @@ def test_kill_minus_nine_then_resume(monitor_env: Path) -> None:
     n, distinct = db_counts(db, run_id)
     assert n == distinct == 121  # 123 rows, two excluded as exact duplicates
 
+    # An uninterrupted run gives the resumed run's scores bit for bit: the resumed process
+    # recomputed its chunks exactly as the killed one would have.
+    fresh = json.loads(
+        cli("run", "-b", "bhed-religion", "--batch-size", "4", "--format", "json").stdout
+    )
+    assert fresh[0]["run_id"] != run_id and fresh[0]["status"] == "complete"
+    con = duckdb.connect(str(db), read_only=True)
+    differing = con.execute(
+        """
+        SELECT count(*) FROM scores a JOIN scores b USING (item_id)
+        WHERE a.run_id = ? AND b.run_id = ?
+          AND (a.lp_stereo <> b.lp_stereo OR a.lp_anti <> b.lp_anti OR a.delta <> b.delta)
+        """,
+        [run_id, fresh[0]["run_id"]],
+    ).fetchone()[0]
+    con.close()
+    assert differing == 0
+
 
 def test_bad_input_leaves_store_untouched(monitor_env: Path, tmp_path: Path, monkeypatch) -> None:
     db = monitor_env / "monitor.duckdb"
