@@ -3,7 +3,7 @@
 A plan lists an item's requests (token-id tuples for causal LMs, texts for masked LMs)
 and a ``finish`` that turns the answers, in the same order, into a ``ScoreRow`` through
 the pure metric functions. Requests are plain hashable values so that the caller can
-deduplicate them across items: a target word's prior is computed once per run, not
+deduplicate them across items: a target word's prior is computed once per benchmark, not
 once per item that uses it.
 """
 
