@@ -81,6 +81,53 @@ def fingerprint(
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
 
 
+def new_run_record(
+    snapshot: Snapshot,
+    benches: list[LoadedBenchmark],
+    options: RunOptions,
+    *,
+    metric: str,
+    metric_version: str,
+    fingerprint: str,
+    repeat_group: str | None,
+    repeat_index: int,
+    device: str,
+    dtype: str,
+    batch_size: int | None,
+    environment: dict[str, Any],
+    origin: str = "local",
+    notes: str | None = None,
+) -> RunRecord:
+    """The provenance record of a new run, shared by local and API runs: a fresh run id,
+    the snapshot, the dataset versions, the trigger, the code version, the start time."""
+    started = datetime.now(UTC)
+    return RunRecord(
+        run_id=new_run_id(snapshot.id, started),
+        snapshot_id=snapshot.id,
+        snapshot_kind=snapshot.kind,
+        snapshot_revision=snapshot.revision_label,
+        snapshot_manifest=snapshot.model_dump(mode="json"),
+        metric=metric,
+        metric_version=metric_version,
+        benchmarks=[b.benchmark for b in benches],
+        dataset_versions=dataset_versions(benches),
+        fingerprint=fingerprint,
+        trigger=options.trigger or detect_trigger(),
+        started_at=started,
+        seed=options.seed,
+        repeat_group=repeat_group,
+        repeat_index=repeat_index,
+        git_commit=git_commit(),
+        monitor_version=__version__,
+        device=device,
+        dtype=dtype,
+        batch_size=batch_size,
+        environment=environment,
+        origin=origin,
+        notes=notes,
+    )
+
+
 def dataset_versions(benches: Iterable[LoadedBenchmark]) -> dict[str, dict[str, Any]]:
     return {
         b.benchmark: {
@@ -141,31 +188,21 @@ def run_snapshot(
             store.set_status(run_id, "running", f"resumed with {len(already)} items already stored")
             on_event(f"resuming run {run_id}: {len(already)} of {len(items)} items already stored")
         else:
-            started = datetime.now(UTC)
-            run_id = new_run_id(snapshot.id, started)
-            record = RunRecord(
-                run_id=run_id,
-                snapshot_id=snapshot.id,
-                snapshot_kind=snapshot.kind,
-                snapshot_revision=snapshot.revision_label,
-                snapshot_manifest=snapshot.model_dump(mode="json"),
+            record = new_run_record(
+                snapshot,
+                benches,
+                options,
                 metric=metric_name,
                 metric_version=metric_version,
-                benchmarks=[b.benchmark for b in benches],
-                dataset_versions=dataset_versions(benches),
                 fingerprint=fp,
-                trigger=options.trigger or detect_trigger(),
-                started_at=started,
-                seed=options.seed,
                 repeat_group=repeat_group,
                 repeat_index=rep,
-                git_commit=git_commit(),
-                monitor_version=__version__,
                 device=backend.device,
                 dtype=backend.dtype,
                 batch_size=options.batch_size,
                 environment=environment(backend.device),
             )
+            run_id = record.run_id
             store.begin_run(record)
             store.upsert_items(items)
             for b in benches:

@@ -27,10 +27,8 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
-from monitor import __version__
 from monitor.backends.api_client import (
     ApiError,
     ApiModelChanged,
@@ -52,8 +50,8 @@ from monitor.errors import MonitorError, SnapshotUnavailable, UserInputError
 from monitor.metrics.forced_choice import FORCED_CHOICE
 from monitor.metrics.registry import metric_info
 from monitor.metrics.sampling import SAMPLED_CHOICE
-from monitor.provenance import detect_trigger, environment, git_commit
-from monitor.records import RunRecord, ScoreRow
+from monitor.provenance import environment
+from monitor.records import ScoreRow
 from monitor.scoring.api_tasks import (
     TEMPLATES,
     PlannedRequest,
@@ -417,7 +415,7 @@ def run_api_snapshot(
 
 def _one_run(ctx: _Context, rep: int):
     """One repeat: begin or resume the run, ask what is missing, store, finalise."""
-    from monitor.runner import RunOutcome, dataset_versions, finalise_run, new_run_id
+    from monitor.runner import RunOutcome, finalise_run, new_run_record
 
     store, snapshot, benches, options = ctx.store, ctx.snapshot, ctx.benches, ctx.options
     settings, api, caller, budget, on_event = (
@@ -470,37 +468,26 @@ def _one_run(ctx: _Context, rep: int):
             f"{len(stored)} of {n_planned} answers already stored"
         )
     else:
-        started = datetime.now(UTC)
-        run_id = new_run_id(snapshot.id, started)
         env = environment("api")
         env["api"] = _api_environment(snapshot, api, endpoint, method, settings, probe, fallback)
-        store.begin_run(
-            RunRecord(
-                run_id=run_id,
-                snapshot_id=snapshot.id,
-                snapshot_kind=snapshot.kind,
-                snapshot_revision=snapshot.revision_label,
-                snapshot_manifest=snapshot.model_dump(mode="json"),
-                metric=metric_name,
-                metric_version=metric_version,
-                benchmarks=[b.benchmark for b in benches],
-                dataset_versions=dataset_versions(benches),
-                fingerprint=fp,
-                trigger=options.trigger or detect_trigger(),
-                started_at=started,
-                seed=options.seed,
-                repeat_group=ctx.repeat_group,
-                repeat_index=rep,
-                git_commit=git_commit(),
-                monitor_version=__version__,
-                device="api",
-                dtype="n/a",
-                batch_size=None,
-                environment=env,
-                origin="api",
-                notes=fallback,
-            )
+        record = new_run_record(
+            snapshot,
+            benches,
+            options,
+            metric=metric_name,
+            metric_version=metric_version,
+            fingerprint=fp,
+            repeat_group=ctx.repeat_group,
+            repeat_index=rep,
+            device="api",
+            dtype="n/a",
+            batch_size=None,
+            environment=env,
+            origin="api",
+            notes=fallback,
         )
+        run_id = record.run_id
+        store.begin_run(record)
         store.upsert_items(items)
         for b in benches:
             store.add_exclusions(run_id, b.exclusions)
