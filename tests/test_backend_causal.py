@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from _models import CORPUS, hand_causal_logprobs, one_thread, smollm2, tiny_causal
 
-from monitor.backends.base import CausalLM, MaskedLM
-from monitor.backends.hf_causal import dedupe, length_sorted_batches
+from monitor.backends.base import CausalLM, MaskedLM, dedupe
+from monitor.backends.hf_causal import length_sorted_batches
 
 SENTENCES = [*CORPUS, "The doctor said", "A", "  the river", "People"]
 

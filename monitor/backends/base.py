@@ -8,7 +8,8 @@ variants differ exactly in *what* is tokenised (BOS or not, one or two leading s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -55,3 +56,47 @@ class MaskedLM(Protocol):
     ) -> list[np.ndarray]:
         """For each text, log P(w_i | whole unmasked sentence) for every non-special token."""
         ...
+
+
+def dedupe(sequences: Sequence[Sequence[int]]) -> tuple[list[tuple[int, ...]], list[int]]:
+    """Unique sequences (first-seen order) and, for each input, its index among them."""
+    index: dict[tuple[int, ...], int] = {}
+    where = [index.setdefault(tuple(int(t) for t in seq), len(index)) for seq in sequences]
+    return list(index), where
+
+
+@dataclass
+class UniqueSequences:
+    """A bulk ``token_logprobs`` call after deduplication: what every causal backend
+    (local or remote) does before it computes anything.
+
+    Sequences shorter than two ids have nothing to score (the first id is context only)
+    and are answered at once; ``todo`` lists the unique sequences left to compute.
+    """
+
+    unique: list[tuple[int, ...]]
+    where: list[int]
+    copies: np.ndarray  # how many requested sequences each unique one stands for
+    results: list[np.ndarray | None]
+    todo: list[int]
+
+    @classmethod
+    def of(
+        cls, sequences: Sequence[Sequence[int]], progress: Callable[[int], None] | None
+    ) -> UniqueSequences:
+        unique, where = dedupe(sequences)
+        copies = np.bincount(np.asarray(where, dtype=np.int64), minlength=len(unique))
+        results: list[np.ndarray | None] = [None] * len(unique)
+        todo: list[int] = []
+        for u, seq in enumerate(unique):
+            if len(seq) < 2:
+                results[u] = np.zeros(0, dtype=np.float64)
+                if progress is not None:
+                    progress(int(copies[u]))
+            else:
+                todo.append(u)
+        return cls(unique, where, copies, results, todo)
+
+    def answers(self) -> list[np.ndarray]:
+        """One array per requested sequence, in request order."""
+        return [self.results[w] for w in self.where]  # type: ignore[misc]

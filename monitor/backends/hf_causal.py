@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from monitor.backends.base import UniqueSequences
+
 Progress = Callable[[int], None]
 
 DEFAULT_BATCH_SIZE = 16
@@ -65,16 +67,6 @@ def length_sorted_batches(
     if current:
         batches.append(current)
     return batches
-
-
-def dedupe(sequences: Sequence[Sequence[int]]) -> tuple[list[tuple[int, ...]], list[int]]:
-    """Unique sequences (first-seen order) and, for each input, its index among them."""
-    index: dict[tuple[int, ...], int] = {}
-    where: list[int] = []
-    for seq in sequences:
-        key = tuple(int(t) for t in seq)
-        where.append(index.setdefault(key, len(index)))
-    return list(index), where
 
 
 class HFCausalLM:
@@ -145,17 +137,8 @@ class HFCausalLM:
         """
         self.stats.calls += 1
         self.stats.sequences_requested += len(sequences)
-        unique, where = dedupe(sequences)
-        copies = np.bincount(np.asarray(where, dtype=np.int64), minlength=len(unique))
-        results: list[np.ndarray | None] = [None] * len(unique)
-        todo: list[int] = []
-        for u, seq in enumerate(unique):
-            if len(seq) < 2:  # nothing to score: the first id is context only
-                results[u] = np.zeros(0, dtype=np.float64)
-                if progress is not None:
-                    progress(int(copies[u]))
-            else:
-                todo.append(u)
+        req = UniqueSequences.of(sequences, progress)
+        unique, results, todo = req.unique, req.results, req.todo
         lengths = [len(unique[u]) for u in todo]
         for batch in length_sorted_batches(
             lengths, batch_size or self.batch_size, self.max_batch_tokens
@@ -164,8 +147,8 @@ class HFCausalLM:
             for u, values in zip(members, self._forward([unique[u] for u in members]), strict=True):
                 results[u] = values
             if progress is not None:
-                progress(int(copies[members].sum()))
-        return [results[w] for w in where]  # type: ignore[misc]
+                progress(int(req.copies[members].sum()))
+        return req.answers()
 
     @torch.inference_mode()
     def _forward(self, batch: list[tuple[int, ...]]) -> list[np.ndarray]:

@@ -37,6 +37,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from monitor.backends.base import UniqueSequences
 from monitor.errors import SnapshotUnavailable, UserInputError
 from monitor.snapshots.model import ApiSettings, ApiSource, Snapshot
 
@@ -106,13 +107,6 @@ def resolve_api_key(snapshot_id: str, source: ApiSource) -> str:
         f"snapshot {snapshot_id}: set the environment variable {source.api_key_env} "
         "to the API key for this endpoint"
     )
-
-
-def _dedupe(sequences: Sequence[Sequence[int]]) -> tuple[list[tuple[int, ...]], list[int]]:
-    """Unique sequences (first-seen order) and, for each input, its index among them."""
-    index: dict[tuple[int, ...], int] = {}
-    where = [index.setdefault(tuple(int(t) for t in seq), len(index)) for seq in sequences]
-    return list(index), where
 
 
 class _Cancelled(Exception):
@@ -268,17 +262,8 @@ class OpenAICompletionsLM:
         """
         self.stats.calls += 1
         self.stats.sequences_requested += len(sequences)
-        unique, where = _dedupe(sequences)
-        copies = np.bincount(np.asarray(where, dtype=np.int64), minlength=len(unique))
-        results: list[np.ndarray | None] = [None] * len(unique)
-        todo: list[int] = []
-        for u, seq in enumerate(unique):
-            if len(seq) < 2:  # nothing to score: the first id is context only
-                results[u] = np.zeros(0, dtype=np.float64)
-                if progress is not None:
-                    progress(int(copies[u]))
-            else:
-                todo.append(u)
+        req = UniqueSequences.of(sequences, progress)
+        unique, results, todo = req.unique, req.results, req.todo
         size = max(1, batch_size or self.batch_size)
         chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
         self._check_budget(len(chunks))
@@ -304,8 +289,8 @@ class OpenAICompletionsLM:
                     for u, values in zip(members, future.result(), strict=True):
                         results[u] = values
                     if progress is not None:
-                        progress(int(copies[members].sum()))
-        return [results[w] for w in where]  # type: ignore[misc]
+                        progress(int(req.copies[members].sum()))
+        return req.answers()
 
     # --- provenance --------------------------------------------------------------------
 
