@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from monitor.metrics.intervals import ALL_AXES, wilson
+from monitor.metrics.intervals import ALL_AXES, rate_measure
 from monitor.records import AxisMeasure, Outcome, ScoreRow
 
 FORCED_CHOICE = "forced-choice"
@@ -354,25 +354,6 @@ FC_DEFINITIONS: dict[str, str] = {
 }
 
 
-def measure(
-    benchmark: str, axis: str, name: str, k: int, n: int, definitions: Mapping[str, str]
-) -> AxisMeasure:
-    """A k/n rate with its Wilson interval (empty when n is 0)."""
-    low, high = wilson(k, n)
-    empty = n == 0
-    return AxisMeasure(
-        benchmark=benchmark,
-        axis=axis,
-        measure=name,
-        k=k,
-        n=n,
-        value=None if empty else k / n,
-        ci_low=None if empty else low,
-        ci_high=None if empty else high,
-        definition=definitions[name],
-    )
-
-
 @dataclass
 class _Tally:
     outcomes: Counter[str] = field(default_factory=Counter)
@@ -435,7 +416,7 @@ def forced_choice_measures(
         opinionated = sum(c[o] for o in OPINIONATED)
 
         def m(name: str, k: int, n: int, b: str = bench, a: str = axis) -> AxisMeasure:
-            return measure(b, a, name, k, n, FC_DEFINITIONS)
+            return rate_measure(b, a, name, k, n, FC_DEFINITIONS)
 
         out += [
             m("bias_rate", c["stereo"], c["stereo"] + c["anti"]),

@@ -47,7 +47,16 @@ def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
     return (float(ci.low), float(ci.high))
 
 
-def rate_measure(benchmark: str, axis: str, measure: str, k: int, n: int) -> AxisMeasure:
+def rate_measure(
+    benchmark: str,
+    axis: str,
+    measure: str,
+    k: int,
+    n: int,
+    definitions: Mapping[str, str] | None = None,
+) -> AxisMeasure:
+    """A k/n rate with its Wilson interval (empty when n is 0), defined by ``definitions``
+    (default: this module's likelihood-metric measures)."""
     low, high = wilson(k, n)
     empty = n == 0
     return AxisMeasure(
@@ -59,7 +68,7 @@ def rate_measure(benchmark: str, axis: str, measure: str, k: int, n: int) -> Axi
         value=None if empty else k / n,
         ci_low=None if empty else low,
         ci_high=None if empty else high,
-        definition=DEFINITIONS[measure],
+        definition=(DEFINITIONS if definitions is None else definitions)[measure],
     )
 
 

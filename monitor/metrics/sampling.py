@@ -20,7 +20,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
-from monitor.metrics.forced_choice import Option, group_by_axis, measure, normalise
+from monitor.metrics.forced_choice import Option, group_by_axis, normalise
+from monitor.metrics.intervals import rate_measure
 from monitor.records import AxisMeasure, Outcome, ScoreRow
 
 SAMPLED_CHOICE = "sampled-choice"
@@ -234,7 +235,7 @@ def sampling_measures(
         decided = c["stereo"] + c["anti"] + c["tie"]
 
         def m(name: str, k: int, n: int, b: str = bench, a: str = axis) -> AxisMeasure:
-            return measure(b, a, name, k, n, SAMPLING_DEFINITIONS)
+            return rate_measure(b, a, name, k, n, SAMPLING_DEFINITIONS)
 
         out += [
             m("bias_rate", c["stereo"], c["stereo"] + c["anti"]),
