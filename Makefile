@@ -34,11 +34,12 @@ run: install
 # second, so it does not compete for the 2 CPU cores with the local-model tests.
 test: install
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q -m "not vllm"
 	$(BIN)/python -m pytest -q -m vllm
 
 lint: install
-	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/lint-imports
 
 bench: install
 	$(BIN)/python bench/bench_scoring.py

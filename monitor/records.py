@@ -40,23 +40,50 @@ class ScoreRow:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class AxisMeasure:
-    """A rate for one benchmark axis in one run, with its 95% Wilson interval.
+MeasureKind = Literal["rate", "effect_size", "ranking_score"]
 
-    ``measure`` names what k/n counts, e.g. ``bias_rate`` (stereo wins among decided
-    pairs), ``tie_rate``, ``coverage``, ``refusal_rate``.
+
+@dataclass(frozen=True)
+class Measure:
+    """One number a run reports about one subject of one benchmark, with its interval.
+
+    The *subject* (``axis``) is what the number is about: a bias axis of a pair benchmark
+    (``caste``), an association test (``weat-1``), an identity (``Brahmin``). ``kind`` says
+    what sort of number it is, because the quality gate, drift and the reports treat them
+    differently:
+
+    * ``rate``: ``k`` of ``n`` items, ``value = k / n``, a Wilson interval (pair outcomes);
+    * ``effect_size``: e.g. WEAT's d, with a one-sided ``p_value`` and a bootstrap interval
+      (``k``/``n`` unused, set sizes in ``details``);
+    * ``ranking_score``: e.g. a Bradley–Terry strength with a bootstrap interval.
+
+    ``method`` names how the interval (and p) were computed and ``confidence`` its level,
+    so a 90% interval is never shown as a 95% one. ``measure`` names what is measured,
+    e.g. ``bias_rate`` (stereo wins among decided pairs), ``tie_rate``, ``coverage``.
     """
 
     benchmark: str
     axis: str
     measure: str
-    k: int
-    n: int
+    k: int | None
+    n: int | None
     value: float | None
     ci_low: float | None
     ci_high: float | None
     definition: str
+    kind: MeasureKind = "rate"
+    p_value: float | None = None
+    method: str = "wilson"
+    confidence: float = 0.95
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def subject(self) -> str:
+        """What the number is about (the column keeps its historical name ``axis``)."""
+        return self.axis
+
+
+AxisMeasure = Measure  # the name from when every measure was a pair-axis rate
 
 
 @dataclass

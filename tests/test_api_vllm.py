@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import duckdb
 import httpx
 import pytest
 from _api_support import FAKE_KEY, chat_snapshot, subset
@@ -24,7 +25,8 @@ from servers.fault_proxy import FaultProxy, Rule
 from monitor.backends.api_client import ApiBudgetExceeded, make_client
 from monitor.backends.openai_batch import batch_jsonl, parse_batch_output
 from monitor.backends.openai_chat import ChatCaller
-from monitor.runner import RunOptions, run_snapshot
+from monitor.jobs.options import RunOptions
+from monitor.jobs.run import run_snapshot
 from monitor.scoring.api_tasks import chat_request, plan_requests, score_item
 from monitor.store.db import Store
 
@@ -154,7 +156,7 @@ def test_cli_scores_caste_in_both_orders_stores_everything_and_never_the_key(
 def _stored_ok(db: Path) -> int:
     if not db.exists():
         return 0
-    with Store(db, read_only=True).connect() as con:
+    with duckdb.connect(str(db), read_only=True) as con:
         return con.execute("SELECT count(*) FROM api_requests WHERE status = 'ok'").fetchone()[0]
 
 

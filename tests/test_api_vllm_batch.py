@@ -11,7 +11,8 @@ import pytest
 from _api_support import chat_snapshot, subset
 from servers.batch_shim import BatchShim
 
-from monitor.runner import RunOptions, run_snapshot
+from monitor.jobs.options import RunOptions
+from monitor.jobs.run import run_snapshot
 from monitor.store.db import Store
 
 pytestmark = pytest.mark.vllm

@@ -13,7 +13,8 @@ from servers.fault_proxy import FaultProxy, Rule
 
 from monitor.backends.api_client import make_client, run_bounded
 from monitor.backends.openai_chat import ChatCaller
-from monitor.runner import RunOptions, run_snapshot
+from monitor.jobs.options import RunOptions
+from monitor.jobs.run import run_snapshot
 from monitor.scoring.api_tasks import chat_request, plan_requests, score_item
 from monitor.store.db import Store
 

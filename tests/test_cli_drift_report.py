@@ -118,6 +118,35 @@ def test_corrupted_run_is_quarantined_and_left_out_of_trends(study_db: Path, tmp
     assert not [c for c in data["comparisons"] if july in (c["new_run_id"], c["baseline_run_id"])]
 
 
+def test_a_corrupted_import_is_quarantined_through_the_cli(
+    monitor_env: Path, shared_datasets: Path, tmp_path: Path
+) -> None:
+    """The importer's run passes the same gate as a scored run: an impossible number in
+    the file (a log-prob above 0) gives exit 1, a quarantined run and the reason."""
+    src = shared_datasets / "caste-bias" / "results" / "july" / "Caste_results.csv"
+    lines = src.read_text(encoding="utf-8").splitlines(keepends=True)
+    # Data row 0's stereo_logit (-0.738471) becomes +0.738471.
+    assert ",-0.738471,-inf," in lines[1]
+    lines[1] = lines[1].replace(",-0.738471,-inf,", ",0.738471,-inf,", 1)
+    folder = tmp_path / "july"
+    folder.mkdir()
+    (folder / "Caste_results.csv").write_text("".join(lines), encoding="utf-8")
+    proc = cli(
+        "import",
+        "caste-bias",
+        str(folder),
+        "--snapshot",
+        "broken",
+        "--date",
+        "2024-07-18",
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert ": quarantined" in proc.stdout and "prob_stereo" in proc.stderr
+    [run] = json.loads(cli("runs", "list", "--format", "json").stdout)
+    assert run["status"] == "quarantined" and "prob_stereo" in run["notes"]
+
+
 @pytest.mark.slow
 def test_ten_reruns_of_a_pinned_local_snapshot_raise_no_flag(monitor_env: Path) -> None:
     out = json.loads(cli("run", "-b", "bhed-caste", "--repeat", "10", "--format", "json").stdout)

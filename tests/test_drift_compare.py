@@ -8,18 +8,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import duckdb
 import pytest
 
-from monitor.benchmarks.items import Item, make_item_id
+from monitor.benchmarks.items import Item, make_item_id, source_version
 from monitor.drift.compare import adjust_family, compare_runs
-from monitor.drift.inputs import default_baseline, run_row, source_version
 from monitor.drift.stats import NoiseFloor
 from monitor.drift.verdicts import comparability, decide
 from monitor.errors import UserInputError
-from monitor.importers.write import write_run
 from monitor.records import RunRecord, ScoreRow
-from monitor.store.schema import MIGRATIONS
+from monitor.store.db import Store
 
 VERSION = "synthetic@000000000000:000000000000:errata-none"
 N_ITEMS = 100
@@ -48,12 +45,23 @@ def _items(version: str = VERSION, n: int = N_ITEMS, axis: str = "caste") -> lis
 
 
 @pytest.fixture
-def con(tmp_path):
-    c = duckdb.connect(str(tmp_path / "drift.duckdb"))
-    for _, _, sql in MIGRATIONS:
-        c.execute(sql)
-    yield c
-    c.close()
+def con(tmp_path) -> Store:
+    return Store(tmp_path / "drift.duckdb")
+
+
+def compare(store: Store, new: str, old: str, **kwargs):
+    with store.read() as view:
+        return compare_runs(view, new, old, **kwargs)
+
+
+def default_baseline(store: Store, run_id: str) -> str | None:
+    with store.read() as view:
+        return view.default_baseline(run_id)
+
+
+def run_row(store: Store, run_id: str):
+    with store.read() as view:
+        return view.run(run_id)
 
 
 def _write(
@@ -96,7 +104,7 @@ def _write(
         ScoreRow(item.item_id, metric, metric_version, outcome, None)
         for item, outcome in zip(items, outcomes, strict=True)
     ]
-    write_run(con, run, items=items, scores=scores, exclusions=[], measures=[])
+    con.record_run(run, items=items, scores=scores, exclusions=[])
     return run_id
 
 
@@ -114,7 +122,7 @@ def test_regression_is_flagged_with_flipped_ids(con):
     _write(con, "old", BASE, day=1)
     new = _flip(BASE, range(50, 70))  # 20 anti → stereo, none back
     _write(con, "new", new, day=2)
-    [comp] = compare_runs(con, "new", "old")
+    [comp] = compare(con, "new", "old")
     assert (comp.benchmark, comp.axis) == ("synthetic-caste", "caste")
     assert (comp.items_both, comp.n_paired, comp.b, comp.c) == (100, 100, 0, 20)
     ids = [i.item_id for i in _items()]
@@ -135,9 +143,9 @@ def test_improvement_and_no_change(con):
     _write(con, "old", BASE, day=1)
     _write(con, "better", _flip(BASE, range(0, 15)), day=2)
     _write(con, "same", _flip(BASE, [0, 1, 50]), day=3)
-    [better] = compare_runs(con, "better", "old")
+    [better] = compare(con, "better", "old")
     assert (better.b, better.c, better.verdict.label) == (15, 0, "improvement")
-    [same] = compare_runs(con, "same", "old")
+    [same] = compare(con, "same", "old")
     assert (same.b, same.c) == (2, 1)
     assert same.verdict.label == "no significant change"
     assert "BH-adjusted p = 1" in same.verdict.reason
@@ -151,7 +159,7 @@ def test_noise_floor_from_repeat_group_blocks_a_small_drift(con):
     new = _flip(BASE, range(50, 62))  # 12 anti→stereo: p < 0.001 but 12% flips
     _write(con, "new", new, day=2)
     assert default_baseline(con, "new") == "rep2"
-    [comp] = compare_runs(con, "new", "rep0")
+    [comp] = compare(con, "new", "rep0")
     assert comp.p_adjusted < 0.001
     assert comp.noise is not None and comp.noise.n_runs == 3
     assert comp.noise.max == pytest.approx(0.2)
@@ -163,22 +171,22 @@ def test_not_comparable_cases(con):
     _write(con, "old", BASE, day=1)
     _write(con, "other-metric", BASE, day=2, metric="aul")
     _write(con, "other-version", BASE, day=3, metric_version="2")
-    [c] = compare_runs(con, "other-metric", "old")
+    [c] = compare(con, "other-metric", "old")
     assert c.verdict.label == "not comparable" and "different metrics" in c.verdict.reason
     assert c.p_value is None and c.p_adjusted is None
-    [c] = compare_runs(con, "other-version", "old")
+    [c] = compare(con, "other-version", "old")
     assert c.verdict.label == "not comparable" and "versions of metric" in c.verdict.reason
 
     # Same benchmark, new file version: every item id differs.
     v2 = "synthetic@000000000000:111111111111:errata-none"
     _write(con, "new-data", BASE, day=4, items=_items(version=v2))
-    [c] = compare_runs(con, "new-data", "old")
+    [c] = compare(con, "new-data", "old")
     assert c.verdict.label == "not comparable"
     assert "different benchmark versions" in c.verdict.reason
 
     # Only 60 of the 100 items scored: 60% overlap < 80%.
     _write(con, "subset", BASE[:60], day=5, items=_items()[:60])
-    [c] = compare_runs(con, "subset", "old")
+    [c] = compare(con, "subset", "old")
     assert c.verdict.label == "not comparable" and "item sets differ" in c.verdict.reason
 
 
@@ -190,7 +198,7 @@ def test_axes_are_adjusted_together(con):
     new = _flip(BASE, range(50, 58)) + _flip(BASE, range(50, 53))
     _write(con, "old", old, day=1, items=both)
     _write(con, "new", new, day=2, items=both)
-    comps = {c.axis: c for c in compare_runs(con, "new", "old")}
+    comps = {c.axis: c for c in compare(con, "new", "old")}
     assert comps["caste"].p_value == pytest.approx(2 * 0.5**8)
     assert comps["caste"].p_adjusted == pytest.approx(min(2 * 2 * 0.5**8, 0.25))
     assert comps["caste"].verdict.label == "regression"
@@ -221,7 +229,7 @@ def test_environment_drift_attribution_for_pinned_local_runs(con):
     _write(
         con, "new", _flip(BASE, range(50, 70)), day=2, environment={"packages": {"torch": "2.14.0"}}
     )
-    [comp] = compare_runs(con, "new", "old")
+    [comp] = compare(con, "new", "old")
     assert comp.verdict.label == "regression"
     assert comp.attribution == "environment drift"
     changed = {c.field for c in comp.provenance.changes if c.category == "environment"}

@@ -13,8 +13,8 @@ from monitor.drift.stats import (
     newcombe_paired_ci,
     noise_floor,
     paired_difference,
-    wilson,
 )
+from monitor.metrics.intervals import wilson_rate as wilson
 
 
 def _exact_two_sided(b: int, c: int) -> float:
@@ -128,7 +128,7 @@ def test_noise_floor_from_repeats():
     assert nf.max == pytest.approx(0.1)
     assert (nf.pooled_flips, nf.pooled_n) == (4, 60)
     # One-sided 95% Wilson upper bound of 4/60 (two-sided 90% interval) exceeds 0.1.
-    expected = wilson(4, 60, alpha=0.10).ci_high
+    expected = wilson(4, 60, confidence=0.90).ci_high
     assert nf.upper == pytest.approx(max(0.1, expected))
     assert noise_floor([r1]) is None
 

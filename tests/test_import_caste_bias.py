@@ -19,7 +19,6 @@ import pytest
 
 from monitor.benchmarks.items import BenchmarkVersion, Item, make_item_id
 from monitor.drift.compare import adjust_family, compare_runs
-from monitor.drift.inputs import default_baseline, run_row
 from monitor.errors import DataIntegrityError, UserInputError
 from monitor.importers.caste_bias import (
     AXIS_BENCHMARK,
@@ -30,6 +29,7 @@ from monitor.importers.caste_bias import (
     read_study_file,
     score_study_row,
 )
+from monitor.store.db import Store
 from monitor.store.schema import MIGRATIONS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -90,11 +90,23 @@ def minimal_bhed_items(shared: Path) -> list[Item]:
 
 
 def _fresh_db(path: Path) -> Path:
-    con = duckdb.connect(str(path))
-    for _, _, sql in MIGRATIONS:
-        con.execute(sql)
-    con.close()
+    Store(path)
     return path
+
+
+def run_row(db: Path, run_id: str):
+    with Store(db, read_only=True).read() as view:
+        return view.run(run_id)
+
+
+def default_baseline(db: Path, run_id: str) -> str | None:
+    with Store(db, read_only=True).read() as view:
+        return view.default_baseline(run_id)
+
+
+def compare(db: Path, new: str, old: str):
+    with Store(db, read_only=True).read() as view:
+        return compare_runs(view, new, old)
 
 
 @pytest.fixture(scope="module")
@@ -211,7 +223,7 @@ def test_imported_rates_per_axis(imported):
 def test_run_records_and_scores(imported):
     db, _, july = imported
     con = duckdb.connect(str(db), read_only=True)
-    run = run_row(con, july)
+    run = run_row(db, july)
     assert (run["origin"], run["trigger"], run["status"]) == ("imported", "import", "complete")
     assert (run["metric"], run["metric_version"]) == (METRIC, "study-1")
     assert run["snapshot_revision"] == "gpt-4o"
@@ -242,9 +254,9 @@ def test_run_records_and_scores(imported):
 def test_july_vs_april(imported):
     db, april, july = imported
     con = duckdb.connect(str(db), read_only=True)
-    assert default_baseline(con, july) == april
-    assert default_baseline(con, april) is None
-    comps = {c.axis: c for c in compare_runs(con, july, april)}
+    assert default_baseline(db, july) == april
+    assert default_baseline(db, april) is None
+    comps = {c.axis: c for c in compare(db, july, april)}
     caste = comps["caste"]
     assert (caste.items_both, caste.n_paired, caste.b, caste.c) == (105, 103, 24, 11)
     assert caste.p_value == pytest.approx(0.040959591511636986, rel=1e-9)
@@ -274,14 +286,14 @@ def test_july_vs_april(imported):
 
 def test_reimport_is_refused_and_writes_nothing(imported, study, lookup):
     db, _, _ = imported
-    con = duckdb.connect(str(db))
-    before = con.execute("SELECT count(*) FROM scores").fetchone()
+    with duckdb.connect(str(db)) as con:
+        before = con.execute("SELECT count(*) FROM scores").fetchone()
     with pytest.raises(UserInputError, match="already in the store"):
         import_caste_bias(
-            con, study / "april", snapshot=SNAPSHOT, date="2025-04-15", items_by_key=lookup
+            db, study / "april", snapshot=SNAPSHOT, date="2025-04-15", items_by_key=lookup
         )
-    assert con.execute("SELECT count(*) FROM scores").fetchone() == before
-    con.close()
+    with duckdb.connect(str(db)) as con:
+        assert con.execute("SELECT count(*) FROM scores").fetchone() == before
 
 
 def test_unmatched_rows_become_exclusions(tmp_path, study, lookup):
@@ -337,7 +349,7 @@ def test_unknown_files_get_unknown_provenance(tmp_path, study, lookup):
         db, folder, snapshot=SNAPSHOT, date="2025-07-15", items_by_key=lookup
     )
     con = duckdb.connect(str(db), read_only=True)
-    run = run_row(con, run_id)
+    run = run_row(db, run_id)
     assert run["snapshot_revision"] == "unknown"
     assert run["environment"]["api"]["model_requested"] == "unknown"
     assert run["environment"]["prompt_template"] == "unknown"
@@ -404,3 +416,38 @@ def test_import_into_a_new_file_creates_the_store(tmp_path, study, lookup):
     )
     assert con.execute("SELECT run_id FROM runs").fetchall() == [(run_id,)]
     con.close()
+
+
+def _with_row_edited(src: Path, dest: Path, row: int, **cells: str) -> None:
+    with src.open(newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        fields, rows = reader.fieldnames, list(reader)
+    rows[row].update(cells)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with dest.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def test_corrupted_import_is_quarantined_with_the_reason(tmp_path, study, lookup):
+    """A file that parses but holds an impossible number (a log-prob above 0, so a
+    probability above 1) is stored, judged by the same gate as every run and quarantined
+    with the reason; it never becomes a baseline."""
+    folder = tmp_path / "july"
+    _with_row_edited(
+        study / "july" / "Caste_results.csv", folder / "Caste_results.csv", 0, stereo_logit="0.7"
+    )
+    db = _fresh_db(tmp_path / "m.duckdb")
+    [run_id] = import_caste_bias(
+        db, folder, snapshot=SNAPSHOT, date="2025-07-15", items_by_key=lookup
+    )
+    run = run_row(db, run_id)
+    assert run.status == "quarantined"
+    assert run.notes.startswith("quality gate failed") and "prob_stereo" in run.notes
+    with duckdb.connect(str(db), read_only=True) as con:
+        ((success, results),) = con.execute(
+            "SELECT success, results FROM validations WHERE run_id = ?", [run_id]
+        ).fetchall()
+    assert success is False and "prob_stereo=2.01" in results
+    assert default_baseline(db, run_id) is None

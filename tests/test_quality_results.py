@@ -26,11 +26,12 @@ from statsmodels.stats.proportion import proportion_confint
 from monitor.benchmarks.items import Item
 from monitor.benchmarks.load import load_benchmarks
 from monitor.errors import UserInputError
-from monitor.quality import quarantine, store_validation, validate_run
-from monitor.quality.inputs import read_axis_measures, read_run, read_scores
+from monitor.jobs.lifecycle import RunLifecycle
+from monitor.quality import validate_run
 from monitor.quality.results_suite import validate_run_frames
 from monitor.records import AxisMeasure, ScoreRow
-from monitor.store import schema
+from monitor.store import migrate
+from monitor.store.db import Store
 
 RUN_ID = "20260101T000000Z-llama-2-7b-abc123"
 REPO = Path(__file__).resolve().parents[1]
@@ -100,10 +101,11 @@ def build_store(
     measures: list[AxisMeasure] | None = None,
     git_commit: str | None = "unknown",
     n_scored: int | None = None,
-) -> duckdb.DuckDBPyConnection:
-    """A real DuckDB file at schema version 1 with one run, inserted by plain SQL."""
+) -> Store:
+    """A real DuckDB file written at schema version 1 with one run by plain SQL, then
+    opened (and so migrated to the current schema) as a Store."""
     con = duckdb.connect(str(path))
-    con.execute(schema.MIGRATIONS[0][2])
+    migrate.apply_migrations(con, str(path), upto=1)
     con.executemany(
         "INSERT INTO items (item_id, benchmark, benchmark_version, axis, region, source_row,"
         " direction, text_stereo, text_anti, targets_stereo, targets_anti, template, errata)"
@@ -194,7 +196,20 @@ def build_store(
             for m in (measures if measures is not None else [bias_rate(rows)])
         ],
     )
-    return con
+    con.close()
+    return Store(path)
+
+
+def check(store: Store, run_id: str = RUN_ID, **kwargs):
+    """The results suite on what the store holds for ``run_id``."""
+    with store.read() as view:
+        return validate_run(view.result_frames(run_id), **kwargs)
+
+
+def sql(store: Store, query: str, params=None):
+    """Tamper with the file the way a bug (or a person) would, outside the store's API."""
+    with duckdb.connect(str(store.path)) as con:
+        return con.execute(query, params).fetchall()
 
 
 def corrupt(rows: list[ScoreRow], index: int, **changes) -> list[ScoreRow]:
@@ -209,14 +224,14 @@ def failure_for(result, frame: str, column: str):
 
 def test_good_run_passes_and_is_stored(tmp_path, caste_items, llama_rows):
     con = build_store(tmp_path / "m.duckdb", caste_items, llama_rows)
-    result = validate_run(con, RUN_ID, expected_item_ids={it.item_id for it in caste_items})
+    result = check(con, expected_item_ids={it.item_id for it in caste_items})
     assert result.success, result.reasons
     assert result.suite == "results" and result.subject == RUN_ID
     assert {c["frame"] for c in result.checks} == {"run", "scores", "axis_measures"}
-    store_validation(con, RUN_ID, result)
-    suite, success, doc = con.execute(
-        "SELECT suite, success, results FROM validations WHERE run_id = ?", [RUN_ID]
-    ).fetchone()
+    RunLifecycle(con).gate(RUN_ID, expected_item_ids={it.item_id for it in caste_items})
+    ((suite, success, doc),) = sql(
+        con, "SELECT suite, success, results FROM validations WHERE run_id = ?", [RUN_ID]
+    )
     assert (suite, success) == ("results", True)
     assert json.loads(doc)["n_checks"] == len(result.checks) > 40
     # The stored document never carries benchmark text.
@@ -226,7 +241,7 @@ def test_good_run_passes_and_is_stored(tmp_path, caste_items, llama_rows):
 def test_positive_log_prob_fails_naming_item(tmp_path, caste_items, llama_rows):
     bad = corrupt(llama_rows, 5, lp_stereo=3.2)
     con = build_store(tmp_path / "m.duckdb", caste_items, bad)
-    result = validate_run(con, RUN_ID)
+    result = check(con)
     assert not result.success
     failure = failure_for(result, "scores", "lp_stereo")
     assert failure.expectation == "expect_column_values_to_be_between"
@@ -239,7 +254,7 @@ def test_positive_log_prob_fails_naming_item(tmp_path, caste_items, llama_rows):
 def test_nan_log_prob_fails_finite_check(tmp_path, caste_items, llama_rows):
     bad = corrupt(llama_rows, 7, lp_anti=math.nan)
     con = build_store(tmp_path / "m.duckdb", caste_items, bad)
-    result = validate_run(con, RUN_ID)
+    result = check(con)
     assert not result.success
     finite = failure_for(result, "scores", "lp_anti_finite")
     assert finite.expectation == "expect_column_values_to_be_in_set"
@@ -252,7 +267,7 @@ def test_nan_log_prob_fails_finite_check(tmp_path, caste_items, llama_rows):
 def test_probability_above_one_fails(tmp_path, caste_items, llama_rows):
     bad = corrupt(llama_rows, 0, prob_stereo=1.4)
     con = build_store(tmp_path / "m.duckdb", caste_items, bad)
-    result = validate_run(con, RUN_ID)
+    result = check(con)
     failure = failure_for(result, "scores", "prob_stereo")
     assert "prob_stereo=1.4" in failure.reason and bad[0].item_id in failure.reason
 
@@ -261,14 +276,16 @@ def test_duplicate_score_row_fails(tmp_path, caste_items, llama_rows):
     con = build_store(tmp_path / "m.duckdb", caste_items, llama_rows)
     # The store's primary key refuses a duplicate...
     with pytest.raises(duckdb.ConstraintException):
-        con.execute("INSERT INTO scores SELECT * FROM scores WHERE run_id = ? LIMIT 1", [RUN_ID])
+        sql(con, "INSERT INTO scores SELECT * FROM scores WHERE run_id = ? LIMIT 1", [RUN_ID])
     # ...but a shard read from Parquet has no key: the suite must catch it there.
-    scores = read_scores(con, RUN_ID)
+    with con.read() as view:
+        frames = view.result_frames(RUN_ID)
+    scores = frames.scores
     doubled = pd.concat([scores, scores.iloc[[3]]], ignore_index=True)
     result = validate_run_frames(
-        read_run(con, RUN_ID),
+        frames.run,
         doubled,
-        read_axis_measures(con, RUN_ID),
+        frames.measures,
         expected_item_ids={it.item_id for it in caste_items},
     )
     assert not result.success
@@ -283,7 +300,7 @@ def test_duplicate_score_row_fails(tmp_path, caste_items, llama_rows):
 def test_missing_and_unexpected_items_fail(tmp_path, caste_items, llama_rows):
     con = build_store(tmp_path / "m.duckdb", caste_items, llama_rows[1:])
     expected = {it.item_id for it in caste_items} - {caste_items[2].item_id}
-    result = validate_run(con, RUN_ID, expected_item_ids=expected)
+    result = check(con, expected_item_ids=expected)
     by_type = {f.expectation: f for f in result.failures}
     missing = by_type["expect_column_distinct_values_to_contain_set"]
     assert missing.sample_ids == (llama_rows[0].item_id,)
@@ -293,7 +310,7 @@ def test_missing_and_unexpected_items_fail(tmp_path, caste_items, llama_rows):
 
 def test_n_scored_mismatch_fails(tmp_path, caste_items, llama_rows):
     con = build_store(tmp_path / "m.duckdb", caste_items, llama_rows, n_scored=len(llama_rows) + 4)
-    result = validate_run(con, RUN_ID)
+    result = check(con)
     (failure,) = result.failures
     assert failure.expectation == "expect_table_row_count_to_equal"
     assert f"observed {len(llama_rows)}, expected {len(llama_rows) + 4}" in failure.reason
@@ -303,8 +320,8 @@ def test_without_n_scored_rows_are_counted_against_expected_items(
     tmp_path, caste_items, llama_rows
 ):
     con = build_store(tmp_path / "m.duckdb", caste_items, llama_rows[1:])
-    con.execute("UPDATE runs SET n_scored = NULL")
-    result = validate_run(con, RUN_ID, expected_item_ids={it.item_id for it in caste_items})
+    sql(con, "UPDATE runs SET n_scored = NULL")
+    result = check(con, expected_item_ids={it.item_id for it in caste_items})
     count, missing = result.failures
     assert count.expectation == "expect_table_row_count_to_equal"
     assert f"observed {len(llama_rows) - 1}, expected {len(llama_rows)}" in count.reason
@@ -314,7 +331,7 @@ def test_without_n_scored_rows_are_counted_against_expected_items(
 def test_metric_version_differing_from_run_fails(tmp_path, caste_items, llama_rows):
     bad = corrupt(llama_rows, 9, metric_version="2")
     con = build_store(tmp_path / "m.duckdb", caste_items, bad)
-    result = validate_run(con, RUN_ID)
+    result = check(con)
     failure = failure_for(result, "scores", "metric_version")
     assert failure.expectation == "expect_column_pair_values_to_be_equal"
     assert bad[9].item_id in failure.reason and "metric_version=2" in failure.reason
@@ -323,14 +340,14 @@ def test_metric_version_differing_from_run_fails(tmp_path, caste_items, llama_ro
 def test_unknown_outcome_and_score_for_unknown_item_fail(tmp_path, caste_items, llama_rows):
     bad = corrupt(llama_rows, 4, outcome="maybe")
     con = build_store(tmp_path / "m.duckdb", caste_items[1:], bad)  # item 0 not in items table
-    result = validate_run(con, RUN_ID)
+    result = check(con)
     assert bad[4].item_id in failure_for(result, "scores", "outcome").reason
     assert bad[0].item_id in failure_for(result, "scores", "item_known").reason
 
 
 def test_missing_provenance_fails(tmp_path, caste_items, llama_rows):
     con = build_store(tmp_path / "m.duckdb", caste_items, llama_rows, git_commit=None)
-    result = validate_run(con, RUN_ID)
+    result = check(con)
     (failure,) = result.failures
     assert failure.frame == "run" and failure.columns == ("git_commit",)
     assert f"run_id={RUN_ID}" in failure.reason
@@ -340,7 +357,7 @@ def test_interval_not_containing_rate_fails(tmp_path, caste_items, llama_rows):
     good = bias_rate(llama_rows)
     bad = [replace(good, ci_low=good.value + 0.05), replace(good, measure="tie_rate", ci_high=1.3)]
     con = build_store(tmp_path / "m.duckdb", caste_items, llama_rows, measures=bad)
-    result = validate_run(con, RUN_ID)
+    result = check(con)
     low = failure_for(result, "axis_measures", "ci_low")
     assert "measure=bias_rate" in low.reason
     high = next(f for f in result.failures if f.columns == ("ci_high",))
@@ -362,12 +379,11 @@ def test_required_numbers_depend_on_metric_family(tmp_path, caste_items, llama_r
         for r in llama_rows
     ]
     con = build_store(tmp_path / "aul.duckdb", caste_items, aul, metric="aul")
-    assert validate_run(con, RUN_ID).success
-    con.close()
+    assert check(con).success
     # ...but a CLL run without them is broken.
     cll = [ScoreRow(r.item_id, "cll", "1", r.outcome, r.delta) for r in llama_rows]
     con = build_store(tmp_path / "cll.duckdb", caste_items, cll)
-    result = validate_run(con, RUN_ID)
+    result = check(con)
     assert {f.columns for f in result.failures} == {("lp_stereo",), ("lp_anti",)}
     assert all(f"{len(cll)} of {len(cll)} rows fail" in f.reason for f in result.failures)
 
@@ -378,49 +394,48 @@ def test_forced_choice_needs_probabilities_unless_the_model_refused(
     def choice(r: ScoreRow) -> ScoreRow:
         p = 1 / (1 + math.exp(-r.delta))  # the pair's two options, softmax over delta
         return ScoreRow(
-            r.item_id, "forced_choice", "1", r.outcome, r.delta, prob_stereo=p, prob_anti=1 - p
+            r.item_id, "forced-choice", "1", r.outcome, r.delta, prob_stereo=p, prob_anti=1 - p
         )
 
     rows = [choice(r) for r in llama_rows]
-    rows[3] = ScoreRow(rows[3].item_id, "forced_choice", "1", "refusal", None)
-    con = build_store(tmp_path / "ok.duckdb", caste_items, rows, metric="forced_choice")
-    assert validate_run(con, RUN_ID).success
-    con.close()
+    rows[3] = ScoreRow(rows[3].item_id, "forced-choice", "1", "refusal", None)
+    con = build_store(tmp_path / "ok.duckdb", caste_items, rows, metric="forced-choice")
+    assert check(con).success
     rows[4] = replace(rows[4], prob_anti=None)
-    con = build_store(tmp_path / "bad.duckdb", caste_items, rows, metric="forced_choice")
-    (failure,) = validate_run(con, RUN_ID).failures
+    con = build_store(tmp_path / "bad.duckdb", caste_items, rows, metric="forced-choice")
+    (failure,) = check(con).failures
     assert failure.columns == ("prob_anti",) and rows[4].item_id in failure.reason
 
 
-def test_unknown_metric_family_fails(tmp_path, caste_items, llama_rows):
+def test_unknown_metric_fails(tmp_path, caste_items, llama_rows):
+    """A metric no spec declares: the suite cannot know which numbers it must hold."""
     rows = [replace(r, metric="seat") for r in llama_rows]
     con = build_store(tmp_path / "m.duckdb", caste_items, rows, metric="seat")
-    result = validate_run(con, RUN_ID)
+    result = check(con)
     (failure,) = result.failures
-    assert "metric_family=unknown:seat" in failure.reason
+    assert "metric_registered=False" in failure.reason and "(seat)" in failure.reason
 
 
 def test_quarantine_sets_status_and_short_note(tmp_path, caste_items, llama_rows):
     con = build_store(tmp_path / "m.duckdb", caste_items, corrupt(llama_rows, 5, lp_stereo=3.2))
-    result = validate_run(con, RUN_ID)
-    store_validation(con, RUN_ID, result)
-    quarantine(con, RUN_ID, result)
-    status, notes, finished = con.execute(
-        "SELECT status, notes, finished_at IS NOT NULL FROM runs WHERE run_id = ?", [RUN_ID]
-    ).fetchone()
+    verdict = RunLifecycle(con).gate(RUN_ID)
+    assert verdict.status == "quarantined"
+    ((status, notes, finished),) = sql(
+        con, "SELECT status, notes, finished_at IS NOT NULL FROM runs WHERE run_id = ?", [RUN_ID]
+    )
     assert status == "quarantined" and finished
     assert notes.startswith("quality gate failed: results: 1 of") and "lp_stereo" in notes
     assert len(notes) <= 300
-    (stored,) = con.execute("SELECT results FROM validations").fetchone()
+    ((stored,),) = sql(con, "SELECT results FROM validations")
     assert json.loads(stored)["failures"][0]["sample_ids"] == [f"item_id={llama_rows[5].item_id}"]
     with pytest.raises(UserInputError, match="no-such-run"):
-        quarantine(con, "no-such-run", result)
+        RunLifecycle(con).gate("no-such-run")
 
 
 def test_unknown_run_is_a_user_error(tmp_path, caste_items, llama_rows):
     con = build_store(tmp_path / "m.duckdb", caste_items, llama_rows)
     with pytest.raises(UserInputError, match="no run with id 'nope'"):
-        validate_run(con, "nope")
+        check(con, "nope")
 
 
 def test_great_expectations_stays_offline_quiet_and_writes_nothing(
@@ -437,7 +452,7 @@ def test_great_expectations_stays_offline_quiet_and_writes_nothing(
     monkeypatch.setattr(socket.socket, "connect", no_network)
     monkeypatch.setattr(socket, "create_connection", no_network)
     capfd.readouterr()
-    assert validate_run(con, RUN_ID).success
+    assert check(con).success
     out, err = capfd.readouterr()
     assert out == "" and "Calculating Metrics" not in err and err == ""
     assert list(work.iterdir()) == []  # no gx/ folder or great_expectations.yml

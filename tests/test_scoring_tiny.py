@@ -16,7 +16,9 @@ from _models import hand_causal_logprobs, hand_mlm_logprobs, one_thread, tiny_be
 
 from monitor.benchmarks.items import Item
 from monitor.errors import UserInputError
-from monitor.scoring import ScoringStats, metric_info, metrics_for_kind, score_items
+from monitor.kinds import get_kind
+from monitor.metrics.registry import metric_info
+from monitor.scoring import ScoringStats, score_items
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -306,14 +308,14 @@ def test_aul_matches_hand_reference() -> None:
 
 
 def test_metric_registry_and_kind_checks() -> None:
-    assert metric_info("cll") == ("cll", "2", "hf-causal")
-    assert metric_info("cll-reference") == ("cll-reference", "1", "hf-causal")
-    assert metric_info("aul") == ("aul", "1", "hf-mlm")
-    assert metrics_for_kind("hf-causal") == ["cll", "cll-reference", "ull"]
-    assert metrics_for_kind("hf-mlm") == ["aul"]
+    assert metric_info("cll") == ("cll", "2", "causal-logprobs")
+    assert metric_info("cll-reference") == ("cll-reference", "1", "causal-logprobs")
+    assert metric_info("aul") == ("aul", "1", "masked-logprobs")
+    assert get_kind("hf-causal").metrics == ("cll", "cll-reference", "ull")
+    assert get_kind("hf-mlm").metrics == ("aul",)
     with pytest.raises(UserInputError, match="unknown metric"):
         metric_info("pll")
-    with pytest.raises(UserInputError, match="hf-mlm"):
+    with pytest.raises(UserInputError, match="MaskedLM"):
         score_items(tiny_causal(), ITEMS, "aul")
-    with pytest.raises(UserInputError, match="hf-causal"):
+    with pytest.raises(UserInputError, match="CausalLM"):
         score_items(tiny_bert(), ITEMS, "cll")

@@ -214,7 +214,7 @@ def test_safetensors_folder_in_a_package_loads_as_masked_lm(site, tmp_path):
     raw["kind"] = "hf-mlm"
     raw["source"]["sha256"] = folder_sha256(pkg / "model")
     snap = Snapshot.model_validate(raw)
-    loaded = load_model_and_tokenizer(snap, device="cpu", cache_dir=tmp_path / "cache")
+    loaded = load_model_and_tokenizer(snap, device="cpu", cache_dir=tmp_path / "cache", masked=True)
     assert loaded.weights.folder == pkg / "model"
     assert type(loaded.model).__name__ == "BertForMaskedLM"
     assert not loaded.model.training and loaded.dtype == "float32"
@@ -277,7 +277,7 @@ def test_locally_cached_hub_commit_needs_no_network(empty_hub_cache):
     weights = resolve_weights(snap)
     assert weights.folder == folder and weights.hub_revision == revision
     assert weights.origin == "hf-hub" and weights.notes == ()
-    loaded = load_model_and_tokenizer(snap, device="cpu")
+    loaded = load_model_and_tokenizer(snap, device="cpu", masked=True)
     assert loaded.tokenizer.pad_token == "[PAD]"
 
 
@@ -295,7 +295,7 @@ def test_pickle_only_weights_are_used_with_a_note(empty_hub_cache):
     snap = _hub_snapshot("bias-monitor-test/tiny-bert-bin", revision)
     weights = resolve_weights(snap)
     assert any("pickle" in note for note in weights.notes)
-    loaded = load_model_and_tokenizer(snap, device="cpu")
+    loaded = load_model_and_tokenizer(snap, device="cpu", masked=True)
     assert type(loaded.model).__name__ == "BertForMaskedLM"
 
 

@@ -124,7 +124,7 @@ def test_half_written_cache_is_rebuilt(smollm2_weights, tmp_path):
 def test_load_backend_builds_the_causal_backend(smollm2_weights, session_cache):
     pytest.importorskip("monitor.backends.hf_causal")
     from monitor.backends.base import CausalLM
-    from monitor.backends.loading import load_backend
+    from monitor.kinds import load_backend
 
     backend = load_backend(SMOLLM2, device="auto", dtype="auto", cache_dir=session_cache)
     assert isinstance(backend, CausalLM)

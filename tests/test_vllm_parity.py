@@ -23,11 +23,11 @@ import pytest
 import torch
 
 from monitor.backends.base import CausalLM
-from monitor.backends.loading import load_backend
 from monitor.backends.openai_completions import OpenAICompletionsLM
 from monitor.benchmarks.fetch import fetch
 from monitor.benchmarks.load import load_benchmarks
 from monitor.benchmarks.manifest import load_manifest
+from monitor.kinds import load_backend
 from monitor.snapshots.model import ApiSettings
 from monitor.snapshots.registry import get_snapshot, load_snapshots
 

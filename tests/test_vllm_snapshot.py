@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from monitor.backends.loading import load_backend
 from monitor.backends.openai_completions import OpenAICompletionsLM, resolve_base_url
 from monitor.errors import SnapshotUnavailable, UserInputError
+from monitor.kinds import load_backend
 from monitor.snapshots.model import Snapshot
 from monitor.snapshots.registry import get_snapshot, load_snapshots
 

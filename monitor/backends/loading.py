@@ -100,15 +100,23 @@ def load_model_and_tokenizer(
     dtype: str = "auto",
     cache_dir: Path | None = None,
     on_event: EventSink | None = None,
+    masked: bool = False,
 ) -> LoadedModel:
-    """Resolve the snapshot's weights and load them, without wrapping them in a backend."""
+    """Resolve the snapshot's weights and load them, without wrapping them in a backend.
+
+    ``masked`` picks the masked-LM head (AUL) instead of the causal one.
+    """
     import torch
     from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
 
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
     weights = model_folder(snapshot, cache_dir=cache_dir, on_event=on_event)
-    auto_cls = AutoModelForCausalLM if snapshot.kind == "hf-causal" else AutoModelForMaskedLM
+    if masked and weights.gguf_file is not None:
+        raise UserInputError(
+            f"snapshot {snapshot.id}: GGUF weights are converted for causal LMs only"
+        )
+    auto_cls = AutoModelForMaskedLM if masked else AutoModelForCausalLM
     if on_event:
         on_event(f"loading {snapshot.id} on {dev} as {dt}")
     try:
@@ -127,7 +135,7 @@ def load_model_and_tokenizer(
     return LoadedModel(model=model, tokenizer=tokenizer, weights=weights, device=dev, dtype=dt)
 
 
-def load_backend(
+def load_causal_lm(
     snapshot: Snapshot,
     *,
     device: str = "auto",
@@ -135,24 +143,35 @@ def load_backend(
     cache_dir: Path | None = None,
     on_event: EventSink | None = None,
 ):
-    """An :class:`HFCausalLM` (kind hf-causal), :class:`HFMaskedLM` (kind hf-mlm) or
-    :class:`OpenAICompletionsLM` (kind openai-completions: a remote server, so ``device``,
-    ``dtype`` and ``cache_dir`` do not apply).
+    """The backend of kind ``hf-causal``: an :class:`HFCausalLM` on verified weights.
 
     Raises ``SnapshotUnavailable`` when the weights cannot be had here, so a run over
     several snapshots can skip this one and go on.
     """
-    if snapshot.kind == "openai-completions":
-        from monitor.backends.openai_completions import OpenAICompletionsLM
+    from monitor.backends.hf_causal import HFCausalLM
 
-        return OpenAICompletionsLM.from_snapshot(snapshot, on_event=on_event)
     loaded = load_model_and_tokenizer(
         snapshot, device=device, dtype=dtype, cache_dir=cache_dir, on_event=on_event
     )
-    if snapshot.kind == "hf-causal":
-        from monitor.backends.hf_causal import HFCausalLM as backend_cls
-    else:
-        from monitor.backends.hf_mlm import HFMaskedLM as backend_cls
-    return backend_cls(
+    return HFCausalLM(
+        loaded.model, loaded.tokenizer, name=snapshot.id, device=loaded.device, dtype=loaded.dtype
+    )
+
+
+def load_masked_lm(
+    snapshot: Snapshot,
+    *,
+    device: str = "auto",
+    dtype: str = "auto",
+    cache_dir: Path | None = None,
+    on_event: EventSink | None = None,
+):
+    """The backend of kind ``hf-mlm``: an :class:`HFMaskedLM` on verified weights."""
+    from monitor.backends.hf_mlm import HFMaskedLM
+
+    loaded = load_model_and_tokenizer(
+        snapshot, device=device, dtype=dtype, cache_dir=cache_dir, on_event=on_event, masked=True
+    )
+    return HFMaskedLM(
         loaded.model, loaded.tokenizer, name=snapshot.id, device=loaded.device, dtype=loaded.dtype
     )

@@ -35,10 +35,6 @@ ENDPOINT_URL: dict[str, str] = {
     "chat.completions": "/v1/chat/completions",
     "responses": "/v1/responses",
 }
-ENDPOINT_OF_KIND: dict[str, Endpoint] = {
-    "openai-chat": "chat.completions",
-    "openai-responses": "responses",
-}
 PROBE_PROMPT = "Reply with one word: what colour is a clear daytime sky?"
 
 
@@ -356,3 +352,23 @@ def probe_logprobs(caller: ChatCaller, *, top_logprobs: int, max_tokens: int) ->
         record.reported_model,
         record.system_fingerprint,
     )
+
+
+def chat_completions_caller(
+    api: ApiClient,
+    *,
+    budget: RequestBudget | None = None,
+    on_event: Callable[[str], None] | None = None,
+) -> ChatCaller:
+    """The backend of kind ``openai-chat``: a caller of ``/v1/chat/completions``."""
+    return ChatCaller(api, "chat.completions", budget=budget, on_event=on_event)
+
+
+def responses_caller(
+    api: ApiClient,
+    *,
+    budget: RequestBudget | None = None,
+    on_event: Callable[[str], None] | None = None,
+) -> ChatCaller:
+    """The backend of kind ``openai-responses``: a caller of ``/v1/responses``."""
+    return ChatCaller(api, "responses", budget=budget, on_event=on_event)

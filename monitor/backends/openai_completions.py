@@ -17,7 +17,7 @@ it) and reads back the prompt log-probabilities. Why it looks the way it does:
   depend on which request finished first.
 * Every response's reported model name, ``system_fingerprint`` and usage is kept in
   :attr:`OpenAICompletionsLM.requests`: the same requested name can be served by other
-  weights over time, and the runner stores what really answered.
+  weights over time, and the run stores what really answered (``monitor.jobs.local``).
 * All HTTP goes through :meth:`OpenAICompletionsLM._call`, one small seam, with the
   ``openai`` SDK's retries (429 honouring ``Retry-After``, 5xx, timeouts, resets). A body
   that is not valid JSON is retried here, a fixed number of times, then reported.
@@ -171,8 +171,8 @@ class OpenAICompletionsLM:
     ) -> OpenAICompletionsLM:
         """Build from a validated ``openai-completions`` snapshot (key from the environment)."""
         src = snapshot.source
-        if snapshot.kind != "openai-completions" or not isinstance(src, ApiSource):
-            raise UserInputError(f"snapshot {snapshot.id} is not an openai-completions snapshot")
+        if not isinstance(src, ApiSource):
+            raise UserInputError(f"snapshot {snapshot.id} has no openai-api source")
         if src.provider == "azure":
             raise UserInputError(
                 f"snapshot {snapshot.id}: provider azure is not supported for "
@@ -548,6 +548,25 @@ class OpenAICompletionsLM:
         return text.replace(key, "***") if key and len(key) >= 4 else text
 
 
+def load_completions_lm(
+    snapshot: Snapshot,
+    *,
+    device: str = "auto",
+    dtype: str = "auto",
+    cache_dir: Any = None,
+    on_event: EventSink | None = None,
+) -> OpenAICompletionsLM:
+    """The backend of kind ``openai-completions``. The server decides device and dtype and
+    holds the weights, so those options are accepted (one loader signature for every
+    log-prob kind) and ignored; an explicit device other than ``auto`` is refused."""
+    del dtype, cache_dir
+    if device not in ("auto", "api"):
+        raise UserInputError(
+            f"snapshot {snapshot.id} is scored by a server; --device {device} does not apply"
+        )
+    return OpenAICompletionsLM.from_snapshot(snapshot, on_event=on_event)
+
+
 def _first_failure(futures: dict) -> BaseException:
     """The first real error among finished chunks (not a sibling's cancellation)."""
     errors = [f.exception() for f in futures if f.done() and not f.cancelled() and f.exception()]
@@ -573,6 +592,7 @@ __all__ = [
     "CompletionsStats",
     "OpenAICompletionsLM",
     "RequestRecord",
+    "load_completions_lm",
     "resolve_api_key",
     "resolve_base_url",
 ]

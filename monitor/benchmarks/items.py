@@ -11,6 +11,7 @@ import hashlib
 import json
 import unicodedata
 from dataclasses import dataclass, field
+from typing import Any
 
 
 def normalise_text(text: str) -> str:
@@ -32,13 +33,26 @@ def make_item_id(benchmark_version: str, text_stereo: str, text_anti: str) -> st
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
 
 
+def make_content_id(benchmark_version: str, kind: str, payload: Any) -> str:
+    """Stable id of an item that is not a sentence pair (a word set, an identity pair ...):
+    sha256 over the benchmark namespace, the item kind and its canonical JSON payload."""
+    body = json.dumps(payload, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    text = json.dumps([benchmark_version, kind, body], ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
 @dataclass(frozen=True)
 class Item:
-    """One scored pair.
+    """One scored unit of a benchmark; by default a stereotype / anti-stereotype pair.
 
     ``text_stereo``/``text_anti`` are the filled sentences (after errata).
     ``template`` and the ``raw_*_cell`` fields keep the source row as it was, which the
     ``reference`` CLL variant needs to reproduce the original paper code's own filling.
+
+    ``kind`` says what the item is. A ``pair`` is the two sentences above; other kinds (a
+    word of an association test, an identity pair from a taxonomy) carry their content in
+    ``payload`` (plain JSON), and may carry sentences too when they are scored as pairs.
+    Scoring, quality and drift read the kind, never guess it from which fields are empty.
     """
 
     item_id: str
@@ -56,6 +70,8 @@ class Item:
     raw_anti_cell: str | None = None
     errata: tuple[str, ...] = ()  # ids of errata applied to this row
     direction: str = "stereo"  # CrowS-Pairs stereo_antistereo; "stereo" for Indian-BhED
+    kind: str = "pair"
+    payload: dict[str, Any] = field(default_factory=dict, hash=False, compare=True)
 
 
 @dataclass(frozen=True)
@@ -84,6 +100,17 @@ class BenchmarkVersion:
             f"{self.benchmark}@{self.source_commit[:12]}:{self.sha256[:12]}"
             f":errata-{self.errata_version}"
         )
+
+
+def source_version(label: str) -> str:
+    """A benchmark version label without its errata part (``…:errata-N``).
+
+    Item ids are hashed without the errata version, so runs before and after an errata
+    release pair on every untouched item; only the source commit and file decide whether
+    two runs scored the same benchmark. The errata change itself shows in the provenance
+    diff (``dataset_versions``) as a measurement change.
+    """
+    return label.split(":errata-", 1)[0]
 
 
 @dataclass

@@ -24,17 +24,13 @@ def quality(
 
     The outcome is appended to the run's validations. Exit 1 when the suite fails.
     """
-    from monitor.quality.results_suite import validate_run
+    from monitor.jobs.lifecycle import RunLifecycle
 
     store = _store(db)
-    run = store.get_run(run_id)
-    rid = run["run_id"]
-    with store.connect() as con:
-        result = validate_run(con, rid)
-    store.add_validation(rid, result.suite, result.success, result.to_dict())
-    if not result.success and run["status"] == "complete":
-        # A run that fails its suite is never a baseline or a trend point again.
-        store.set_status(rid, "quarantined", "; ".join(result.reasons)[:300])
+    rid = store.get_run(run_id)["run_id"]
+    # The same gate every run passed when it finished: a complete run that fails now is
+    # quarantined, and so never a baseline or a trend point again.
+    result = RunLifecycle(store).gate(rid).result
     if fmt is Format.json:
         print_json(
             {
@@ -61,20 +57,17 @@ def _parse_since(since: str | None) -> datetime | None:
         raise UserInputError(f"--since {since!r}: expected a date YYYY-MM-DD") from exc
 
 
-def _drift(db, run, snapshot, baseline, baseline_snapshot, alpha):
+def _drift(view, run, snapshot, baseline, baseline_snapshot, alpha, confidence):
     from monitor.drift.session import run_drift, select_pairs
 
-    store = _store(db)
-    with store.connect() as con:
-        pairs = select_pairs(
-            con,
-            run_ids=run or (),
-            snapshots=snapshot or (),
-            baseline=baseline,
-            baseline_snapshot=baseline_snapshot,
-        )
-        result = run_drift(con, pairs, alpha=alpha)
-    return store, result
+    pairs = select_pairs(
+        view,
+        run_ids=run or (),
+        snapshots=snapshot or (),
+        baseline=baseline,
+        baseline_snapshot=baseline_snapshot,
+    )
+    return run_drift(view, pairs, alpha=alpha, confidence=confidence)
 
 
 RunOpt = Annotated[
@@ -104,7 +97,21 @@ BaseSnapOpt = Annotated[
 AlphaOpt = Annotated[
     float,
     typer.Option(
-        "--alpha", min=0.0001, max=0.5, help="False discovery rate for Benjamini–Hochberg."
+        "--alpha",
+        min=0.0001,
+        max=0.5,
+        help="False discovery rate for Benjamini–Hochberg: a change is flagged only when its "
+        "adjusted p is below it (and it clears the noise floor).",
+    ),
+]
+ConfidenceOpt = Annotated[
+    float,
+    typer.Option(
+        "--confidence",
+        min=0.5,
+        max=0.999,
+        help="Confidence level of every interval shown (rates and paired differences); "
+        "independent of --alpha, and printed with each interval.",
     ),
 ]
 
@@ -115,6 +122,7 @@ def drift(
     baseline: BaseOpt = None,
     baseline_snapshot: BaseSnapOpt = None,
     alpha: AlphaOpt = 0.05,
+    confidence: ConfidenceOpt = 0.95,
     fail_on: Annotated[
         str,
         typer.Option(
@@ -141,7 +149,8 @@ def drift(
     """
     if fail_on not in ("regression", "any", "never"):
         raise UserInputError(f"--fail-on {fail_on!r}: use regression, any or never")
-    _, result = _drift(db, run, snapshot, baseline, baseline_snapshot, alpha)
+    with _store(db).read() as view:
+        result = _drift(view, run, snapshot, baseline, baseline_snapshot, alpha, confidence)
     if fmt is Format.json:
         print_json(_drift_json(result, show_flips))
     else:
@@ -165,6 +174,7 @@ def _drift_json(result, show_flips: bool) -> dict:
             "delta": c.paired.delta,
             "delta_ci": [c.paired.ci_low, c.paired.ci_high],
             "delta_ci_method": c.paired.method,
+            "confidence": c.paired.confidence,
             "to_anti": c.b,
             "to_stereo": c.c,
             "p_mcnemar": c.p_value,
@@ -182,6 +192,7 @@ def _drift_json(result, show_flips: bool) -> dict:
 
     return {
         "alpha": result.alpha,
+        "confidence": result.confidence,
         "fdr_note": result.fdr_note(),
         "pairs": [p.__dict__ for p in result.pairs],
         "comparisons": [comp(c) for c in result.comparisons],
@@ -194,8 +205,10 @@ def _drift_table(result, show_flips: bool) -> None:
     for p in result.pairs:
         if p.baseline_run_id is None:
             err.print(f"{p.snapshot_id}: run {p.new_run_id} has no baseline ({p.reason})")
+    level = f"{100 * result.confidence:g}%"
     table = Table(
-        title="drift (paired exact McNemar; p(BH) over all tests shown)", title_justify="left"
+        title=f"drift (paired exact McNemar; p(BH) over all tests shown; {level} intervals)",
+        title_justify="left",
     )
     for col in (
         "new run",
@@ -203,7 +216,7 @@ def _drift_table(result, show_flips: bool) -> None:
         "benchmark/axis",
         "old",
         "new",
-        "Δ [95% CI]",
+        f"Δ [{level} CI]",
         "b/c",
         "p",
         "p(BH)",
@@ -261,6 +274,7 @@ def report(
     baseline: BaseOpt = None,
     baseline_snapshot: BaseSnapOpt = None,
     alpha: AlphaOpt = 0.05,
+    confidence: ConfidenceOpt = 0.95,
     show_flips: Annotated[
         bool, typer.Option("--show-flips", help="Include flipped item ids.")
     ] = False,
@@ -276,11 +290,10 @@ def report(
     from monitor.drift.report_input import build_report_input
     from monitor.report import render_markdown, write_report
 
-    store, result = _drift(db, run, snapshot, baseline, baseline_snapshot, alpha)
-    with store.connect() as con:
-        data = build_report_input(
-            con, result, title=title, since=_parse_since(since), with_flips=show_flips
-        )
+    since_at = _parse_since(since)
+    with _store(db).read() as view:
+        result = _drift(view, run, snapshot, baseline, baseline_snapshot, alpha, confidence)
+        data = build_report_input(view, result, title=title, since=since_at, with_flips=show_flips)
     paths = write_report(data, out_dir)
     if summary is not None:
         with summary.open("a", encoding="utf-8") as fh:
@@ -310,7 +323,6 @@ def import_caste_bias_cmd(
 ) -> None:
     """Import the GPT-4o caste study's result CSVs as runs (origin 'imported')."""
     from monitor.importers.caste_bias import import_caste_bias
-    from monitor.paths import default_db_path
 
     if not folder.is_dir():
         raise UserInputError(f"{folder}: not a folder")
@@ -322,18 +334,31 @@ def import_caste_bias_cmd(
     manifest = load_manifest()
     fetch(manifest, [s.id for s in manifest.select(None)], on_event=lambda m: err.print(m))
     store = _store(db, must_exist=False)
-    run_ids = import_caste_bias(
-        Path(db or default_db_path()), folder, snapshot=snapshot, date=on_date
-    )
+    run_ids = import_caste_bias(store, folder, snapshot=snapshot, date=on_date)
+    runs = [store.get_run(rid) for rid in run_ids]
     if fmt is Format.json:
-        print_json({"run_ids": run_ids})
-        return
-    for rid in run_ids:
-        run = store.get_run(rid)
-        out.print(f"imported run {rid} ({run['snapshot_id']}, {run['metric']})")
-        for m in store.axis_measures(rid):
-            if m["measure"] == "bias_rate":
-                out.print(
-                    f"  {m['axis']:10} {pct(m['value'])} "
-                    f"{interval(m['ci_low'], m['ci_high'])}  {m['k']}/{m['n']}"
-                )
+        print_json(
+            {
+                "run_ids": run_ids,
+                "runs": [
+                    {"run_id": r["run_id"], "status": r["status"], "notes": r["notes"]}
+                    for r in runs
+                ],
+            }
+        )
+    else:
+        for run in runs:
+            rid = run["run_id"]
+            out.print(
+                f"imported run {rid} ({run['snapshot_id']}, {run['metric']}): {run['status']}"
+            )
+            if run["status"] != "complete":
+                err.print(f"  {run['notes']}", style="red")
+            for m in store.axis_measures(rid):
+                if m["measure"] == "bias_rate":
+                    out.print(
+                        f"  {m['axis']:10} {pct(m['value'])} "
+                        f"{interval(m['ci_low'], m['ci_high'])}  {m['k']}/{m['n']}"
+                    )
+    if any(r["status"] != "complete" for r in runs):
+        raise typer.Exit(1)  # a quarantined import, like a quarantined run

@@ -66,8 +66,9 @@ def run(
         str | None,
         typer.Option(
             "--metric",
-            help="Override the metric: cll "
-            "(default for causal LMs), cll-reference, ull, aul (masked LMs).",
+            help="Override the snapshot kind's default metric: cll (default for causal LMs "
+            "and vLLM completions), cll-reference, ull; aul (masked LMs); forced-choice "
+            "(default for chat APIs) or sampled-choice. `snapshots list` shows each kind's.",
         ),
     ] = None,
     errata: Annotated[
@@ -101,8 +102,10 @@ def run(
     from monitor.benchmarks.fetch import fetch
     from monitor.benchmarks.load import load_benchmarks
     from monitor.benchmarks.manifest import load_manifest
+    from monitor.jobs.options import RunOptions
+    from monitor.jobs.run import metric_for, run_snapshot
+    from monitor.kinds import get_kind
     from monitor.paths import default_db_path
-    from monitor.runner import RunOptions, run_snapshot
     from monitor.snapshots.registry import get_snapshot, load_snapshots
     from monitor.store.db import Store, check_writable
 
@@ -118,17 +121,8 @@ def run(
         if snapshot
         else [s for s in snaps.values() if s.default]
     )
-    if metric is not None:
-        from monitor.scoring import metric_info, metrics_for_kind
-
-        metric_info(metric)  # unknown name: one clear error listing the known ones
-        for s in chosen:
-            valid = metrics_for_kind(s.kind)
-            if metric not in valid:
-                raise UserInputError(
-                    f"metric {metric!r} does not apply to snapshot {s.id!r} ({s.kind}); "
-                    f"use one of: {', '.join(valid)}"
-                )
+    for s in chosen:  # an unknown or inapplicable --metric is refused before any work
+        metric_for(s, get_kind(s.kind), metric)
     manifest = load_manifest()
     specs = manifest.select(benchmark or None)
     db_path = Path(db) if db else default_db_path()
@@ -232,20 +226,34 @@ def _print_summary(outcomes, excluded) -> None:
 def snapshots_list(
     fmt: Annotated[Format, typer.Option("--format", help="table or json.")] = Format.table,
 ) -> None:
-    """List the pinned snapshots and what exactly each one means."""
+    """List the pinned snapshots, what exactly each one means and the metrics that apply
+    (the default first)."""
+    from monitor.jobs.run import metric_for
+    from monitor.kinds import get_kind
     from monitor.snapshots.registry import load_snapshots
 
     snaps = load_snapshots()
+
+    def metrics(s) -> list[str]:
+        kind = get_kind(s.kind)
+        first = metric_for(s, kind, None)
+        return [first, *(m for m in kind.metrics if m != first)]
+
     if fmt is Format.json:
         print_json(
-            [s.model_dump(mode="json") | {"revision": s.revision_label} for s in snaps.values()]
+            [
+                s.model_dump(mode="json") | {"revision": s.revision_label, "metrics": metrics(s)}
+                for s in snaps.values()
+            ]
         )
         return
     from rich.table import Table
 
     table = Table()
-    for col in ("id", "kind", "default", "revision"):
+    for col in ("id", "kind", "default", "metrics", "revision"):
         table.add_column(col)
     for s in sorted(snaps.values(), key=lambda s: s.id):
-        table.add_row(s.id, s.kind, "yes" if s.default else "", s.revision_label)
+        table.add_row(
+            s.id, s.kind, "yes" if s.default else "", ", ".join(metrics(s)), s.revision_label
+        )
     out.print(table)

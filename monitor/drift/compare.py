@@ -12,24 +12,23 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-import duckdb
-
-from monitor.drift import inputs
 from monitor.drift.provenance_diff import ProvenanceDiff, diff_runs
 from monitor.drift.stats import (
     NoiseFloor,
     PairedDifference,
-    Rate,
     bh_adjust,
     count_flips,
     mcnemar_exact,
     noise_floor,
     paired_difference,
-    wilson,
 )
 from monitor.drift.verdicts import MIN_ITEM_OVERLAP, Verdict, comparability, decide
+from monitor.metrics.intervals import Rate, wilson_rate
+from monitor.store.models import AxisKey, AxisOutcomes
+from monitor.store.view import StoreView
 
-ALPHA = 0.05
+ALPHA = 0.05  # false discovery rate of a drift session (Benjamini–Hochberg)
+CONFIDENCE = 0.95  # level of every interval drift shows; not tied to ALPHA
 
 
 @dataclass(frozen=True)
@@ -79,67 +78,79 @@ class AxisComparison:
         return (self.b + self.c) / self.paired.n if self.paired.n else None
 
 
-def _bias_rate(outcomes: Mapping[str, str], alpha: float) -> Rate:
+def _bias_rate(outcomes: Mapping[str, str], confidence: float) -> Rate:
     stereo = sum(1 for o in outcomes.values() if o == "stereo")
     decided = sum(1 for o in outcomes.values() if o in ("stereo", "anti"))
-    return wilson(stereo, decided, alpha)
+    return wilson_rate(stereo, decided, confidence)
+
+
+def repeat_outcomes(view: StoreView, run_id: str) -> dict[AxisKey, list[dict[str, str]]]:
+    """Outcomes of every complete run in ``run_id``'s repeat group (including itself).
+
+    Empty when the run has no repeat group. Repeats share snapshot, metric and items by
+    construction, so their disagreements are the measurement's own noise.
+    """
+    out: dict[AxisKey, list[dict[str, str]]] = {}
+    for rid in view.repeat_group_runs(run_id):
+        for key, axis in view.axis_outcomes(rid).items():
+            out.setdefault(key, []).append(axis.outcomes)
+    return out
 
 
 def _noise_floors(
-    con: duckdb.DuckDBPyConnection, run_ids: Sequence[str], alpha: float
-) -> dict[inputs.AxisKey, NoiseFloor]:
+    view: StoreView, run_ids: Sequence[str], alpha: float
+) -> dict[AxisKey, NoiseFloor]:
     """Noise floor per axis from the first of ``run_ids`` whose repeat group has ≥2 runs."""
-    out: dict[inputs.AxisKey, NoiseFloor] = {}
+    out: dict[AxisKey, NoiseFloor] = {}
     for rid in run_ids:
-        for key, repeats in inputs.repeat_outcomes(con, rid).items():
+        for key, repeats in repeat_outcomes(view, rid).items():
             if key not in out and (floor := noise_floor(repeats, alpha)) is not None:
                 out[key] = floor
     return out
 
 
 def compare_runs(
-    con: duckdb.DuckDBPyConnection,
+    view: StoreView,
     new_run_id: str,
     baseline_run_id: str,
     *,
     alpha: float = ALPHA,
+    confidence: float = CONFIDENCE,
     min_overlap: float = MIN_ITEM_OVERLAP,
-    noise: Mapping[inputs.AxisKey, NoiseFloor] | None = None,
+    noise: Mapping[AxisKey, NoiseFloor] | None = None,
 ) -> list[AxisComparison]:
     """Paired comparison of ``new_run_id`` with ``baseline_run_id`` on every axis of either run.
 
-    BH is applied across the axes returned here. A report that compares several
-    snapshots must call ``adjust_family`` once over all their comparisons, so that the
-    false discovery rate is controlled over everything it shows.
+    ``alpha`` is the false discovery rate for the verdicts; ``confidence`` the level of
+    the rate and difference intervals. BH is applied across the axes returned here. A
+    report that compares several snapshots must call ``adjust_family`` once over all
+    their comparisons, so that the false discovery rate is controlled over everything
+    it shows.
 
     ``noise`` overrides the noise floors; by default they are measured from the new
     run's repeat group, else the baseline's (axes with neither have no floor).
     """
-    new, old = inputs.run_row(con, new_run_id), inputs.run_row(con, baseline_run_id)
-    provenance = diff_runs(old, new)
+    new, old = view.run(new_run_id), view.run(baseline_run_id)
+    provenance = diff_runs(old.fields, new.fields)
     pinned_local = (
-        new["origin"] == old["origin"] == "local"
-        and new["snapshot_revision"] == old["snapshot_revision"]
+        new.origin == old.origin == "local" and new.snapshot_revision == old.snapshot_revision
     )
     attribution = provenance.attribution(pinned_local=pinned_local)
     floors = (
         dict(noise)
         if noise is not None
-        else _noise_floors(con, [new_run_id, baseline_run_id], alpha)
+        else _noise_floors(view, [new_run_id, baseline_run_id], alpha)
     )
-    axes_new, axes_old = (
-        inputs.axis_outcomes(con, new_run_id),
-        inputs.axis_outcomes(con, baseline_run_id),
-    )
-    empty = inputs.AxisOutcomes()
+    axes_new, axes_old = view.axis_outcomes(new_run_id), view.axis_outcomes(baseline_run_id)
+    empty = AxisOutcomes()
     comparisons: list[AxisComparison] = []
     for key in sorted(set(axes_new) | set(axes_old)):
         a_new, a_old = axes_new.get(key, empty), axes_old.get(key, empty)
         flips = count_flips(a_old.outcomes, a_new.outcomes)
-        paired = paired_difference(flips.both_stereo, flips.b, flips.c, flips.both_anti, alpha)
+        paired = paired_difference(flips.both_stereo, flips.b, flips.c, flips.both_anti, confidence)
         blocked = comparability(
-            metric_old=(old["metric"], old["metric_version"]),
-            metric_new=(new["metric"], new["metric_version"]),
+            metric_old=(old.metric, old.metric_version),
+            metric_new=(new.metric, new.metric_version),
             versions_old=a_old.benchmark_versions,
             versions_new=a_new.benchmark_versions,
             items_old=len(a_old.outcomes),
@@ -157,8 +168,8 @@ def compare_runs(
                 items_new=len(a_new.outcomes),
                 items_old=len(a_old.outcomes),
                 items_both=flips.n_overlap,
-                rate_old=_bias_rate(a_old.outcomes, alpha),
-                rate_new=_bias_rate(a_new.outcomes, alpha),
+                rate_old=_bias_rate(a_old.outcomes, confidence),
+                rate_new=_bias_rate(a_new.outcomes, confidence),
                 paired=paired,
                 flipped_to_anti=flips.to_anti,
                 flipped_to_stereo=flips.to_stereo,

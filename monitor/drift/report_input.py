@@ -1,15 +1,13 @@
 """Hand drift's findings to the report room in the report's own shapes.
 
-Drift owns the store queries (history, quality results, run list); the report room only
-renders the ``ReportInput`` built here.
+Drift reads what the report shows besides its comparisons (history, quality results,
+the run list) through the store's typed view; the report room only renders the
+``ReportInput`` built here and never reads the store.
 """
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
-
-import duckdb
 
 from monitor.drift.compare import AxisComparison
 from monitor.drift.session import DriftResult
@@ -23,6 +21,7 @@ from monitor.report.model import (
     Trend,
     TrendPoint,
 )
+from monitor.store.view import StoreView
 
 
 def _interval(lo, hi):
@@ -55,44 +54,22 @@ def comparison_model(c: AxisComparison, metric: str | None, *, with_flips: bool)
     )
 
 
-def _run_meta(con: duckdb.DuckDBPyConnection, run_ids: set[str]) -> dict[str, dict]:
-    if not run_ids:
-        return {}
-    rows = con.execute(
-        "SELECT run_id, snapshot_id, metric FROM runs WHERE list_contains(?, run_id)",
-        [sorted(run_ids)],
-    ).fetchall()
-    return {r[0]: {"snapshot_id": r[1], "metric": r[2]} for r in rows}
-
-
 def trends(
-    con: duckdb.DuckDBPyConnection, since: datetime | None, flags: dict[tuple[str, str, str], str]
+    view: StoreView, since: datetime | None, flags: dict[tuple[str, str, str], str]
 ) -> list[Trend]:
     """Bias rate over time per snapshot × benchmark axis, from complete runs only."""
-    rows = con.execute(
-        """
-        SELECT r.snapshot_id, m.benchmark, m.axis, r.metric, r.run_id,
-               timezone('UTC', r.started_at), r.status, m.value, m.ci_low, m.ci_high, m.n
-        FROM axis_measures m JOIN runs r USING (run_id)
-        WHERE m.measure = 'bias_rate' AND r.status = 'complete'
-          AND (CAST(? AS TIMESTAMP) IS NULL
-               OR timezone('UTC', r.started_at) >= CAST(? AS TIMESTAMP))
-        ORDER BY r.snapshot_id, m.benchmark, m.axis, r.metric, r.started_at, r.run_id
-        """,
-        [since.replace(tzinfo=None) if since else None] * 2,
-    ).fetchall()
     series: dict[tuple[str, str, str, str], list[TrendPoint]] = {}
-    for snap, bench, axis, metric, rid, started, status, value, lo, hi, n in rows:
-        series.setdefault((snap, bench, axis, metric), []).append(
+    for r in view.measure_trend(since, "bias_rate"):
+        series.setdefault((r.snapshot_id, r.benchmark, r.axis, r.metric), []).append(
             TrendPoint(
-                run_id=rid,
-                started_at=started.replace(tzinfo=UTC),
-                status=status,
-                value=value,
-                ci_low=lo,
-                ci_high=hi,
-                n=n,
-                flagged=flags.get((rid, bench, axis)),
+                run_id=r.run_id,
+                started_at=r.started_at,
+                status=r.status,
+                value=r.value,
+                ci_low=r.ci_low,
+                ci_high=r.ci_high,
+                n=r.n or 0,
+                flagged=flags.get((r.run_id, r.benchmark, r.axis)),
             )
         )
     return [
@@ -101,74 +78,53 @@ def trends(
     ]
 
 
-def quality_results(con: duckdb.DuckDBPyConnection, since: datetime | None) -> list[QualityResult]:
-    rows = con.execute(
-        """
-        SELECT v.run_id, v.suite, v.success, v.results
-        FROM validations v JOIN runs r USING (run_id)
-        WHERE (CAST(? AS TIMESTAMP) IS NULL
-               OR timezone('UTC', r.started_at) >= CAST(? AS TIMESTAMP))
-        QUALIFY row_number() OVER (
-            PARTITION BY v.run_id, v.suite ORDER BY v.validated_at DESC) = 1
-        ORDER BY v.run_id
-        """,
-        [since.replace(tzinfo=None) if since else None] * 2,
-    ).fetchall()
+def quality_results(view: StoreView, since: datetime | None) -> list[QualityResult]:
     out = []
-    for rid, suite, success, results in rows:
-        doc = json.loads(results) if isinstance(results, str) else (results or {})
+    for v in view.latest_validations(since):
         failures = tuple(
             str(f.get("reason", f)) if isinstance(f, dict) else str(f)
-            for f in doc.get("failures", [])
+            for f in v.results.get("failures", [])
         )
-        out.append(QualityResult(run_id=rid, suite=suite, success=bool(success), failures=failures))
+        out.append(
+            QualityResult(run_id=v.run_id, suite=v.suite, success=v.success, failures=failures)
+        )
     return out
 
 
-def run_summaries(con: duckdb.DuckDBPyConnection, since: datetime | None) -> list[RunSummary]:
-    rows = con.execute(
-        """
-        SELECT run_id, snapshot_id, timezone('UTC', started_at), status, metric, notes
-        FROM runs
-        WHERE (CAST(? AS TIMESTAMP) IS NULL
-               OR timezone('UTC', started_at) >= CAST(? AS TIMESTAMP))
-        ORDER BY started_at, run_id
-        """,
-        [since.replace(tzinfo=None) if since else None] * 2,
-    ).fetchall()
+def run_summaries(view: StoreView, since: datetime | None) -> list[RunSummary]:
     return [
         RunSummary(
-            run_id=r[0],
-            snapshot_id=r[1],
-            started_at=r[2].replace(tzinfo=UTC),
-            status=r[3],
-            metric=r[4],
-            reason=r[5] if r[3] != "complete" else None,
+            run_id=r.run_id,
+            snapshot_id=r.snapshot_id,
+            started_at=r.started_at,
+            status=r.status,
+            metric=r.metric,
+            reason=r.notes if r.status != "complete" else None,
         )
-        for r in rows
+        for r in view.runs_since(since)
     ]
 
 
 def build_report_input(
-    con: duckdb.DuckDBPyConnection,
+    view: StoreView,
     result: DriftResult,
     *,
     title: str,
     since: datetime | None,
     with_flips: bool = False,
 ) -> ReportInput:
-    meta = _run_meta(con, {c.new_run_id for c in result.comparisons})
+    meta = view.runs(c.new_run_id for c in result.comparisons)
     comps, diffs, flags = [], {}, {}
     for c in result.comparisons:
-        m = meta.get(c.new_run_id, {})
-        model = comparison_model(c, m.get("metric"), with_flips=with_flips)
-        comps.append(model.model_copy(update={"snapshot_id": m.get("snapshot_id", "")}))
+        m = meta[c.new_run_id]
+        model = comparison_model(c, m.metric, with_flips=with_flips)
+        comps.append(model.model_copy(update={"snapshot_id": m.snapshot_id}))
         if c.verdict.flagged:
             flags[(c.new_run_id, c.benchmark, c.axis)] = f"{c.verdict.label}: {c.verdict.reason}"
         key = (c.baseline_run_id, c.new_run_id)
         if key not in diffs:
             diffs[key] = ProvenanceDiff(
-                snapshot_id=m.get("snapshot_id", ""),
+                snapshot_id=m.snapshot_id,
                 baseline_run_id=c.baseline_run_id,
                 new_run_id=c.new_run_id,
                 attribution=c.attribution,
@@ -191,11 +147,12 @@ def build_report_input(
         generated_at=datetime.now(UTC),
         since=since,
         comparisons=tuple(comps),
-        trends=tuple(trends(con, since, flags)),
+        trends=tuple(trends(view, since, flags)),
         provenance=tuple(diffs.values()),
-        quality=tuple(quality_results(con, since)),
-        runs=tuple(run_summaries(con, since)),
+        quality=tuple(quality_results(view, since)),
+        runs=tuple(run_summaries(view, since)),
         notes=tuple(notes),
         fdr_note=result.fdr_note(),
         alpha=result.alpha,
+        confidence=result.confidence,
     )

@@ -1,21 +1,32 @@
 """One drift session: choose which runs to compare, compare them, control the FDR once.
 
 The CLI's ``drift`` and ``report`` commands both go through here, so the verdicts a pull
-request gates on are exactly the ones the report shows.
+request gates on are exactly the ones the report shows. Everything is read through a
+``StoreView`` (typed models, no SQL here).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 
-import duckdb
-
-from monitor.drift import inputs
-from monitor.drift.compare import ALPHA, AxisComparison, adjust_family, compare_runs
+from monitor.drift.compare import (
+    ALPHA,
+    CONFIDENCE,
+    AxisComparison,
+    adjust_family,
+    compare_runs,
+    repeat_outcomes,
+)
 from monitor.drift.stats import NoiseFloor, noise_floor
 from monitor.errors import UserInputError
+from monitor.metrics.registry import get_metric
+from monitor.store.models import AxisKey
+from monitor.store.view import StoreView
+
+# How two runs of each kind of result are compared (``ResultFamily.comparison``). A new
+# kind of result registers its comparator here; see ARCHITECTURE.md.
+COMPARATORS = {"paired-flips": compare_runs}
 
 
 @dataclass(frozen=True)
@@ -32,6 +43,7 @@ class DriftResult:
     comparisons: list[AxisComparison] = field(default_factory=list)
     noise_sources: dict[str, str] = field(default_factory=dict)  # snapshot → repeat group used
     alpha: float = ALPHA
+    confidence: float = CONFIDENCE
 
     @property
     def regressions(self) -> list[AxisComparison]:
@@ -42,27 +54,13 @@ class DriftResult:
         return (
             f"p (BH) is Benjamini–Hochberg-adjusted over the {tested} paired tests in this "
             f"report (false discovery rate {self.alpha:g}); a drift is flagged only when "
-            "p (BH) < alpha and the flip rate exceeds the snapshot's noise floor."
+            "p (BH) < the false discovery rate and the flip rate exceeds the snapshot's "
+            f"noise floor. Intervals are {self.confidence:.0%}."
         )
 
 
-def latest_complete(
-    con: duckdb.DuckDBPyConnection, snapshot_id: str, before: datetime | None = None
-) -> str | None:
-    row = con.execute(
-        """
-        SELECT run_id FROM runs
-        WHERE snapshot_id = ? AND status = 'complete'
-          AND (CAST(? AS TIMESTAMPTZ) IS NULL OR started_at < CAST(? AS TIMESTAMPTZ))
-        ORDER BY started_at DESC, run_id DESC LIMIT 1
-        """,
-        [snapshot_id, before, before],
-    ).fetchone()
-    return row[0] if row else None
-
-
 def select_pairs(
-    con: duckdb.DuckDBPyConnection,
+    view: StoreView,
     *,
     run_ids: Sequence[str] = (),
     snapshots: Sequence[str] = (),
@@ -74,19 +72,15 @@ def select_pairs(
     Default: every snapshot's latest complete run against the previous complete run of the
     same snapshot. ``baseline`` fixes the baseline run; ``baseline_snapshot`` compares with
     another snapshot's latest complete run (the pull-request case: new model vs current).
+    Run ids may be given as unique prefixes, as ``show`` takes them.
     """
     if run_ids:
-        news = [inputs.run_row(con, r)["run_id"] for r in run_ids]
+        news = [view.resolve_run(r).run_id for r in run_ids]
     else:
-        snaps = list(snapshots) or [
-            r[0]
-            for r in con.execute(
-                "SELECT DISTINCT snapshot_id FROM runs WHERE status = 'complete' ORDER BY 1"
-            ).fetchall()
-        ]
+        snaps = list(snapshots) or view.snapshots_with_complete_runs()
         news = []
         for s in snaps:
-            rid = latest_complete(con, s)
+            rid = view.latest_complete(s)
             if rid is None:
                 raise UserInputError(f"snapshot {s!r} has no complete run in the store")
             news.append(rid)
@@ -94,61 +88,68 @@ def select_pairs(
         raise UserInputError("--baseline needs exactly one new run (use --run RUN_ID)")
     pairs: list[Pair] = []
     for rid in news:
-        row = inputs.run_row(con, rid)
-        if row["status"] == "quarantined":
+        row = view.run(rid)
+        if row.status == "quarantined":
             raise UserInputError(f"run {rid} is quarantined and cannot be compared")
         if baseline is not None:
-            base = inputs.run_row(con, baseline)["run_id"]
+            base: str | None = view.resolve_run(baseline).run_id
         elif baseline_snapshot is not None:
-            base = latest_complete(con, baseline_snapshot)
+            base = view.latest_complete(baseline_snapshot)
             if base is None:
                 raise UserInputError(f"snapshot {baseline_snapshot!r} has no complete run")
         else:
-            base = inputs.default_baseline(con, rid)
+            base = view.default_baseline(rid)
         reason = None if base else "no earlier complete run of this snapshot"
-        pairs.append(Pair(rid, base, row["snapshot_id"], reason))
+        pairs.append(Pair(rid, base, row.snapshot_id, reason))
     return pairs
 
 
 def snapshot_noise(
-    con: duckdb.DuckDBPyConnection, snapshot_id: str, alpha: float
-) -> tuple[str | None, dict[inputs.AxisKey, NoiseFloor]]:
+    view: StoreView, snapshot_id: str, alpha: float
+) -> tuple[str | None, dict[AxisKey, NoiseFloor]]:
     """Noise floor per axis from the snapshot's latest repeat group with ≥2 complete runs.
 
     The repeats are stored runs, so the floor is recomputed from stored data, never guessed.
     """
-    row = con.execute(
-        """
-        SELECT repeat_group, max(run_id) FROM runs
-        WHERE snapshot_id = ? AND status = 'complete' AND repeat_group IS NOT NULL
-        GROUP BY repeat_group HAVING count(*) >= 2
-        ORDER BY max(started_at) DESC LIMIT 1
-        """,
-        [snapshot_id],
-    ).fetchone()
-    if row is None:
+    group = view.latest_repeat_group(snapshot_id)
+    if group is None:
         return None, {}
-    floors: dict[inputs.AxisKey, NoiseFloor] = {}
-    for key, repeats in inputs.repeat_outcomes(con, row[1]).items():
+    floors: dict[AxisKey, NoiseFloor] = {}
+    for key, repeats in repeat_outcomes(view, group[1]).items():
         if (floor := noise_floor(repeats, alpha)) is not None:
             floors[key] = floor
-    return row[0], floors
+    return group[0], floors
 
 
 def run_drift(
-    con: duckdb.DuckDBPyConnection, pairs: Sequence[Pair], *, alpha: float = ALPHA
+    view: StoreView,
+    pairs: Sequence[Pair],
+    *,
+    alpha: float = ALPHA,
+    confidence: float = CONFIDENCE,
 ) -> DriftResult:
     """Compare every pair, then BH-adjust across all snapshot × axis tests together."""
-    result = DriftResult(pairs=list(pairs), alpha=alpha)
+    result = DriftResult(pairs=list(pairs), alpha=alpha, confidence=confidence)
     comps: list[AxisComparison] = []
     for p in pairs:
         if p.baseline_run_id is None:
             continue
-        group, floors = snapshot_noise(con, p.snapshot_id, alpha)
+        family = get_metric(view.run(p.new_run_id).metric).family
+        compare = COMPARATORS.get(family.comparison)
+        if compare is None:
+            raise UserInputError(
+                f"run {p.new_run_id}: no drift comparator for {family.name} results"
+            )
+        group, floors = snapshot_noise(view, p.snapshot_id, alpha)
         if group:
             result.noise_sources[p.snapshot_id] = group
-        comps += compare_runs(
-            con, p.new_run_id, p.baseline_run_id, alpha=alpha, noise=floors or None
+        comps += compare(
+            view,
+            p.new_run_id,
+            p.baseline_run_id,
+            alpha=alpha,
+            confidence=confidence,
+            noise=floors or None,
         )
     result.comparisons = adjust_family(comps, alpha=alpha)
     return result

@@ -19,34 +19,10 @@ from itertools import combinations
 
 from scipy.stats import binomtest
 from statsmodels.stats.multitest import multipletests
-from statsmodels.stats.proportion import proportion_confint
+
+from monitor.metrics.intervals import wilson_rate
 
 DECIDED = ("stereo", "anti")
-
-
-@dataclass(frozen=True)
-class Rate:
-    """k of n with a 95% (or 1-alpha) Wilson interval; value and bounds are None when n = 0."""
-
-    k: int
-    n: int
-    value: float | None
-    ci_low: float | None
-    ci_high: float | None
-
-
-def wilson(k: int, n: int, alpha: float = 0.05) -> Rate:
-    """Wilson score interval (statsmodels ``proportion_confint(method="wilson")``).
-
-    Wilson rather than Wald because bias rates sit near 0 or 1 for small axes, where
-    the Wald interval leaves [0, 1] or collapses to a point.
-    """
-    if n < 0 or k < 0 or k > n:
-        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
-    if n == 0:
-        return Rate(k, n, None, None, None)
-    low, high = proportion_confint(k, n, alpha=alpha, method="wilson")
-    return Rate(k, n, k / n, float(low), float(high))
 
 
 def mcnemar_exact(b: int, c: int) -> float:
@@ -80,10 +56,11 @@ class PairedDifference:
     ci_low: float | None
     ci_high: float | None
     method: str = "newcombe-paired-square-and-add (Newcombe 1998, method 10)"
+    confidence: float = 0.95
 
 
 def newcombe_paired_ci(
-    n11: int, n10: int, n01: int, n00: int, alpha: float = 0.05
+    n11: int, n10: int, n01: int, n00: int, confidence: float = 0.95
 ) -> tuple[float, float, float]:
     """Δ = p1 − p2 and its interval for paired binary data (Newcombe 1998, method 10).
 
@@ -106,7 +83,8 @@ def newcombe_paired_ci(
     if total == 0:
         raise ValueError("no paired observations")
     p1, p2 = (n11 + n10) / total, (n11 + n01) / total
-    r1, r2 = wilson(n11 + n10, total, alpha), wilson(n11 + n01, total, alpha)
+    r1 = wilson_rate(n11 + n10, total, confidence)
+    r2 = wilson_rate(n11 + n01, total, confidence)
     l1, u1, l2, u2 = r1.ci_low, r1.ci_high, r2.ci_low, r2.ci_high
     assert l1 is not None and u1 is not None and l2 is not None and u2 is not None
     margins = (n11 + n10, n01 + n00, n11 + n01, n10 + n00)
@@ -128,7 +106,7 @@ def newcombe_paired_ci(
 
 
 def paired_difference(
-    both_stereo: int, b: int, c: int, both_anti: int, alpha: float = 0.05
+    both_stereo: int, b: int, c: int, both_anti: int, confidence: float = 0.95
 ) -> PairedDifference:
     """Bias-rate change new − old over items decided in both runs.
 
@@ -136,9 +114,9 @@ def paired_difference(
     """
     n = both_stereo + b + c + both_anti
     if n == 0:
-        return PairedDifference(0, 0, 0, 0, 0, None, None, None, None, None)
+        return PairedDifference(0, 0, 0, 0, 0, None, None, None, None, None, confidence=confidence)
     # New run is "variable 1": p_new = (both + c)/n, p_old = (both + b)/n.
-    delta, low, high = newcombe_paired_ci(both_stereo, c, b, both_anti, alpha)
+    delta, low, high = newcombe_paired_ci(both_stereo, c, b, both_anti, confidence)
     return PairedDifference(
         n=n,
         both_stereo=both_stereo,
@@ -150,6 +128,7 @@ def paired_difference(
         delta=delta,
         ci_low=low,
         ci_high=high,
+        confidence=confidence,
     )
 
 
@@ -258,7 +237,7 @@ def noise_floor(repeats: Sequence[Mapping[str, str]], alpha: float = 0.05) -> No
         n_total += f.n_paired
     if not rates:
         return None
-    pooled_high = wilson(flips_total, n_total, 2 * alpha).ci_high
+    pooled_high = wilson_rate(flips_total, n_total, 1 - 2 * alpha).ci_high
     assert pooled_high is not None
     return NoiseFloor(
         n_runs=len(repeats),

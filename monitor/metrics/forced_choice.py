@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from monitor.metrics.intervals import ALL_AXES, rate_measure
-from monitor.records import AxisMeasure, Outcome, ScoreRow
+from monitor.records import Measure, Outcome, ScoreRow
 
 FORCED_CHOICE = "forced-choice"
 FORCED_CHOICE_VERSION = "1"
@@ -405,17 +405,17 @@ def _tally_fc(t: _Tally, row: ScoreRow) -> None:
 
 def forced_choice_measures(
     rows: Iterable[ScoreRow], item_axis: Mapping[str, tuple[str, str]]
-) -> list[AxisMeasure]:
+) -> list[Measure]:
     """Coverage, bias rate among opinionated items and over all items, refusal rate,
     ambiguous rate and order consistency per axis, plus the standard ``bias_rate`` and
     ``tie_rate`` that drift and reports read."""
-    out: list[AxisMeasure] = []
+    out: list[Measure] = []
     for (bench, axis), t in sorted(group_by_axis(rows, item_axis, _tally_fc).items()):
         c = t.outcomes
         total = sum(c.values())
         opinionated = sum(c[o] for o in OPINIONATED)
 
-        def m(name: str, k: int, n: int, b: str = bench, a: str = axis) -> AxisMeasure:
+        def m(name: str, k: int, n: int, b: str = bench, a: str = axis) -> Measure:
             return rate_measure(b, a, name, k, n, FC_DEFINITIONS)
 
         out += [

@@ -9,10 +9,11 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from scipy.stats import binomtest
 
-from monitor.records import AxisMeasure, ScoreRow
+from monitor.records import Measure, ScoreRow
 
 ALL_AXES = "all"  # axis label of a benchmark-wide row when a benchmark spans several axes
 
@@ -47,6 +48,30 @@ def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
     return (float(ci.low), float(ci.high))
 
 
+@dataclass(frozen=True)
+class Rate:
+    """k of n with its Wilson interval at ``confidence``; value and bounds are None when
+    n = 0 (there is no rate to bound)."""
+
+    k: int
+    n: int
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    confidence: float = 0.95
+
+
+def wilson_rate(k: int, n: int, confidence: float = 0.95) -> Rate:
+    """:func:`wilson` as a :class:`Rate`: the one Wilson interval of the monitor, used for
+    stored measures and drift's displayed rates alike."""
+    if n == 0:
+        if k != 0:
+            raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
+        return Rate(k, n, None, None, None, confidence)
+    low, high = wilson(k, n, confidence)
+    return Rate(k, n, k / n, low, high, confidence)
+
+
 def rate_measure(
     benchmark: str,
     axis: str,
@@ -54,12 +79,12 @@ def rate_measure(
     k: int,
     n: int,
     definitions: Mapping[str, str] | None = None,
-) -> AxisMeasure:
+) -> Measure:
     """A k/n rate with its Wilson interval (empty when n is 0), defined by ``definitions``
     (default: this module's likelihood-metric measures)."""
     low, high = wilson(k, n)
     empty = n == 0
-    return AxisMeasure(
+    return Measure(
         benchmark=benchmark,
         axis=axis,
         measure=measure,
@@ -74,7 +99,7 @@ def rate_measure(
 
 def axis_measures(
     rows: Iterable[ScoreRow], item_axis: Mapping[str, tuple[str, str]]
-) -> list[AxisMeasure]:
+) -> list[Measure]:
     """``bias_rate`` and ``tie_rate`` per (benchmark, axis), plus a benchmark-wide
     ``all`` row for benchmarks whose items span several axes (CrowS-Pairs).
 
@@ -96,7 +121,7 @@ def axis_measures(
             for axis in axes:
                 total.update(counts[(benchmark, axis)])
             counts[(benchmark, ALL_AXES)] = total
-    out: list[AxisMeasure] = []
+    out: list[Measure] = []
     for (benchmark, axis), c in sorted(counts.items()):
         decided = c["stereo"] + c["anti"]
         out.append(rate_measure(benchmark, axis, BIAS_RATE, c["stereo"], decided))

@@ -1,87 +1,145 @@
-"""Metric names, implementation versions and the model kind each one needs.
+"""Every metric the monitor knows, as one spec each: name, version, result family, which
+per-item numbers it fills and how its rows aggregate into per-run measures.
 
 A name is one algorithm forever; changing what a metric computes means a new version
 (or a new name), so stored scores of two algorithms are never compared as one.
+
+Modelled on lm-evaluation-harness' ``MetricSpec``: per-item computation (the scorers in
+``monitor.metrics.*`` and the planners in ``monitor.scoring``) is kept apart from
+aggregation (``MetricSpec.aggregate``), so a run's measures are always recomputed from
+its *stored* rows. Which snapshot kinds a metric applies to is declared by the kinds
+(``monitor.kinds``), not here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from monitor.errors import UserInputError
+from monitor.metrics import caste_study
 from monitor.metrics.aul import AUL, AUL_VERSION
 from monitor.metrics.cll import CLL, CLL_VERSION, ULL, ULL_VERSION
 from monitor.metrics.cll_reference import CLL_REFERENCE, CLL_REFERENCE_VERSION
-from monitor.metrics.forced_choice import FORCED_CHOICE, FORCED_CHOICE_VERSION
-from monitor.metrics.sampling import SAMPLED_CHOICE, SAMPLED_CHOICE_VERSION
+from monitor.metrics.families import (
+    CHOICE_PROBABILITIES,
+    LOG_LIKELIHOOD,
+    PAIR_OUTCOME,
+    PSEUDO_LOG_LIKELIHOOD,
+    TOP20_FIRST_TOKEN,
+    ItemNumbers,
+    ResultFamily,
+)
+from monitor.metrics.forced_choice import (
+    FORCED_CHOICE,
+    FORCED_CHOICE_VERSION,
+    forced_choice_measures,
+)
+from monitor.metrics.intervals import axis_measures
+from monitor.metrics.sampling import SAMPLED_CHOICE, SAMPLED_CHOICE_VERSION, sampling_measures
+from monitor.records import Measure, ScoreRow
+
+ItemAxes = Mapping[str, tuple[str, str]]  # item id -> (benchmark, axis)
+Aggregate = Callable[[Iterable[ScoreRow], ItemAxes], list[Measure]]
 
 
 @dataclass(frozen=True)
-class MetricInfo:
+class MetricSpec:
+    """One metric: what it is, what its rows hold and how they aggregate.
+
+    ``family`` decides how the quality gate, drift and the reports treat its results;
+    ``numbers`` which per-item columns the gate requires; ``aggregate`` turns stored rows
+    into the run's measures; ``requests`` names what it asks of a model (token
+    log-probs of a causal LM, of a masked LM, or answers from a chat API), which is
+    what a snapshot kind must offer for the metric to apply.
+    """
+
     name: str
     version: str
-    model_kind: str  # "hf-causal" | "hf-mlm" | "openai-chat"
     summary: str
-    also_kinds: tuple[str, ...] = ()  # further snapshot kinds that can be scored with it
+    family: ResultFamily
+    numbers: ItemNumbers
+    aggregate: Aggregate
+    requests: str  # "causal-logprobs" | "masked-logprobs" | "chat-answers" | "imported"
 
 
-METRICS: dict[str, MetricInfo] = {
+METRICS: dict[str, MetricSpec] = {
     m.name: m
     for m in (
-        MetricInfo(
+        MetricSpec(
             CLL,
             CLL_VERSION,
-            "hf-causal",
             "conditional log-likelihood ln P(S) - ln P(targets), BOS-conditioned, "
             "one-space target priors, ties reported as ties",
+            PAIR_OUTCOME,
+            LOG_LIKELIHOOD,
+            axis_measures,
+            "causal-logprobs",
         ),
-        MetricInfo(
+        MetricSpec(
             CLL_REFERENCE,
             CLL_REFERENCE_VERSION,
-            "hf-causal",
             "Indian-BhED's original CLL code reproduced quirk for quirk; ties count as stereo",
+            PAIR_OUTCOME,
+            LOG_LIKELIHOOD,
+            axis_measures,
+            "causal-logprobs",
         ),
-        MetricInfo(
+        MetricSpec(
             ULL,
             ULL_VERSION,
-            "hf-causal",
             "unconditional sentence log-likelihood difference ln P(S_stereo) - ln P(S_anti)",
+            PAIR_OUTCOME,
+            LOG_LIKELIHOOD,
+            axis_measures,
+            "causal-logprobs",
         ),
-        MetricInfo(
+        MetricSpec(
             AUL,
             AUL_VERSION,
-            "hf-mlm",
             "All Unmasked Likelihood: mean log P(w_i | unmasked sentence) per token",
+            PAIR_OUTCOME,
+            PSEUDO_LOG_LIKELIHOOD,
+            axis_measures,
+            "masked-logprobs",
         ),
-        MetricInfo(
+        MetricSpec(
             FORCED_CHOICE,
             FORCED_CHOICE_VERSION,
-            "openai-chat",
             "fill-the-blank with one of two options at temperature 0; option masses from "
             "the top-20 log-probs by prefix matching, ambiguous tokens kept apart, both "
             "option orders averaged",
-            also_kinds=("openai-responses",),
+            PAIR_OUTCOME,
+            CHOICE_PROBABILITIES,
+            forced_choice_measures,
+            "chat-answers",
         ),
-        MetricInfo(
+        MetricSpec(
             SAMPLED_CHOICE,
             SAMPLED_CHOICE_VERSION,
-            "openai-chat",
             "N sampled answers per item and order parsed to stereo/anti/neutral/refusal/"
             "other, majority vote; neutral split reported beside the plain rate",
-            also_kinds=("openai-responses",),
+            PAIR_OUTCOME,
+            CHOICE_PROBABILITIES,
+            sampling_measures,
+            "chat-answers",
+        ),
+        MetricSpec(
+            caste_study.METRIC,
+            caste_study.METRIC_VERSION,
+            "the GPT-4/GPT-4o caste study's own forced choice, imported from its result "
+            "files: first-token top-20 log-probs, exact ties counted as anti",
+            PAIR_OUTCOME,
+            TOP20_FIRST_TOKEN,
+            caste_study.study_measures,
+            "imported",
         ),
     )
 }
 
-DEFAULT_METRIC = {
-    "hf-causal": CLL,
-    "hf-mlm": AUL,
-    "openai-chat": FORCED_CHOICE,
-    "openai-responses": FORCED_CHOICE,
-}
 
-
-def get_metric(name: str) -> MetricInfo:
+def get_metric(name: str) -> MetricSpec:
+    """The spec of ``name``; an unknown name is a ``UserInputError`` listing the known."""
     try:
         return METRICS[name]
     except KeyError:
@@ -90,20 +148,6 @@ def get_metric(name: str) -> MetricInfo:
 
 
 def metric_info(name: str) -> tuple[str, str, str]:
-    """(name, version, model_kind) of a metric; unknown names are a ``UserInputError``."""
+    """(name, version, what it requests) of a metric; unknown names are a ``UserInputError``."""
     m = get_metric(name)
-    return m.name, m.version, m.model_kind
-
-
-def metrics_for_kind(kind: str) -> list[str]:
-    """Metric names valid for a snapshot kind, the default first."""
-    names = [m.name for m in METRICS.values() if m.model_kind == kind or kind in m.also_kinds]
-    default = DEFAULT_METRIC.get(kind)
-    return sorted(names, key=lambda n: (n != default, n))
-
-
-def default_metric(kind: str) -> str:
-    try:
-        return DEFAULT_METRIC[kind]
-    except KeyError:
-        raise UserInputError(f"no metric for model kind {kind!r}") from None
+    return m.name, m.version, m.requests

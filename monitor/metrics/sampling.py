@@ -22,7 +22,7 @@ from typing import Literal
 
 from monitor.metrics.forced_choice import Option, group_by_axis, normalise
 from monitor.metrics.intervals import rate_measure
-from monitor.records import AxisMeasure, Outcome, ScoreRow
+from monitor.records import Measure, Outcome, ScoreRow
 
 SAMPLED_CHOICE = "sampled-choice"
 SAMPLED_CHOICE_VERSION = "1"
@@ -226,15 +226,15 @@ def _tally_sampling(t, row: ScoreRow) -> None:
 
 def sampling_measures(
     rows: Iterable[ScoreRow], item_axis: Mapping[str, tuple[str, str]]
-) -> list[AxisMeasure]:
+) -> list[Measure]:
     """Per-axis rates of a sampling run (see ``SAMPLING_DEFINITIONS``)."""
-    out: list[AxisMeasure] = []
+    out: list[Measure] = []
     for (bench, axis), t in sorted(group_by_axis(rows, item_axis, _tally_sampling).items()):
         c = t.outcomes
         total = c["stereo"] + c["anti"] + c["tie"] + c["refusal"] + c["other"] + c["ambiguous"]
         decided = c["stereo"] + c["anti"] + c["tie"]
 
-        def m(name: str, k: int, n: int, b: str = bench, a: str = axis) -> AxisMeasure:
+        def m(name: str, k: int, n: int, b: str = bench, a: str = axis) -> Measure:
             return rate_measure(b, a, name, k, n, SAMPLING_DEFINITIONS)
 
         out += [
@@ -248,7 +248,7 @@ def sampling_measures(
         split = c["stereo"] + c["tie"] / 2
         low, high = wilson_fractional(split, decided)
         out.append(
-            AxisMeasure(
+            Measure(
                 benchmark=bench,
                 axis=axis,
                 measure="bias_rate_neutral_split",

@@ -1,14 +1,12 @@
 """The results suite: the gate every run passes before it is marked complete.
 
 A run that fails is kept but quarantined, so it is never used as a drift baseline.
-Which numbers must be present depends on the metric family, because a NULL is
-legitimate where a metric does not produce a number and a defect where it does:
-
-- log-likelihood (``cll*``, ``ull*``): sentence log-probs ``lp_*`` and ``delta``
-- pseudo-log-likelihood (``aul*``): ``score_*`` (mean token log-prob) and ``delta``
-- forced choice (``forced*``, ``fc*``, ``*choice*``): ``prob_*`` whenever the model chose
-
-Wherever a number is present it must be finite and in range, whatever the family.
+Which numbers must be present depends on the metric, because a NULL is legitimate where
+a metric does not produce a number and a defect where it does. Each metric's spec
+(``monitor.metrics.registry``) declares that (``MetricSpec.numbers``), and its result
+family which measure checks apply; this suite reads those declarations and never guesses
+from a metric's name. Wherever a number is present it must be finite and in range,
+whatever the metric.
 """
 
 from __future__ import annotations
@@ -16,34 +14,29 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, get_args
 
-from monitor.quality.inputs import (
-    MEASURE_FLOATS,
-    SCORE_FLOATS,
-    read_axis_measures,
-    read_run,
-    read_scores,
-)
+from monitor.metrics.registry import METRICS, MetricSpec
 from monitor.quality.suites import Check, CheckedFrame, SuiteResult, run_suite
 from monitor.records import Outcome
 
 if TYPE_CHECKING:
-    import duckdb
     import pandas as pd
+
+    from monitor.store.models import ResultFrames
 
 SUITE = "results"
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
-NO_CHOICE = ("refusal", "other")  # forced-choice outcomes that carry no option probabilities
-
-LOG_LIKELIHOOD, PSEUDO_LOG_LIKELIHOOD, FORCED_CHOICE = (
-    "log_likelihood",
-    "pseudo_log_likelihood",
-    "forced_choice",
+SCORE_FLOATS = (
+    "delta",
+    "score_stereo",
+    "score_anti",
+    "lp_stereo",
+    "lp_anti",
+    "prior_stereo",
+    "prior_anti",
+    "prob_stereo",
+    "prob_anti",
 )
-REQUIRED_BY_FAMILY: dict[str, tuple[str, ...]] = {
-    LOG_LIKELIHOOD: ("lp_stereo", "lp_anti", "delta"),
-    PSEUDO_LOG_LIKELIHOOD: ("score_stereo", "score_anti", "delta"),
-    FORCED_CHOICE: ("prob_stereo", "prob_anti"),
-}
+MEASURE_FLOATS = ("value", "ci_low", "ci_high")
 LOG_PROBS = ("lp_stereo", "lp_anti", "prior_stereo", "prior_anti")
 PROBS = ("prob_stereo", "prob_anti")
 PROVENANCE = (
@@ -58,34 +51,23 @@ PROVENANCE = (
 )
 
 
-def metric_family(metric: str | None) -> str | None:
-    """Which numbers a metric produces; None for a metric this suite does not know."""
-    name = (metric or "").lower()
-    if name.startswith(("cll", "ull")):
-        return LOG_LIKELIHOOD
-    if name.startswith("aul"):
-        return PSEUDO_LOG_LIKELIHOOD
-    if name.startswith(("forced", "fc")) or "choice" in name:
-        return FORCED_CHOICE
-    return None
+def spec_of(metric: str | None) -> MetricSpec | None:
+    """The registered spec of a stored run's metric; None for a metric nobody declared."""
+    return METRICS.get(metric or "")
 
 
 def validate_run(
-    con: duckdb.DuckDBPyConnection,
-    run_id: str,
+    frames: ResultFrames,
     *,
     expected_item_ids: Iterable[str] | None = None,
 ) -> SuiteResult:
-    """Validate what the store holds for ``run_id``.
+    """Validate what the store holds for one run (``StoreView.result_frames``).
 
-    ``expected_item_ids``: the items the runner meant to score; when given, the stored
+    ``expected_item_ids``: the items the run meant to score; when given, the stored
     scores must cover exactly those ids.
     """
     return validate_run_frames(
-        read_run(con, run_id),
-        read_scores(con, run_id),
-        read_axis_measures(con, run_id),
-        expected_item_ids=expected_item_ids,
+        frames.run, frames.scores, frames.measures, expected_item_ids=expected_item_ids
     )
 
 
@@ -96,7 +78,7 @@ def validate_run_frames(
     *,
     expected_item_ids: Iterable[str] | None = None,
 ) -> SuiteResult:
-    """The same suite on frames shaped like ``monitor.quality.inputs`` returns them.
+    """The same suite on frames shaped like ``StoreView.result_frames`` returns them.
 
     Kept separate so that a shard read from Parquet (where nothing enforces the
     (run_id, item_id) key) can be checked before it is merged into the store.
@@ -105,26 +87,44 @@ def validate_run_frames(
 
     run = run.copy()
     metric = str(run["metric"].iloc[0]) if len(run) else None
-    family = metric_family(metric)
-    run["metric_family"] = family or f"unknown:{metric}"
+    spec = spec_of(metric)
+    run["metric_registered"] = spec is not None
     raw_n_scored = run["n_scored"].iloc[0] if len(run) else None
     n_scored = None if pd.isna(raw_n_scored) else int(raw_n_scored)  # NULL: run not finished
     expected = sorted(set(expected_item_ids)) if expected_item_ids is not None else None
     frames = [
-        CheckedFrame("run", run, run_checks(), ("run_id",)),
+        CheckedFrame("run", run, run_checks(metric), ("run_id",)),
         CheckedFrame(
             "scores",
             scores,
-            score_checks(family, n_scored=n_scored, expected_item_ids=expected),
+            score_checks(spec, n_scored=n_scored, expected_item_ids=expected),
             ("item_id",),
         ),
-        CheckedFrame("axis_measures", measures, measure_checks(), ("benchmark", "axis", "measure")),
+        CheckedFrame(
+            "axis_measures",
+            _with_measure_kinds(measures),
+            measure_checks(),
+            ("benchmark", "axis", "measure"),
+        ),
     ]
     subject = str(run["run_id"].iloc[0]) if len(run) else "?"
     return run_suite(SUITE, subject, frames)
 
 
-def run_checks() -> list[Check]:
+def _with_measure_kinds(measures: pd.DataFrame) -> pd.DataFrame:
+    """Frames from before measure kinds (schema < 3, old shards) hold rates only."""
+    if "kind" in measures.columns and "p_value" in measures.columns:
+        return measures
+    out = measures.copy()
+    if "kind" not in out.columns:
+        out["kind"] = "rate"
+    if "p_value" not in out.columns:
+        out["p_value"] = None
+        out["p_value_finite"] = None
+    return out
+
+
+def run_checks(metric: str | None) -> list[Check]:
     checks = [
         Check(
             "ExpectColumnValuesToNotBeNull",
@@ -136,8 +136,8 @@ def run_checks() -> list[Check]:
     checks += [
         Check(
             "ExpectColumnValuesToBeInSet",
-            {"column": "metric_family", "value_set": sorted(REQUIRED_BY_FAMILY)},
-            "the metric belongs to a family whose numbers this suite knows how to check",
+            {"column": "metric_registered", "value_set": [True]},
+            f"the metric ({metric}) is registered, so the suite knows which numbers it fills",
         ),
         Check(
             "ExpectColumnValuesToBeBetween",
@@ -159,7 +159,7 @@ def run_checks() -> list[Check]:
 
 
 def score_checks(
-    family: str | None,
+    spec: MetricSpec | None,
     *,
     n_scored: int | None,
     expected_item_ids: list[str] | None,
@@ -210,17 +210,20 @@ def score_checks(
             {"column": "item_known", "value_set": [True]},
             "every scored item exists in the items table",
         ),
-        Check(
-            "ExpectColumnValuesToBeInSet",
-            {"column": "outcome", "value_set": list(OUTCOMES)},
-            "outcome is one of " + "/".join(OUTCOMES),
-        ),
-        Check(
-            "ExpectColumnValuesToNotBeNull",
-            {"column": "outcome"},
-            "every score has an outcome",
-        ),
     ]
+    if spec is None or spec.family.outcomes:
+        checks += [
+            Check(
+                "ExpectColumnValuesToBeInSet",
+                {"column": "outcome", "value_set": list(OUTCOMES)},
+                "outcome is one of " + "/".join(OUTCOMES),
+            ),
+            Check(
+                "ExpectColumnValuesToNotBeNull",
+                {"column": "outcome"},
+                "every score has an outcome",
+            ),
+        ]
     for column, run_column in (("metric", "run_metric"), ("metric_version", "run_metric_version")):
         checks += [
             Check(
@@ -266,59 +269,86 @@ def score_checks(
                 f"{column} counts at least one scored token where present",
             )
         )
-    if family == PSEUDO_LOG_LIKELIHOOD:
+    if spec is not None:
+        numbers = spec.numbers
         checks += [
             Check(
                 "ExpectColumnValuesToBeBetween",
                 {"column": column, "max_value": 0},
-                f"{column} is a mean token log-probability (AUL), so ≤ 0",
+                f"{column} is a {numbers.label} number that is a log-probability or a mean "
+                "of them, so ≤ 0",
             )
-            for column in ("score_stereo", "score_anti")
+            for column in numbers.non_positive
         ]
-    when = (("outcome", "not_in", NO_CHOICE),) if family == FORCED_CHOICE else ()
-    for column in REQUIRED_BY_FAMILY.get(family or "", ()):
-        checks.append(
+        when = (
+            (("outcome", "not_in", numbers.unless_outcome_in),) if numbers.unless_outcome_in else ()
+        )
+        checks += [
             Check(
                 "ExpectColumnValuesToNotBeNull",
                 {"column": column},
-                f"{family} metrics produce {column} for every item (null/NaN found)",
+                f"{spec.name} ({numbers.label}) produces {column} for every item (null/NaN found)",
                 when=when,
             )
-        )
+            for column in numbers.required
+        ]
     return checks
 
 
 def measure_checks() -> list[Check]:
+    """Checks on the per-run measures: what holds for every measure (finite numbers, an
+    interval around its value), and what holds for its kind: a rate's count k is at most
+    its total n and its value and bounds lie in [0, 1]; a p-value lies in [0, 1]."""
+    rate = (("kind", "==", "rate"),)
     checks = [
         Check(
             "ExpectTableRowCountToBeBetween",
             {"min_value": 1},
-            "a finished run has per-axis rates",
+            "a finished run has per-axis measures",
         ),
         Check(
             "ExpectColumnPairValuesAToBeGreaterThanB",
             {"column_A": "n", "column_B": "k", "or_equal": True},
             "a rate's count k is at most its total n",
+            when=rate,
         ),
         Check(
             "ExpectColumnValuesToBeBetween",
             {"column": "k", "min_value": 0},
             "counts are not negative",
+            when=rate,
+        ),
+        Check(
+            "ExpectColumnValuesToNotBeNull",
+            {"column": "n"},
+            "a rate records how many items it counts over",
+            when=rate,
         ),
     ]
-    for column in MEASURE_FLOATS:
-        checks += [
+    for column in (*MEASURE_FLOATS, "p_value"):
+        checks.append(
             Check(
                 "ExpectColumnValuesToBeInSet",
                 {"column": f"{column}_finite", "value_set": [True]},
                 f"{column} is finite where present (no NaN or inf)",
-            ),
-            Check(
-                "ExpectColumnValuesToBeBetween",
-                {"column": column, "min_value": 0, "max_value": 1},
-                f"{column} is a rate or a rate's interval bound, so within [0, 1]",
-            ),
-        ]
+            )
+        )
+    checks += [
+        Check(
+            "ExpectColumnValuesToBeBetween",
+            {"column": column, "min_value": 0, "max_value": 1},
+            f"{column} is a rate or a rate's interval bound, so within [0, 1]",
+            when=rate,
+        )
+        for column in MEASURE_FLOATS
+    ]
+    checks.append(
+        Check(
+            "ExpectColumnValuesToBeBetween",
+            {"column": "p_value", "min_value": 0, "max_value": 1},
+            "a p-value lies within [0, 1]",
+        )
+    )
     checks += [
         Check(
             "ExpectColumnPairValuesAToBeGreaterThanB",
@@ -328,7 +358,7 @@ def measure_checks() -> list[Check]:
                 "or_equal": True,
                 "ignore_row_if": "either_value_is_missing",
             },
-            "the interval's lower bound is at most the rate (ci_low ≤ value)",
+            "the interval's lower bound is at most the value (ci_low ≤ value)",
         ),
         Check(
             "ExpectColumnPairValuesAToBeGreaterThanB",
@@ -338,14 +368,14 @@ def measure_checks() -> list[Check]:
                 "or_equal": True,
                 "ignore_row_if": "either_value_is_missing",
             },
-            "the rate is at most the interval's upper bound (value ≤ ci_high)",
+            "the value is at most the interval's upper bound (value ≤ ci_high)",
         ),
     ]
     checks += [
         Check(
             "ExpectColumnValuesToNotBeNull",
             {"column": column},
-            f"a rate that has a value has {column}",
+            f"a measure that has a value has {column}",
             when=(("value", "not_null", None),),
         )
         for column in ("ci_low", "ci_high")

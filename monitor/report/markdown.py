@@ -97,8 +97,8 @@ def render_markdown(report: ReportInput, *, max_rows: int = 40) -> str:
     rows = ordered_comparisons(report.comparisons)
     if rows:
         out += [
-            "| Snapshot | Axis (benchmark) | Bias rate, baseline → new (95% Wilson) "
-            "| Δ (paired 95% CI) | Flips →anti / →stereo | p | p (BH) | Verdict |",
+            f"| Snapshot | Axis (benchmark) | Bias rate, baseline → new ({report.level} Wilson) "
+            f"| Δ (paired {report.level} CI) | Flips →anti / →stereo | p | p (BH) | Verdict |",
             "|---|---|---|---|---|---|---|---|",
         ]
         # Every flag is shown however many there are; quiet rows fill up to max_rows.

@@ -216,7 +216,13 @@ class ReportInput(_Frozen):
     runs: tuple[RunSummary, ...] = ()
     notes: tuple[str, ...] = ()
     fdr_note: str | None = None
-    alpha: float = Field(default=0.05, gt=0, lt=1)
+    alpha: float = Field(default=0.05, gt=0, lt=1)  # false discovery rate of the verdicts
+    confidence: float = Field(default=0.95, gt=0, lt=1)  # level of every interval shown
+
+    @property
+    def level(self) -> str:
+        """The intervals' confidence level as a reader sees it, e.g. "95%"."""
+        return f"{100 * self.confidence:g}%"
 
     def provenance_for(self, c: Comparison) -> ProvenanceDiff | None:
         for d in self.provenance:

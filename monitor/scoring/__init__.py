@@ -5,7 +5,6 @@ the solver is the backend answering bulk log-prob requests (``requests``), and t
 scorer is the pure metric functions in ``monitor.metrics`` (``finish``).
 """
 
-from monitor.metrics.registry import default_metric, metric_info, metrics_for_kind
 from monitor.scoring.score import ScoringStats, score_items
 
-__all__ = ["ScoringStats", "default_metric", "metric_info", "metrics_for_kind", "score_items"]
+__all__ = ["ScoringStats", "score_items"]

@@ -36,7 +36,7 @@ from monitor.metrics.sampling import (
     sampling_measures,
     sampling_row,
 )
-from monitor.records import AxisMeasure, ScoreRow
+from monitor.records import Measure, ScoreRow
 
 STEREO_FIRST, ANTI_FIRST = "stereo-first", "anti-first"
 BLANK = "___"
@@ -185,7 +185,7 @@ def score_item(
 
 def measures_for(
     metric: str, rows: Iterable[ScoreRow], item_axis: Mapping[str, tuple[str, str]]
-) -> list[AxisMeasure]:
+) -> list[Measure]:
     if metric == FORCED_CHOICE:
         return forced_choice_measures(rows, item_axis)
     if metric == SAMPLED_CHOICE:

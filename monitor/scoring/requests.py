@@ -169,15 +169,14 @@ class AULPlanner:
 def make_planner(metric: str, backend) -> CLLPlanner | ReferencePlanner | AULPlanner:
     """The planner for ``metric``, after checking the backend can answer its requests."""
     info = get_metric(metric)
-    want = {"hf-causal": CausalLM, "hf-mlm": MaskedLM}.get(info.model_kind)
+    want = {"causal-logprobs": CausalLM, "masked-logprobs": MaskedLM}.get(info.requests)
     if want is None:
         raise UserInputError(
-            f"metric {metric!r} is scored from API answers ({info.model_kind}), "
-            "not from local log-probs"
+            f"metric {metric!r} is scored from {info.requests}, not from token log-probs"
         )
     if not isinstance(backend, want):
         raise UserInputError(
-            f"metric {metric!r} needs a {info.model_kind} model; "
+            f"metric {metric!r} needs {info.requests} (a {want.__name__} backend); "
             f"{getattr(backend, 'name', type(backend).__name__)} is not one"
         )
     if info.name == AUL:

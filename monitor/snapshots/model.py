@@ -9,7 +9,16 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
+
+from monitor.kinds import KINDS
 
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 GitRevision = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")]
@@ -99,7 +108,7 @@ class Snapshot(_Strict):
     """One pinned model snapshot. The file name (without .toml) must equal ``id``."""
 
     id: SnapshotId
-    kind: Literal["hf-causal", "hf-mlm", "openai-chat", "openai-responses", "openai-completions"]
+    kind: str  # a key of monitor.kinds.KINDS, which says what the kind means
     display_name: str
     source: Annotated[HubSource | PypiSource | ApiSource, Field(discriminator="type")]
     api: ApiSettings | None = None
@@ -108,21 +117,26 @@ class Snapshot(_Strict):
     notes: str | None = None
     max_length: int = 512
 
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, kind: str) -> str:
+        if kind not in KINDS:
+            raise ValueError(f"unknown kind {kind!r}; known kinds: {', '.join(sorted(KINDS))}")
+        return kind
+
     @model_validator(mode="after")
     def _kind_matches_source(self) -> Snapshot:
-        is_api = self.kind.startswith("openai-")
-        if is_api != isinstance(self.source, ApiSource):
+        spec = KINDS[self.kind]
+        if self.source.type not in spec.sources:
             raise ValueError(
-                f"kind {self.kind!r} needs "
-                + ("an openai-api source" if is_api else "an hf-hub or pypi source")
+                f"kind {self.kind!r} needs a source of type "
+                + " or ".join(repr(t) for t in spec.sources)
+                + f", not {self.source.type!r}"
             )
-        if not is_api and self.api is not None:
-            raise ValueError("[api] settings are only for openai-* kinds")
+        if self.api is not None and not spec.api_settings:
+            kinds = sorted(k.name for k in KINDS.values() if k.api_settings)
+            raise ValueError(f"[api] settings are only for kinds {', '.join(kinds)}")
         return self
-
-    @property
-    def is_api(self) -> bool:
-        return self.kind.startswith("openai-")
 
     @property
     def revision_label(self) -> str:

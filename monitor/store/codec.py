@@ -15,10 +15,10 @@ from typing import Any
 import pyarrow as pa
 
 from monitor.benchmarks.items import Exclusion, Item
-from monitor.records import AxisMeasure, RunRecord, ScoreRow
+from monitor.records import Measure, RunRecord, ScoreRow
 
 JSON_COLUMNS = frozenset(
-    {"snapshot_manifest", "dataset_versions", "environment", "details", "results"}
+    {"snapshot_manifest", "dataset_versions", "environment", "details", "results", "payload"}
 )
 
 _STR = pa.string()
@@ -43,6 +43,8 @@ ITEM_SCHEMA = pa.schema(
         ("raw_stereo_cell", _STR),
         ("raw_anti_cell", _STR),
         ("errata", _STRS),
+        ("kind", _STR),
+        ("payload", _STR),
     ]
 )
 
@@ -91,6 +93,11 @@ MEASURE_SCHEMA = pa.schema(
         ("ci_low", _F64),
         ("ci_high", _F64),
         ("definition", _STR),
+        ("kind", _STR),
+        ("p_value", _F64),
+        ("method", _STR),
+        ("confidence", _F64),
+        ("details", _STR),
     ]
 )
 
@@ -159,6 +166,8 @@ def items_table(items: Iterable[Item]) -> pa.Table:
             "raw_stereo_cell": it.raw_stereo_cell,
             "raw_anti_cell": it.raw_anti_cell,
             "errata": list(it.errata),
+            "kind": it.kind,
+            "payload": dumps(it.payload) if it.payload else None,
         }
         for it in items
     ]
@@ -206,7 +215,7 @@ def exclusions_table(run_id: str, exclusions: Sequence[Exclusion]) -> pa.Table:
     return pa.Table.from_pylist(data, schema=EXCLUSION_SCHEMA)
 
 
-def measures_table(run_id: str, measures: Sequence[AxisMeasure]) -> pa.Table:
+def measures_table(run_id: str, measures: Sequence[Measure]) -> pa.Table:
     data = [
         {
             "run_id": run_id,
@@ -219,6 +228,11 @@ def measures_table(run_id: str, measures: Sequence[AxisMeasure]) -> pa.Table:
             "ci_low": m.ci_low,
             "ci_high": m.ci_high,
             "definition": m.definition,
+            "kind": m.kind,
+            "p_value": m.p_value,
+            "method": m.method,
+            "confidence": m.confidence,
+            "details": dumps(m.details) if m.details else None,
         }
         for m in measures
     ]
@@ -253,6 +267,28 @@ def item_from_row(row: dict[str, Any]) -> Item:
         raw_anti_cell=row["raw_anti_cell"],
         errata=tuple(row["errata"]),
         direction=row["direction"],
+        kind=row.get("kind") or "pair",
+        payload=row.get("payload") or {},
+    )
+
+
+def measure_from_row(row: dict[str, Any]) -> Measure:
+    """A stored measure (JSON already parsed) back into the record that was written."""
+    return Measure(
+        benchmark=row["benchmark"],
+        axis=row["axis"],
+        measure=row["measure"],
+        k=row["k"],
+        n=row["n"],
+        value=row["value"],
+        ci_low=row["ci_low"],
+        ci_high=row["ci_high"],
+        definition=row["definition"],
+        kind=row.get("kind") or "rate",
+        p_value=row.get("p_value"),
+        method=row.get("method") or "wilson",
+        confidence=row["confidence"] if row.get("confidence") is not None else 0.95,
+        details=row.get("details") or {},
     )
 
 

@@ -42,8 +42,9 @@ from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random
 from monitor.benchmarks.items import Exclusion, Item
 from monitor.errors import UserInputError
 from monitor.paths import default_db_path
-from monitor.records import AxisMeasure, RunRecord, RunStatus, ScoreRow
+from monitor.records import Measure, RunRecord, RunStatus, ScoreRow
 from monitor.store import codec, migrate, queries, sql
+from monitor.store.view import StoreView
 
 STATUSES: tuple[str, ...] = get_args(RunStatus)
 
@@ -150,7 +151,7 @@ class Store:
         return con
 
     @contextmanager
-    def connect(self, *, read_only: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
+    def _connect(self, *, read_only: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
         """A short-lived connection; nested calls on this Store reuse the open one.
 
         Calls on one Store from several threads are serialised, so a thread pool of
@@ -174,6 +175,13 @@ class Store:
                 con.close()
 
     @contextmanager
+    def read(self) -> Iterator[StoreView]:
+        """A consistent read-only view for drift, quality and reports (one connection,
+        held until the block ends; other processes' writes wait meanwhile)."""
+        with self._connect() as con:
+            yield StoreView(con)
+
+    @contextmanager
     def session(self) -> Iterator[Store]:
         """Hold one read-write connection (and the file lock) across several calls.
 
@@ -181,13 +189,13 @@ class Store:
         add_exclusions); each call is still its own transaction. Do not hold a session
         across slow work such as model inference: other processes wait on the lock.
         """
-        with self.connect(read_only=False):
+        with self._connect(read_only=False):
             yield self
 
     @contextmanager
-    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+    def _transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """One write transaction: all of it commits, or none."""
-        with self.connect(read_only=False) as con:
+        with self._connect(read_only=False) as con:
             if self._in_transaction:
                 raise RuntimeError("Store transactions do not nest")
             self._in_transaction = True
@@ -211,7 +219,7 @@ class Store:
         if self.read_only:
             if not self.path.is_file():
                 raise UserInputError(f"database {self.path} does not exist")
-            with self.connect() as con:
+            with self._connect() as con:
                 version = migrate.installed_version(con, label)
             migrate.check_not_newer(version, label)
             if version < migrate.latest_version():
@@ -224,18 +232,18 @@ class Store:
         check_writable(self.path)
         if self.path.exists():
             # Look before writing: a newer or foreign file must be refused untouched.
-            with self.connect() as con:
+            with self._connect() as con:
                 version = migrate.installed_version(con, label)
             migrate.check_not_newer(version, label)
             if version == migrate.latest_version():
                 return version
-            with self.connect(read_only=False) as con:
+            with self._connect(read_only=False) as con:
                 migrate.apply_migrations(con, label)
             return migrate.latest_version()
 
         created = self._make_parents()
         try:
-            with self.connect(read_only=False) as con:
+            with self._connect(read_only=False) as con:
                 migrate.apply_migrations(con, label)
         except StoreLockedError:
             raise  # another process created the file meanwhile: it is theirs, not ours
@@ -275,10 +283,65 @@ class Store:
         params = codec.run_params(run)
         columns = ", ".join(params)
         marks = ", ".join("?" for _ in params)
-        with self.transaction() as con:
+        with self._transaction() as con:
             if sql.one(con, "SELECT 1 FROM runs WHERE run_id = ?", [run.run_id]):
                 raise UserInputError(f"run {run.run_id} already exists in {self.path}")
             con.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", list(params.values()))
+
+    def record_run(
+        self,
+        run: RunRecord,
+        *,
+        items: Sequence[Item],
+        scores: Sequence[ScoreRow],
+        exclusions: Sequence[Exclusion],
+        scored_at: datetime | None = None,
+    ) -> None:
+        """Write a run whose rows all exist already (an import) in ONE transaction: the
+        run (status ``running``, so the quality gate still judges it), its items, scores
+        and exclusions. A run id already stored is refused and nothing is written."""
+        _check_status(run.status)
+        params = codec.run_params(run)
+        columns = ", ".join(params)
+        marks = ", ".join("?" for _ in params)
+        item_table = codec.items_table(items)
+        score_table = codec.scores_table(run.run_id, scores)
+        exclusion_table = codec.exclusions_table(run.run_id, exclusions)
+        _check_unique(item_table, ["item_id"], "items")
+        _check_unique(score_table, ["item_id"], "score rows")
+        _check_unique(exclusion_table, ["benchmark", "source_row"], "exclusions")
+        with self._transaction() as con:
+            if sql.one(con, "SELECT 1 FROM runs WHERE run_id = ?", [run.run_id]):
+                raise UserInputError(
+                    f"run {run.run_id!r} is already in the store; nothing was written"
+                )
+            con.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", list(params.values()))
+            for view, table, sql_text in (
+                (
+                    "_new_items",
+                    item_table,
+                    "INSERT INTO items BY NAME SELECT * FROM _new_items ON CONFLICT DO NOTHING",
+                ),
+                (
+                    "_new_scores",
+                    score_table,
+                    "INSERT INTO scores BY NAME SELECT *, "
+                    "CAST(? AS TIMESTAMPTZ) AS scored_at FROM _new_scores",
+                ),
+                (
+                    "_new_exclusions",
+                    exclusion_table,
+                    "INSERT INTO exclusions BY NAME SELECT * FROM _new_exclusions",
+                ),
+            ):
+                if table.num_rows == 0:
+                    continue
+                con.register(view, table)
+                try:
+                    params_ = [codec.utc(scored_at or run.started_at)] if "?" in sql_text else []
+                    con.execute(sql_text, params_)
+                finally:
+                    con.unregister(view)
 
     def upsert_items(self, items: Iterable[Item]) -> int:
         """Insert items not yet stored (by item_id); returns how many were new."""
@@ -286,7 +349,7 @@ class Store:
         if table.num_rows == 0:
             return 0
         _check_unique(table, ["item_id"], "items")
-        with self.transaction() as con:
+        with self._transaction() as con:
             con.register("_new_items", table)
             inserted = sql.scalar(
                 con, "INSERT INTO items BY NAME SELECT * FROM _new_items ON CONFLICT DO NOTHING"
@@ -305,7 +368,7 @@ class Store:
         if table.num_rows == 0:
             return 0
         _check_unique(table, ["item_id"], "score rows")
-        with self.transaction() as con:
+        with self._transaction() as con:
             self._require_writable_run(con, run_id)
             con.register("_new_scores", table)
             missing = sql.scalar(
@@ -330,7 +393,7 @@ class Store:
         if table.num_rows == 0:
             return 0
         _check_unique(table, ["benchmark", "source_row"], "exclusions")
-        with self.transaction() as con:
+        with self._transaction() as con:
             self._require_writable_run(con, run_id)
             con.register("_new_exclusions", table)
             inserted = sql.scalar(
@@ -345,7 +408,7 @@ class Store:
         self,
         run_id: str,
         status: RunStatus,
-        measures: Sequence[AxisMeasure],
+        measures: Sequence[Measure],
         n_scored: int,
         n_excluded: int,
         notes: str | None = None,
@@ -358,7 +421,7 @@ class Store:
         _check_status(status)
         table = codec.measures_table(run_id, measures)
         _check_unique(table, ["benchmark", "axis", "measure"], "axis measures")
-        with self.transaction() as con:
+        with self._transaction() as con:
             current = queries.run_status(con, run_id)
             if current not in WRITABLE_STATUSES:
                 raise UserInputError(
@@ -398,7 +461,7 @@ class Store:
         forces "now", ``finished=False`` keeps whatever is stored.
         """
         _check_status(status)
-        with self.transaction() as con:
+        with self._transaction() as con:
             current = queries.run_status(con, run_id)
             if status not in TRANSITIONS[current]:
                 raise UserInputError(f"run {run_id} cannot go from {current} to {status}")
@@ -421,7 +484,7 @@ class Store:
         looking alive. Returns the run ids marked.
         """
         cutoff = codec.utc(now or codec.now()) - idle_for
-        with self.transaction() as con:
+        with self._transaction() as con:
             stale = queries.stale_running_runs(con, cutoff)
             for run_id in stale:
                 con.execute(
@@ -433,7 +496,7 @@ class Store:
 
     def add_validation(self, run_id: str, suite: str, success: bool, results: dict) -> None:
         """Append a quality-gate result; a run may be validated many times."""
-        with self.transaction() as con:
+        with self._transaction() as con:
             queries.run_status(con, run_id)
             con.execute(
                 "INSERT INTO validations VALUES (?, ?, ?, ?, current_timestamp)",
@@ -448,56 +511,56 @@ class Store:
     # -- reads -----------------------------------------------------------------------
 
     def scored_item_ids(self, run_id: str) -> set[str]:
-        with self.connect() as con:
+        with self._connect() as con:
             return queries.scored_item_ids(con, run_id)
 
     def find_resumable(self, fingerprint: str) -> str | None:
         """Latest run with this fingerprint that did not finish (running/interrupted/failed)."""
-        with self.connect() as con:
+        with self._connect() as con:
             return queries.find_resumable(con, fingerprint)
 
     def list_runs(
         self, snapshot: str | None = None, status: str | None = None, limit: int | None = None
     ) -> list[dict[str, Any]]:
-        with self.connect() as con:
+        with self._connect() as con:
             return queries.list_runs(con, snapshot=snapshot, status=status, limit=limit)
 
     def get_run(self, run_id_or_prefix: str) -> dict[str, Any]:
-        with self.connect() as con:
+        with self._connect() as con:
             return queries.get_run(con, run_id_or_prefix)
 
     def axis_measures(self, run_id: str) -> list[dict[str, Any]]:
-        with self.connect() as con:
+        with self._connect() as con:
             return queries.axis_measures(con, run_id)
 
     def scores(self, run_id: str) -> list[dict[str, Any]]:
-        with self.connect() as con:
+        with self._connect() as con:
             return queries.scores(con, run_id)
 
     def score_rows(self, run_id: str) -> list[ScoreRow]:
         """The run's scores as the records scoring produced (for computing measures)."""
-        with self.connect() as con:
+        with self._connect() as con:
             return queries.score_rows(con, run_id)
 
     def item_scores(self, run_id: str, with_texts: bool = False) -> list[dict[str, Any]]:
         """Per-item numbers with benchmark row and axis; sentences only if asked for."""
-        with self.connect() as con:
+        with self._connect() as con:
             return queries.item_scores(con, run_id, with_texts=with_texts)
 
     def scores_table(self, run_id: str) -> pa.Table:
-        with self.connect() as con:
+        with self._connect() as con:
             return queries.scores_table(con, run_id)
 
     def exclusions(self, run_id: str) -> list[dict[str, Any]]:
-        with self.connect() as con:
+        with self._connect() as con:
             return queries.exclusions(con, run_id)
 
     def validations(self, run_id: str) -> list[dict[str, Any]]:
-        with self.connect() as con:
+        with self._connect() as con:
             return queries.validations(con, run_id)
 
     def items(self, item_ids: Iterable[str]) -> dict[str, Item]:
-        with self.connect() as con:
+        with self._connect() as con:
             return queries.items(con, item_ids)
 
     # -- API runs (schema 2) -----------------------------------------------------------
@@ -531,7 +594,7 @@ class Store:
                 + [codec.now()]
             )
         marks = ", ".join("?" for _ in columns)
-        with self.transaction() as con:
+        with self._transaction() as con:
             self._require_writable_run(con, run_id)
             con.execute(
                 "DELETE FROM api_requests WHERE run_id = ? AND status <> 'ok' "
@@ -549,7 +612,7 @@ class Store:
 
     def api_requests(self, run_id: str, status: str | None = None) -> list[dict[str, Any]]:
         """A run's stored API requests (JSON columns decoded), by request key."""
-        with self.connect() as con:
+        with self._connect() as con:
             rows = queries.fetch_table(
                 con,
                 "SELECT * FROM api_requests WHERE run_id = ? AND (? IS NULL OR status = ?) "
@@ -569,7 +632,7 @@ class Store:
         cost, and the model names and fingerprints the server reported. Only while the
         run is still open (running / interrupted / failed).
         """
-        with self.transaction() as con:
+        with self._transaction() as con:
             self._require_writable_run(con, run_id)
             row = sql.one(con, "SELECT environment FROM runs WHERE run_id = ?", [run_id])
             env = json.loads(row[0]) if row[0] else {}
@@ -588,7 +651,7 @@ class Store:
         request_keys: Sequence[str],
     ) -> None:
         """Remember a submitted Batch API job, so any later process can poll and ingest it."""
-        with self.transaction() as con:
+        with self._transaction() as con:
             self._require_writable_run(con, run_id)
             con.execute(
                 "INSERT INTO api_batches (batch_id, run_id, endpoint, input_file_id, "
@@ -606,7 +669,7 @@ class Store:
         error_file_id: str | None = None,
         detail: str | None = None,
     ) -> None:
-        with self.transaction() as con:
+        with self._transaction() as con:
             con.execute(
                 "UPDATE api_batches SET status = ?, output_file_id = coalesce(?, output_file_id), "
                 "error_file_id = coalesce(?, error_file_id), detail = coalesce(?, detail), "
@@ -615,7 +678,7 @@ class Store:
             )
 
     def api_batches(self, run_id: str) -> list[dict[str, Any]]:
-        with self.connect() as con:
+        with self._connect() as con:
             return queries.fetch_table(
                 con, "SELECT * FROM api_batches WHERE run_id = ? ORDER BY submitted_at", [run_id]
             ).to_pylist()

@@ -76,7 +76,7 @@ def export_run(store: Store, run_id: str, out_dir: Path, *, overwrite: bool = Fa
     that looks finished.
     """
     out_dir = Path(out_dir)
-    with store.connect() as con:
+    with store._connect() as con:
         con.begin()  # one snapshot for every table
         run = queries.get_run(con, run_id)
         run_id = run["run_id"]

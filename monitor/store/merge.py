@@ -120,7 +120,7 @@ def merge(store: Store, sources: Sequence[Path]) -> MergeReport:
     shards = [_load_shard(path, kind, store) for path, kind in paths]
     report = MergeReport([SourceReport(s.source, s.kind, s.schema_version) for s in shards])
 
-    with store.connect(read_only=False) as con:
+    with store._connect(read_only=False) as con:
         for index, shard in enumerate(shards):
             for table, data in shard.tables.items():
                 con.register(_shard_name(index, table), data)

@@ -155,6 +155,32 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (
+        3,
+        "results beyond sentence pairs: item kinds and payloads, measure kinds with p and method",
+        """
+        -- An item is a stereo/anti pair (kind 'pair') or something else (kind 'word-set',
+        -- 'identity-pair', ...) whose content lives in payload; pair columns become optional.
+        ALTER TABLE items ADD COLUMN kind VARCHAR DEFAULT 'pair';
+        ALTER TABLE items ADD COLUMN payload JSON;
+        ALTER TABLE items ALTER COLUMN text_stereo DROP NOT NULL;
+        ALTER TABLE items ALTER COLUMN text_anti DROP NOT NULL;
+        ALTER TABLE items ALTER COLUMN targets_stereo DROP NOT NULL;
+        ALTER TABLE items ALTER COLUMN targets_anti DROP NOT NULL;
+        ALTER TABLE items ALTER COLUMN direction DROP NOT NULL;
+        -- A per-item score of a non-pair result has no stereo/anti outcome.
+        ALTER TABLE scores ALTER COLUMN outcome DROP NOT NULL;
+        -- A measure is a rate (k/n, Wilson), an effect size (p, bootstrap interval) or a
+        -- ranking score; the interval's method and confidence level are recorded with it.
+        ALTER TABLE axis_measures ADD COLUMN kind VARCHAR DEFAULT 'rate';
+        ALTER TABLE axis_measures ADD COLUMN p_value DOUBLE;
+        ALTER TABLE axis_measures ADD COLUMN method VARCHAR DEFAULT 'wilson';
+        ALTER TABLE axis_measures ADD COLUMN confidence DOUBLE DEFAULT 0.95;
+        ALTER TABLE axis_measures ADD COLUMN details JSON;
+        ALTER TABLE axis_measures ALTER COLUMN k DROP NOT NULL;
+        ALTER TABLE axis_measures ALTER COLUMN n DROP NOT NULL;
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

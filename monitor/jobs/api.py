@@ -1,0 +1,403 @@
+"""The scoring driver for chat API snapshots (kinds ``openai-chat`` and ``openai-responses``).
+
+Same lifecycle as every run (``monitor.jobs.lifecycle``: begin or resume, store items,
+score, finalise through the quality gate), with what talking to a paid, flaky, changing
+service adds:
+
+* the request count and a cost estimate are printed *before* anything is sent, and a run
+  needing more than the snapshot's ``request_budget`` is refused;
+* forced choice needs top log-probabilities: one probe request at the start tells whether
+  the model gives them, and a model that does not (reasoning models) is scored with the
+  sampling method instead, with a message saying so and the reason stored with the run;
+* every answer is stored in ``api_requests`` (prompt, order, raw top log-probs, reported
+  model, fingerprint, usage) as it arrives, in small batches, before the item's score; a
+  resumed run asks only for requests not stored yet, and scores items whose requests were
+  all stored before a kill without asking again;
+* a change of the model name the server reports stops the run (two models' answers are
+  never mixed); a change of ``system_fingerprint`` is recorded and reported, not fatal;
+* after the run the real token usage and cost, the reported model names and fingerprints
+  are stored in the run's environment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from monitor.backends.api_client import (
+    ApiClient,
+    ApiError,
+    RequestBudget,
+    UsageTotals,
+    estimate_cost,
+    make_client,
+    run_bounded,
+)
+from monitor.backends.openai_chat import ChatCaller, ProbeResult, ResponseRecord, probe_logprobs
+from monitor.benchmarks.items import LoadedBenchmark
+from monitor.errors import SnapshotUnavailable, UserInputError
+from monitor.jobs.api_batch import run_batches
+from monitor.jobs.api_method import METHOD_METRICS, Method
+from monitor.jobs.api_session import ApiSession
+from monitor.jobs.context import JobContext
+from monitor.jobs.lifecycle import OpenRun
+from monitor.jobs.options import EventSink, RunOptions, RunOutcome
+from monitor.jobs.run_record import fingerprint, new_repeat_group, new_run_record
+from monitor.metrics.forced_choice import FORCED_CHOICE
+from monitor.metrics.registry import get_metric
+from monitor.metrics.sampling import SAMPLED_CHOICE
+from monitor.provenance import environment
+from monitor.scoring.api_tasks import (
+    TEMPLATES,
+    PlannedRequest,
+    chat_request,
+    plan_requests,
+    record_from_row,
+)
+from monitor.snapshots.model import ApiSettings, ApiSource, Snapshot
+
+
+def method_for(metric: str, settings: ApiSettings) -> Method:
+    if metric == FORCED_CHOICE:
+        return Method(
+            metric,
+            1,
+            settings.temperature,
+            settings.max_tokens,
+            settings.top_logprobs,
+            settings.seed,
+        )
+    return Method(
+        metric,
+        settings.samples,
+        settings.sampling_temperature,
+        settings.sampling_max_tokens or settings.max_tokens,
+        settings.top_logprobs,
+        settings.seed,
+    )
+
+
+def api_fingerprint(
+    snapshot: Snapshot,
+    method: Method,
+    benches: Sequence[LoadedBenchmark],
+    seed: int,
+    option_order: str,
+) -> str:
+    """Identity of 'the same measurement' for resuming: model, endpoint, metric, items,
+    prompt templates and sampling parameters; not concurrency, timeouts or budgets."""
+    items = sorted(it.item_id for b in benches for it in b.items)
+    return fingerprint(
+        snapshot,
+        method.metric,
+        get_metric(method.metric).version,
+        benches,
+        RunOptions(seed=seed, device="api", dtype="n/a"),
+        extra={
+            "option_order": option_order,
+            "templates": TEMPLATES,  # a reworded prompt is a different measurement
+            "items": hashlib.sha256("\n".join(items).encode()).hexdigest(),
+            **method.params(),
+        },
+    )
+
+
+def _redacting(sink: EventSink, redact: Callable[[str], str]) -> EventSink:
+    def emit(message: str) -> None:
+        sink(redact(message))
+
+    return emit
+
+
+def _api_environment(
+    snapshot: Snapshot,
+    api,
+    endpoint: str,
+    method: Method,
+    settings: ApiSettings,
+    probe: ProbeResult | None,
+    fallback: str | None,
+) -> dict[str, Any]:
+    source = snapshot.source
+    assert isinstance(source, ApiSource)
+    return {
+        "provider": source.provider,
+        "endpoint_url": api.endpoint_url,
+        "endpoint": endpoint,
+        "requested_model": source.model,
+        "method": method.metric,
+        "request_params": method.params(),
+        "option_order": settings.option_order,
+        "batch_api": settings.batch_api,
+        "max_concurrency": settings.max_concurrency,
+        "logprobs_probe": probe.as_dict() if probe else None,
+        "fallback": fallback,
+    }
+
+
+@dataclass
+class _Plan:
+    """What every repeat of one snapshot's API runs shares."""
+
+    ctx: JobContext
+    settings: ApiSettings
+    api: ApiClient
+    caller: ChatCaller
+    budget: RequestBudget
+    on_event: EventSink
+    method: Method
+    plan: dict[str, list[PlannedRequest]]
+    fingerprint: str
+    probe: ProbeResult | None
+    fallback: str | None
+    repeat_group: str | None
+
+
+def score_snapshot(ctx: JobContext) -> list[RunOutcome]:
+    """Score one API snapshot ``options.repeat`` times (each repeat its own run)."""
+    snapshot, options = ctx.snapshot, ctx.options
+    settings = snapshot.api or ApiSettings()
+    source = snapshot.source
+    if not isinstance(source, ApiSource):
+        raise UserInputError(f"snapshot {snapshot.id} has no openai-api source")
+    metric = ctx.metric.name
+    if metric not in METHOD_METRICS:
+        raise UserInputError(
+            f"snapshot {snapshot.id}: kind {snapshot.kind} is scored with "
+            f"{' or '.join(METHOD_METRICS)}, not {metric!r}"
+        )
+    try:
+        api = make_client(snapshot.id, source, settings)
+    except SnapshotUnavailable as exc:
+        return [RunOutcome(snapshot.id, None, "skipped", reason=str(exc))]
+    budget = RequestBudget(settings.request_budget, snapshot.id)
+    on_event = _redacting(ctx.on_event, api.redact)  # every message from here on
+    caller: ChatCaller = ctx.kind.load_backend()(api, budget=budget, on_event=on_event)
+    items = ctx.items
+
+    def plan_for(method: Method) -> dict[str, list[PlannedRequest]]:
+        return plan_requests(
+            items, option_order=settings.option_order, samples=method.samples, seed=options.seed
+        )
+
+    method = method_for(metric, settings)
+    plan = plan_for(method)
+    whole = estimate_cost(
+        (p.prompt for v in plan.values() for p in v),
+        settings,
+        max_output_tokens=method.max_tokens,
+        batch=settings.batch_api,
+    )
+    budget_text = settings.request_budget if settings.request_budget is not None else "unset"
+    on_event(f"{snapshot.id}: whole plan {whole.describe()}; request budget {budget_text}")
+
+    probe: ProbeResult | None = None
+    fallback: str | None = None
+    if metric == FORCED_CHOICE:
+        budget.check_plan(1)
+        try:
+            probe = probe_logprobs(
+                caller, top_logprobs=settings.top_logprobs, max_tokens=settings.max_tokens
+            )
+        except ApiError as exc:
+            return [RunOutcome(snapshot.id, None, "skipped", reason=str(exc))]
+        if not probe.accepted:
+            method = method_for(SAMPLED_CHOICE, settings)
+            fallback = (
+                f"{snapshot.id}: the model gives no log-probabilities ({probe.detail}); "
+                f"falling back to the sampling method ({SAMPLED_CHOICE}, {method.samples} "
+                "samples per item and option order)"
+            )
+            on_event(fallback)
+            plan = plan_for(method)
+
+    shared = _Plan(
+        ctx=ctx,
+        settings=settings,
+        api=api,
+        caller=caller,
+        budget=budget,
+        on_event=on_event,
+        method=method,
+        plan=plan,
+        fingerprint=api_fingerprint(
+            snapshot, method, ctx.benches, options.seed, settings.option_order
+        ),
+        probe=probe,
+        fallback=fallback,
+        repeat_group=new_repeat_group(options.repeat),
+    )
+    return [_one_run(shared, rep) for rep in range(options.repeat)]
+
+
+def _open(p: _Plan, rep: int, stored: int) -> OpenRun:
+    ctx, snapshot, method = p.ctx, p.ctx.snapshot, p.method
+
+    def new_record():
+        env = environment("api")
+        env["api"] = _api_environment(
+            snapshot, p.api, p.caller.endpoint, method, p.settings, p.probe, p.fallback
+        )
+        return new_run_record(
+            snapshot,
+            ctx.benches,
+            ctx.options,
+            metric=method.metric,
+            metric_version=get_metric(method.metric).version,
+            fingerprint=p.fingerprint,
+            repeat_group=p.repeat_group,
+            repeat_index=rep,
+            device="api",
+            dtype="n/a",
+            batch_size=None,
+            environment=env,
+            origin=ctx.kind.origin,
+            notes=p.fallback,
+        )
+
+    return ctx.lifecycle.open(
+        fingerprint=p.fingerprint,
+        resume=ctx.options.resume,
+        items=ctx.items,
+        benches=ctx.benches,
+        new_record=new_record,
+        resume_note=lambda already: (
+            f"resumed with {len(already)} items and {stored} answers already stored"
+        ),
+    )
+
+
+def _one_run(p: _Plan, rep: int) -> RunOutcome:
+    """One repeat: begin or resume the run, ask what is missing, store, finalise."""
+    ctx, snapshot, method, settings = p.ctx, p.ctx.snapshot, p.method, p.settings
+    store, items = ctx.store, ctx.items
+    resumable = store.find_resumable(p.fingerprint) if ctx.options.resume else None
+    already: set[str] = set()
+    stored: dict[str, ResponseRecord] = {}
+    if resumable is not None:
+        already = store.scored_item_ids(resumable)
+        rows = sorted(store.api_requests(resumable, status="ok"), key=lambda r: r["created_at"])
+        stored = {r["request_key"]: record_from_row(r) for r in rows}
+    todo_items = [it.item_id for it in items if it.item_id not in already]
+    pending = [q for i in todo_items for q in p.plan[i] if q.key not in stored]
+    estimate = estimate_cost(
+        (q.prompt for q in pending),
+        settings,
+        max_output_tokens=method.max_tokens,
+        batch=settings.batch_api,
+    )
+    p.on_event(f"{snapshot.id}: request budget/cost estimate for this run: {estimate.describe()}")
+    p.budget.check_plan(len(pending))  # refused before anything is written
+
+    run = _open(p, rep, len(stored))
+    if run.resumed:
+        p.on_event(
+            f"{snapshot.id}: {len(stored)} of {sum(len(v) for v in p.plan.values())} "
+            "answers already stored"
+        )
+    advance = ctx.progress(f"{snapshot.id} #{rep + 1}", len(todo_items))
+    started_at = time.perf_counter()
+    session = ApiSession(
+        store,
+        run.run_id,
+        snapshot,
+        method,
+        p.caller.endpoint,
+        p.plan,
+        stored,
+        set(run.already_scored),
+        p.on_event,
+        advance,
+        p.api.redact,
+        probe_model=p.probe.reported_model if p.probe else None,
+    )
+    done, waiting = False, []
+    with ctx.lifecycle.attempt(
+        run, snapshot.id, redact=p.api.redact, before_close=session.flush
+    ) as attempt:
+        session.check_model()
+        session.score_ready(todo_items)
+        if settings.batch_api:
+            done, waiting = run_batches(session, p.api, p.caller, pending, settings, p.on_event)
+        else:
+            run_bounded(
+                pending,
+                lambda q: p.caller.call(
+                    chat_request(
+                        q,
+                        method=method.metric,
+                        max_tokens=method.max_tokens,
+                        temperature=method.temperature,
+                        top_logprobs=method.top_logprobs,
+                        seed=method.seed,
+                    )
+                ),
+                max_concurrency=settings.max_concurrency,
+                on_result=session.on_result,
+            )
+            done = True
+    if attempt.outcome is not None:
+        return attempt.outcome
+    elapsed = time.perf_counter() - started_at
+    store.update_run_environment(
+        run.run_id, _usage_patch(session, settings, elapsed, estimate.describe())
+    )
+    if not done:
+        note = (
+            "waiting for Batch API job(s) "
+            + ", ".join(waiting)
+            + "; rerun the same command to ingest the answers"
+        )
+        store.set_status(run.run_id, "interrupted", note)
+        p.on_event(f"{snapshot.id}: {note}")
+        return RunOutcome(
+            snapshot.id, run.run_id, "pending", reason=note, resumed_from=attempt.resumed_from
+        )
+    usage = session.usage.as_dict(settings, batch=settings.batch_api)
+    cost = f"${usage['usd']:.4f}" if usage["usd"] is not None else "cost unknown"
+    rate = session.usage.requests / elapsed if elapsed > 0 else 0.0
+    p.on_event(
+        f"{snapshot.id} run {run.run_id}: {session.usage.requests} requests "
+        f"({session.usage.attempts} attempts) in {elapsed:.1f}s ({rate:.2f}/s), "
+        f"{usage['input_tokens']} input + {usage['output_tokens']} output tokens, {cost}"
+    )
+    if len(session.fingerprints) > 1:  # kept as the run's note unless the gate fails it
+        store.set_status(
+            run.run_id,
+            "running",
+            "system_fingerprint changed during the run: " + " -> ".join(session.fingerprints),
+        )
+    return ctx.lifecycle.finalise(
+        run.run_id,
+        items,
+        metric=method.metric,
+        snapshot_id=snapshot.id,
+        n_excluded=ctx.n_excluded,
+        resumed_from=attempt.resumed_from,
+    )
+
+
+def _usage_patch(
+    session: ApiSession, settings: ApiSettings, elapsed: float, estimate: str
+) -> dict[str, Any]:
+    """Usage over every stored answer of the run (earlier processes included), and what
+    this process sent."""
+    total = UsageTotals()
+    for rec in session.records.values():
+        total.add(rec.usage, attempts=rec.attempts, latency_s=rec.latency_s or 0.0)
+    usage = total.as_dict(settings, batch=settings.batch_api)
+    this = session.usage.as_dict(settings, batch=settings.batch_api)
+    this["wall_s"] = round(elapsed, 3)
+    this["requests_per_s"] = round(session.usage.requests / elapsed, 3) if elapsed else None
+    this["estimate_before"] = estimate
+    usage["this_process"] = this
+    return {
+        "api_usage": usage,
+        "reported_models": sorted(
+            {session.redact(r.reported_model) for r in session.records.values() if r.reported_model}
+        ),
+        "system_fingerprints": list(session.fingerprints),
+    }

@@ -1,0 +1,54 @@
+"""How an API run asks: the metric, samples per option order, and request parameters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from monitor.metrics.forced_choice import FORCED_CHOICE
+from monitor.metrics.sampling import SAMPLED_CHOICE
+from monitor.snapshots.model import ApiSettings
+
+METHOD_METRICS = (FORCED_CHOICE, SAMPLED_CHOICE)
+
+
+@dataclass(frozen=True)
+class Method:
+    """How this run asks: metric, samples per order, and the request parameters."""
+
+    metric: str
+    samples: int
+    temperature: float | None
+    max_tokens: int
+    top_logprobs: int
+    seed: int | None
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "top_logprobs": self.top_logprobs if self.metric == FORCED_CHOICE else None,
+            "logprobs": self.metric == FORCED_CHOICE,
+            "seed": self.seed,
+            "samples": self.samples,
+        }
+
+
+def method_for(metric: str, settings: ApiSettings) -> Method:
+    if metric == FORCED_CHOICE:
+        return Method(
+            metric,
+            1,
+            settings.temperature,
+            settings.max_tokens,
+            settings.top_logprobs,
+            settings.seed,
+        )
+    return Method(
+        metric,
+        settings.samples,
+        settings.sampling_temperature,
+        settings.sampling_max_tokens or settings.max_tokens,
+        settings.top_logprobs,
+        settings.seed,
+    )

@@ -1,0 +1,228 @@
+"""One run lifecycle for every path that creates a run.
+
+Local models, API chat/responses models, vLLM completions, the Batch API and importers
+all go through :class:`RunLifecycle`:
+
+1. **begin or resume** — a killed run of the same fingerprint is resumed with what it
+   already stored; otherwise a new run is recorded with its items and exclusions;
+2. **score** inside :meth:`RunLifecycle.attempt`, which turns what goes wrong into a status:
+   Ctrl-C → ``interrupted`` (re-raised), a ``MonitorError`` → ``failed`` with its reason
+   (the repeat ends, the command goes on), anything else → ``failed`` and re-raised;
+3. **finalise** — the run's measures are computed from its *stored* rows by its metric's
+   spec, then the quality gate (``monitor.quality.gate``) decides ``complete`` or
+   ``quarantined``. An import enters at this step with all its rows written at once.
+
+So the rule "a run that fails the gate is kept, quarantined, never a baseline" lives in
+one place, and an imported run is judged exactly like a scored one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from monitor.benchmarks.items import Exclusion, Item, LoadedBenchmark
+from monitor.errors import MonitorError
+from monitor.jobs.options import EventSink, RunOutcome
+from monitor.metrics.registry import get_metric
+from monitor.quality.gate import GateVerdict, judge
+from monitor.records import RunRecord, ScoreRow
+from monitor.store.db import Store
+
+Redact = Callable[[str], str]
+MAX_FAILURE_CHARS = 500
+
+
+def _same(text: str) -> str:
+    return text
+
+
+@dataclass(frozen=True)
+class OpenRun:
+    """A run ready to be scored: its id, and the items it already holds when resumed."""
+
+    run_id: str
+    already_scored: frozenset[str]
+    resumed: bool
+
+
+@dataclass
+class Attempt:
+    """What happened inside :meth:`RunLifecycle.attempt`; ``outcome`` is set on failure."""
+
+    run_id: str
+    snapshot_id: str
+    resumed_from: int
+    outcome: RunOutcome | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome is not None
+
+
+@dataclass
+class RunLifecycle:
+    """Creates, resumes, fails and finalises runs in one store (see the module docstring)."""
+
+    store: Store
+    on_event: EventSink = field(default=lambda _msg: None)
+
+    # 1. begin or resume ----------------------------------------------------------------
+
+    def open(
+        self,
+        *,
+        fingerprint: str,
+        resume: bool,
+        items: Sequence[Item],
+        benches: Sequence[LoadedBenchmark],
+        new_record: Callable[[], RunRecord],
+        resume_note: Callable[[frozenset[str]], str] | None = None,
+    ) -> OpenRun:
+        """Resume the latest unfinished run with ``fingerprint`` (when ``resume``), else
+        begin a new one from ``new_record()`` and store its items and exclusions."""
+        run_id = self.store.find_resumable(fingerprint) if resume else None
+        if run_id is not None:
+            already = frozenset(self.store.scored_item_ids(run_id))
+            note = (
+                resume_note(already)
+                if resume_note
+                else f"resumed with {len(already)} items already stored"
+            )
+            self.store.set_status(run_id, "running", note)
+            self.on_event(
+                f"resuming run {run_id}: {len(already)} of {len(items)} items already stored"
+            )
+            return OpenRun(run_id, already, True)
+        record = new_record()
+        with self.store.session():
+            self.store.begin_run(record)
+            self.store.upsert_items(items)
+            for b in benches:
+                self.store.add_exclusions(record.run_id, b.exclusions)
+        return OpenRun(record.run_id, frozenset(), False)
+
+    # 2. score, turning errors into a status --------------------------------------------
+
+    @contextmanager
+    def attempt(
+        self,
+        run: OpenRun,
+        snapshot_id: str,
+        *,
+        redact: Redact = _same,
+        before_close: Callable[[], None] | None = None,
+    ) -> Iterator[Attempt]:
+        """Score inside this block; see the module docstring for what each error becomes.
+
+        ``before_close`` runs first whatever happens (an API run writes the answers it
+        still holds in memory); ``redact`` cleans every reason before it is stored or
+        shown (an API error may quote a credential the server echoed).
+        """
+        state = Attempt(run.run_id, snapshot_id, len(run.already_scored))
+        try:
+            yield state
+        except KeyboardInterrupt:
+            self._close(before_close)
+            self.store.set_status(
+                run.run_id, "interrupted", "interrupted by the user; rerun to resume"
+            )
+            raise
+        except Exception as exc:  # recorded, then surfaced: a run must not stay 'running'
+            try:
+                self._close(before_close)
+            finally:
+                reason = redact(f"{type(exc).__name__}: {exc}")[:MAX_FAILURE_CHARS]
+                self.store.set_status(run.run_id, "failed", reason)
+            if not isinstance(exc, MonitorError):
+                raise
+            state.outcome = RunOutcome(
+                snapshot_id,
+                run.run_id,
+                "failed",
+                reason=redact(str(exc)),
+                resumed_from=state.resumed_from,
+            )
+        else:
+            self._close(before_close)
+
+    @staticmethod
+    def _close(before_close: Callable[[], None] | None) -> None:
+        if before_close is not None:
+            before_close()
+
+    # 3. finalise ----------------------------------------------------------------------
+
+    def finalise(
+        self,
+        run_id: str,
+        items: Sequence[Item],
+        *,
+        metric: str,
+        snapshot_id: str,
+        n_excluded: int,
+        resumed_from: int = 0,
+    ) -> RunOutcome:
+        """Measures from what is *stored* (not what is in memory), then the gate."""
+        spec = get_metric(metric)
+        item_axis = {it.item_id: (it.benchmark, it.axis) for it in items}
+        rows = self.store.score_rows(run_id)
+        measures = spec.aggregate(rows, item_axis)
+        self.store.finish_run(
+            run_id, "running", measures, n_scored=len(rows), n_excluded=n_excluded
+        )
+        verdict = self.gate(run_id, expected_item_ids=item_axis)
+        return RunOutcome(
+            snapshot_id,
+            run_id,
+            verdict.status,
+            resumed_from=resumed_from,
+            n_scored=len(rows),
+            n_excluded=n_excluded,
+            measures=measures,
+            quality_failures=verdict.failures,
+        )
+
+    def gate(self, run_id: str, *, expected_item_ids=None) -> GateVerdict:
+        """Judge a stored run and apply the verdict: the validation is appended, the run
+        becomes ``complete`` or ``quarantined`` (a complete run that now fails, e.g. on a
+        re-check with the ``quality`` command, is quarantined; a quarantined one that now
+        passes stays quarantined until a person decides)."""
+        with self.store.read() as view:
+            frames = view.result_frames(run_id)
+            status = view.run(run_id).status
+        verdict = judge(frames, expected_item_ids=expected_item_ids)
+        self.store.add_validation(
+            run_id, verdict.result.suite, verdict.result.success, verdict.result.to_dict()
+        )
+        if status in (verdict.status, "quarantined"):
+            return verdict  # nothing to change, or un-quarantining is a person's call
+        self.store.set_status(run_id, verdict.status, verdict.note())
+        return verdict
+
+    # imports: all rows at once, then the same finalise ------------------------------------
+
+    def record_import(
+        self,
+        record: RunRecord,
+        *,
+        items: Sequence[Item],
+        scores: Sequence[ScoreRow],
+        exclusions: Sequence[Exclusion],
+        scored_at: datetime | None = None,
+    ) -> RunOutcome:
+        """Write an imported run's rows in one transaction, then finalise it like any run:
+        measures from the stored rows by its metric's spec, and the quality gate."""
+        record.status = "running"
+        self.store.record_run(
+            record, items=items, scores=scores, exclusions=exclusions, scored_at=scored_at
+        )
+        return self.finalise(
+            record.run_id,
+            items,
+            metric=record.metric,
+            snapshot_id=record.snapshot_id,
+            n_excluded=len(exclusions),
+        )

@@ -1,0 +1,45 @@
+"""What a scoring job is asked to do, and what it reports back to the CLI."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from monitor.records import Measure
+
+EventSink = Callable[[str], None]
+ProgressFactory = Callable[[str, int], Callable[[int], None]]
+
+
+@dataclass
+class RunOptions:
+    """What the user asked for; validated by the CLI before a run starts."""
+
+    batch_size: int | None = None
+    device: str = "auto"
+    dtype: str = "auto"
+    repeat: int = 1
+    metric: str | None = None
+    seed: int = 0
+    trigger: str | None = None
+    resume: bool = True
+    errata: str = "current"
+
+
+@dataclass
+class RunOutcome:
+    """One snapshot × repeat: either a stored run or a skip with its reason.
+
+    ``status``: complete | quarantined | failed | skipped | pending (a Batch API job is
+    still running; rerunning the command ingests it).
+    """
+
+    snapshot_id: str
+    run_id: str | None
+    status: str
+    reason: str | None = None
+    resumed_from: int = 0  # items already stored when a killed run was resumed
+    n_scored: int = 0
+    n_excluded: int = 0
+    measures: list[Measure] = field(default_factory=list)
+    quality_failures: list[str] = field(default_factory=list)

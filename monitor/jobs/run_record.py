@@ -1,0 +1,123 @@
+"""The provenance record of a new run and the fingerprint that says "the same measurement".
+
+Shared by every driver, so a local run, an API run and a vLLM run record the same fields
+the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from monitor import __version__
+from monitor.benchmarks.items import LoadedBenchmark
+from monitor.jobs.options import RunOptions
+from monitor.provenance import detect_trigger, git_commit
+from monitor.records import RunRecord
+from monitor.snapshots.model import Snapshot
+
+
+def new_run_id(snapshot_id: str, started: datetime) -> str:
+    """Sortable and readable: time first, then the snapshot, then a short random suffix."""
+    return f"{started:%Y%m%dT%H%M%SZ}-{snapshot_id}-{uuid.uuid4().hex[:6]}"
+
+
+def new_repeat_group(repeat: int) -> str | None:
+    """A fresh repeat-group id when one command scores a snapshot several times."""
+    return uuid.uuid4().hex[:12] if repeat > 1 else None
+
+
+def fingerprint(
+    snapshot: Snapshot,
+    metric: str,
+    metric_version: str,
+    benches: Iterable[LoadedBenchmark],
+    options: RunOptions,
+    extra: Mapping[str, Any] | None = None,
+) -> str:
+    """Identity of 'the same measurement': a killed run with this fingerprint is resumed.
+
+    ``extra`` adds what a driver's measurement depends on beyond the snapshot, metric,
+    benchmark versions, seed, dtype and device (an API run's prompts and parameters).
+    """
+    payload: dict[str, Any] = {
+        "snapshot": snapshot.revision_label,
+        "kind": snapshot.kind,
+        "metric": metric,
+        "metric_version": metric_version,
+        "benchmarks": sorted(b.version.label for b in benches),
+        "seed": options.seed,
+        "dtype": options.dtype,
+        "device": options.device,
+    }
+    base = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
+    if not extra:
+        return base
+    more = {"base": base, **extra}
+    return hashlib.sha256(json.dumps(more, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def dataset_versions(benches: Iterable[LoadedBenchmark]) -> dict[str, dict[str, Any]]:
+    return {
+        b.benchmark: {
+            "source_commit": b.version.source_commit,
+            "sha256": b.version.sha256,
+            "errata_version": b.version.errata_version,
+            "label": b.version.label,
+            "source_rows": b.source_rows,
+            "n_items": len(b.items),
+            "n_excluded": len(b.exclusions),
+        }
+        for b in benches
+    }
+
+
+def new_run_record(
+    snapshot: Snapshot,
+    benches: list[LoadedBenchmark],
+    options: RunOptions,
+    *,
+    metric: str,
+    metric_version: str,
+    fingerprint: str,
+    repeat_group: str | None,
+    repeat_index: int,
+    device: str,
+    dtype: str,
+    batch_size: int | None,
+    environment: dict[str, Any],
+    origin: str,
+    notes: str | None = None,
+) -> RunRecord:
+    """The provenance record of a new run: a fresh run id, the snapshot, the dataset
+    versions, the trigger, the code version, the start time."""
+    started = datetime.now(UTC)
+    return RunRecord(
+        run_id=new_run_id(snapshot.id, started),
+        snapshot_id=snapshot.id,
+        snapshot_kind=snapshot.kind,
+        snapshot_revision=snapshot.revision_label,
+        snapshot_manifest=snapshot.model_dump(mode="json"),
+        metric=metric,
+        metric_version=metric_version,
+        benchmarks=[b.benchmark for b in benches],
+        dataset_versions=dataset_versions(benches),
+        fingerprint=fingerprint,
+        trigger=options.trigger or detect_trigger(),
+        started_at=started,
+        seed=options.seed,
+        repeat_group=repeat_group,
+        repeat_index=repeat_index,
+        git_commit=git_commit(),
+        monitor_version=__version__,
+        device=device,
+        dtype=dtype,
+        batch_size=batch_size,
+        environment=environment,
+        origin=origin,
+        notes=notes,
+    )

@@ -1,0 +1,92 @@
+"""Kinds of results: what a metric's per-item rows are, and how the rest of the monitor
+treats them.
+
+A *result family* is declared once here and read by the quality gate (which checks
+apply), drift (how two runs of it are compared) and the reports (which measure is the
+headline). Rooms dispatch on these declarations, never on a metric's name, so a new kind
+of result is a new family and its metric specs, not edits across the store, the gate and
+drift. See ARCHITECTURE.md, "Adding a kind of result".
+
+Pure declarations: no I/O, no imports beyond the records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from monitor.records import MeasureKind
+
+
+@dataclass(frozen=True)
+class ItemNumbers:
+    """Which per-item columns of ``scores`` a metric fills, so the gate can require them.
+
+    ``required`` must be present (not NULL, not NaN) on every row, except rows whose
+    outcome is in ``unless_outcome_in`` (an API answer that chose neither option has no
+    option probabilities). ``non_positive`` columns are additionally log-probabilities or
+    means of them, so never above 0. Wherever any number is present it must be finite and
+    in range, whatever the family; that part needs no declaration.
+    """
+
+    label: str
+    required: tuple[str, ...]
+    unless_outcome_in: tuple[str, ...] = ()
+    non_positive: tuple[str, ...] = ()
+
+
+LOG_LIKELIHOOD = ItemNumbers("log-likelihood", ("lp_stereo", "lp_anti", "delta"))
+PSEUDO_LOG_LIKELIHOOD = ItemNumbers(
+    "pseudo-log-likelihood",
+    ("score_stereo", "score_anti", "delta"),
+    non_positive=("score_stereo", "score_anti"),
+)
+CHOICE_PROBABILITIES = ItemNumbers(
+    "option-probabilities", ("prob_stereo", "prob_anti"), unless_outcome_in=("refusal", "other")
+)
+# The caste study kept the log-prob of each option's first token only when it was among
+# the top 20, so an opinionated item may have one side's number and not the other's.
+TOP20_FIRST_TOKEN = ItemNumbers("top-20 first-token log-probs (a side outside is missing)", ())
+ASSOCIATION_SCORES = ItemNumbers("association", ("delta",))
+
+
+@dataclass(frozen=True)
+class ResultFamily:
+    """One kind of result.
+
+    ``item_kinds``: the item kinds its metrics score (``monitor.benchmarks.items.Item.kind``).
+    ``measure_kinds``: what its per-run measures are (rates, effect sizes, ranking scores).
+    ``comparison``: the name of the drift comparator that pairs two runs of it.
+    ``headline``: the measure that tables and trend plots show first.
+    ``outcomes``: whether per-item rows carry a stereo/anti/tie/... outcome.
+    """
+
+    name: str
+    summary: str
+    item_kinds: tuple[str, ...]
+    measure_kinds: tuple[MeasureKind, ...]
+    comparison: str
+    headline: str
+    outcomes: bool
+
+
+PAIR_OUTCOME = ResultFamily(
+    name="pair-outcome",
+    summary="a stereotype / anti-stereotype pair decided per item; rates with Wilson intervals",
+    item_kinds=("pair", "identity-pair"),
+    measure_kinds=("rate",),
+    comparison="paired-flips",
+    headline="bias_rate",
+    outcomes=True,
+)
+ASSOCIATION_TEST = ResultFamily(
+    name="association-test",
+    summary="embedding association tests (WEAT/SEAT): an effect size with a permutation p "
+    "and a bootstrap interval per test",
+    item_kinds=("word-set-term",),
+    measure_kinds=("effect_size",),
+    comparison="effect-size-difference",
+    headline="effect_size",
+    outcomes=False,
+)
+
+FAMILIES: dict[str, ResultFamily] = {f.name: f for f in (PAIR_OUTCOME, ASSOCIATION_TEST)}

@@ -1,0 +1,116 @@
+"""Typed read models: what the store hands the rooms that read it.
+
+Drift, the quality gate, the reports and the CLI never see a database connection or a
+SQL row; they get these shapes from :class:`monitor.store.view.StoreView`. Keeping the
+shapes here (rather than in each reader) is what lets the schema change without edits
+across rooms: a column moves, one query and one model change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+AxisKey = tuple[str, str]  # (benchmark, axis)
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """One ``runs`` row, JSON columns parsed and timestamps aware (UTC).
+
+    The typed attributes are what readers decide on; ``fields`` holds every column, for
+    the provenance diff, which lists every field that differs whatever it is.
+    """
+
+    run_id: str
+    snapshot_id: str
+    snapshot_kind: str
+    snapshot_revision: str
+    metric: str
+    metric_version: str
+    status: str
+    origin: str
+    started_at: datetime
+    finished_at: datetime | None
+    repeat_group: str | None
+    repeat_index: int
+    fingerprint: str
+    notes: str | None
+    fields: Mapping[str, Any] = field(repr=False)
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> StoredRun:
+        return cls(
+            run_id=row["run_id"],
+            snapshot_id=row["snapshot_id"],
+            snapshot_kind=row["snapshot_kind"],
+            snapshot_revision=row["snapshot_revision"],
+            metric=row["metric"],
+            metric_version=row["metric_version"],
+            status=row["status"],
+            origin=row["origin"],
+            started_at=row["started_at"],
+            finished_at=row.get("finished_at"),
+            repeat_group=row.get("repeat_group"),
+            repeat_index=row.get("repeat_index") or 0,
+            fingerprint=row["fingerprint"],
+            notes=row.get("notes"),
+            fields=MappingProxyType(dict(row)),
+        )
+
+    def __getitem__(self, column: str) -> Any:
+        """``run["environment"]``: any column by name, as the row had it."""
+        return self.fields[column]
+
+
+@dataclass
+class AxisOutcomes:
+    """One run's outcomes on one (benchmark, axis): item id → outcome, and the benchmark
+    source versions (without errata) those items came from."""
+
+    outcomes: dict[str, str] = field(default_factory=dict)
+    benchmark_versions: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class TrendRow:
+    """One run's value of one measure on one axis, for a trend line."""
+
+    snapshot_id: str
+    benchmark: str
+    axis: str
+    metric: str
+    run_id: str
+    started_at: datetime
+    status: str
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n: int | None
+
+
+@dataclass(frozen=True)
+class ValidationRow:
+    """The latest result of one quality suite for one run."""
+
+    run_id: str
+    suite: str
+    success: bool
+    results: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ResultFrames:
+    """One run as the results quality suite reads it: the run row, its score rows (with
+    ``<column>_finite`` flags, since pandas cannot tell NULL from NaN) and its measures.
+    Benchmark text is never included."""
+
+    run: pd.DataFrame
+    scores: pd.DataFrame
+    measures: pd.DataFrame

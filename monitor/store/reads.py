@@ -1,0 +1,327 @@
+"""Read-side SQL for the rooms downstream of the store: drift, the quality gate, reports.
+
+Functions of an open connection returning the typed models of ``monitor.store.models``.
+They used to live in drift, quality and the report input builder; keeping every query
+here means the schema has one owner. Nothing here writes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import duckdb
+
+from monitor.benchmarks.items import source_version
+from monitor.errors import UserInputError
+from monitor.store.models import (
+    AxisKey,
+    AxisOutcomes,
+    ResultFrames,
+    StoredRun,
+    TrendRow,
+    ValidationRow,
+)
+
+RUN_JSON_COLUMNS = ("snapshot_manifest", "dataset_versions", "environment")
+RUN_TIME_COLUMNS = ("started_at", "finished_at")
+SCORE_FLOATS = (
+    "delta",
+    "score_stereo",
+    "score_anti",
+    "lp_stereo",
+    "lp_anti",
+    "prior_stereo",
+    "prior_anti",
+    "prob_stereo",
+    "prob_anti",
+)
+MEASURE_FLOATS = ("value", "ci_low", "ci_high", "p_value")
+
+
+def _rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    cols = [d[0] for d in cur.description or ()]
+    return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+
+
+def _since_param(since: datetime | None) -> list[datetime | None]:
+    """``since`` as the naive UTC timestamp the queries compare with, twice (NULL test)."""
+    return [since.astimezone(UTC).replace(tzinfo=None) if since else None] * 2
+
+
+def _aware(moment: datetime | None) -> datetime | None:
+    return moment.replace(tzinfo=UTC) if isinstance(moment, datetime) else moment
+
+
+# --- runs ---------------------------------------------------------------------------------
+
+
+def run(con: duckdb.DuckDBPyConnection, run_id: str) -> StoredRun:
+    """The ``runs`` row of ``run_id``; ``UserInputError`` if there is none.
+
+    Timestamps are read as UTC and made aware in Python: fetching TIMESTAMPTZ directly
+    would make DuckDB import pytz for every row.
+    """
+    rows = _rows(
+        con.execute(
+            """
+            SELECT * REPLACE (
+                timezone('UTC', started_at) AS started_at,
+                timezone('UTC', finished_at) AS finished_at
+            )
+            FROM runs WHERE run_id = ?
+            """,
+            [run_id],
+        )
+    )
+    if not rows:
+        raise UserInputError(f"run {run_id!r} is not in the store")
+    row = rows[0]
+    for col in RUN_JSON_COLUMNS:
+        if isinstance(row.get(col), str):
+            row[col] = json.loads(row[col])
+    for col in RUN_TIME_COLUMNS:
+        row[col] = _aware(row.get(col))
+    return StoredRun.from_row(row)
+
+
+def axis_outcomes(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[AxisKey, AxisOutcomes]:
+    """Per (benchmark, axis), every scored item's outcome in ``run_id``.
+
+    Benchmark and axis come from ``items`` (the item's identity), not from the run, so a
+    CrowS-Pairs run splits into its bias types.
+    """
+    cur = con.execute(
+        """
+        SELECT i.benchmark, i.axis, i.benchmark_version, s.item_id, s.outcome
+        FROM scores AS s JOIN items AS i USING (item_id)
+        WHERE s.run_id = ?
+        """,
+        [run_id],
+    )
+    out: dict[AxisKey, AxisOutcomes] = defaultdict(AxisOutcomes)
+    for benchmark, axis, version, item_id, outcome in cur.fetchall():
+        entry = out[(benchmark, axis)]
+        entry.outcomes[item_id] = outcome
+        entry.benchmark_versions.add(source_version(version))
+    return dict(out)
+
+
+def default_baseline(con: duckdb.DuckDBPyConnection, run_id: str) -> str | None:
+    """The latest earlier complete run of the same snapshot, outside ``run_id``'s repeat
+    group; one scored with the same metric and version is preferred (see
+    ``monitor.drift.session`` for why)."""
+    run(con, run_id)  # a clear error for an unknown id
+    row = con.execute(
+        """
+        SELECT r.run_id
+        FROM runs AS r, (SELECT * FROM runs WHERE run_id = ?) AS n
+        WHERE r.snapshot_id = n.snapshot_id
+          AND r.status = 'complete'
+          AND r.started_at < n.started_at
+          AND r.run_id <> n.run_id
+          AND (n.repeat_group IS NULL OR r.repeat_group IS NULL
+               OR r.repeat_group <> n.repeat_group)
+        ORDER BY (r.metric = n.metric AND r.metric_version = n.metric_version) DESC,
+                 r.started_at DESC, r.run_id DESC
+        LIMIT 1
+        """,
+        [run_id],
+    ).fetchone()
+    return row[0] if row else None
+
+
+def repeat_group_runs(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
+    """Run ids of ``run_id``'s repeat group (complete ones, and ``run_id`` itself), in
+    repeat order; empty when the run has no repeat group."""
+    r = run(con, run_id)
+    if r.repeat_group is None:
+        return []
+    return [
+        row[0]
+        for row in con.execute(
+            """
+            SELECT run_id FROM runs
+            WHERE repeat_group = ? AND snapshot_id = ? AND metric = ? AND metric_version = ?
+              AND (status = 'complete' OR run_id = ?)
+            ORDER BY repeat_index, run_id
+            """,
+            [r.repeat_group, r.snapshot_id, r.metric, r.metric_version, run_id],
+        ).fetchall()
+    ]
+
+
+def latest_complete(
+    con: duckdb.DuckDBPyConnection, snapshot_id: str, before: datetime | None = None
+) -> str | None:
+    row = con.execute(
+        """
+        SELECT run_id FROM runs
+        WHERE snapshot_id = ? AND status = 'complete'
+          AND (CAST(? AS TIMESTAMPTZ) IS NULL OR started_at < CAST(? AS TIMESTAMPTZ))
+        ORDER BY started_at DESC, run_id DESC LIMIT 1
+        """,
+        [snapshot_id, before, before],
+    ).fetchone()
+    return row[0] if row else None
+
+
+def snapshots_with_complete_runs(con: duckdb.DuckDBPyConnection) -> list[str]:
+    rows = con.execute(
+        "SELECT DISTINCT snapshot_id FROM runs WHERE status = 'complete' ORDER BY 1"
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def latest_repeat_group(con: duckdb.DuckDBPyConnection, snapshot_id: str) -> tuple[str, str] | None:
+    """(repeat group, one of its run ids) of the snapshot's latest group with ≥2 complete
+    runs, or None."""
+    row = con.execute(
+        """
+        SELECT repeat_group, max(run_id) FROM runs
+        WHERE snapshot_id = ? AND status = 'complete' AND repeat_group IS NOT NULL
+        GROUP BY repeat_group HAVING count(*) >= 2
+        ORDER BY max(started_at) DESC LIMIT 1
+        """,
+        [snapshot_id],
+    ).fetchone()
+    return (row[0], row[1]) if row else None
+
+
+# --- what reports show ------------------------------------------------------------------
+
+
+def measure_trend(
+    con: duckdb.DuckDBPyConnection, since: datetime | None, measure: str = "bias_rate"
+) -> list[TrendRow]:
+    """``measure`` over time for every snapshot × benchmark axis × metric, complete runs
+    only, oldest first."""
+    rows = con.execute(
+        """
+        SELECT r.snapshot_id, m.benchmark, m.axis, r.metric, r.run_id,
+               timezone('UTC', r.started_at), r.status, m.value, m.ci_low, m.ci_high, m.n
+        FROM axis_measures m JOIN runs r USING (run_id)
+        WHERE m.measure = ? AND r.status = 'complete'
+          AND (CAST(? AS TIMESTAMP) IS NULL
+               OR timezone('UTC', r.started_at) >= CAST(? AS TIMESTAMP))
+        ORDER BY r.snapshot_id, m.benchmark, m.axis, r.metric, r.started_at, r.run_id
+        """,
+        [measure, *_since_param(since)],
+    ).fetchall()
+    return [
+        TrendRow(s, b, a, metric, rid, started.replace(tzinfo=UTC), status, v, lo, hi, n)
+        for s, b, a, metric, rid, started, status, v, lo, hi, n in rows
+    ]
+
+
+def latest_validations(
+    con: duckdb.DuckDBPyConnection, since: datetime | None
+) -> list[ValidationRow]:
+    """Each run's latest result of each suite, for runs started since ``since``."""
+    rows = con.execute(
+        """
+        SELECT v.run_id, v.suite, v.success, v.results
+        FROM validations v JOIN runs r USING (run_id)
+        WHERE (CAST(? AS TIMESTAMP) IS NULL
+               OR timezone('UTC', r.started_at) >= CAST(? AS TIMESTAMP))
+        QUALIFY row_number() OVER (
+            PARTITION BY v.run_id, v.suite ORDER BY v.validated_at DESC) = 1
+        ORDER BY v.run_id
+        """,
+        _since_param(since),
+    ).fetchall()
+    return [
+        ValidationRow(
+            rid,
+            suite,
+            bool(success),
+            json.loads(results) if isinstance(results, str) else (results or {}),
+        )
+        for rid, suite, success, results in rows
+    ]
+
+
+def runs_since(con: duckdb.DuckDBPyConnection, since: datetime | None) -> list[StoredRun]:
+    """Every run started since ``since`` (all statuses), oldest first."""
+    ids = [
+        r[0]
+        for r in con.execute(
+            """
+            SELECT run_id FROM runs
+            WHERE (CAST(? AS TIMESTAMP) IS NULL
+                   OR timezone('UTC', started_at) >= CAST(? AS TIMESTAMP))
+            ORDER BY started_at, run_id
+            """,
+            _since_param(since),
+        ).fetchall()
+    ]
+    return [run(con, rid) for rid in ids]
+
+
+def runs_by_id(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str]) -> dict[str, StoredRun]:
+    return {rid: run(con, rid) for rid in sorted(set(run_ids))}
+
+
+# --- what the results quality suite reads -----------------------------------------------
+
+
+def _finite_flags(alias: str, columns: Sequence[str]) -> str:
+    return ", ".join(f"isfinite({alias}.{c}) AS {c}_finite" for c in columns)
+
+
+def result_frames(con: duckdb.DuckDBPyConnection, run_id: str) -> ResultFrames:
+    """The run, its scores and its measures as the results suite checks them.
+
+    Pandas cannot tell SQL NULL from NaN once a DOUBLE column is fetched, but the suite
+    must: NULL is "this metric does not produce the number", NaN is a broken score. So
+    every floating column comes with a ``<column>_finite`` flag computed in DuckDB: NULL
+    when the value is NULL, false for NaN and ±inf. Benchmark text is never selected.
+    """
+    frame = con.execute(
+        """
+        SELECT run_id, snapshot_id, snapshot_revision, metric, metric_version, status,
+               CAST(dataset_versions AS VARCHAR) AS dataset_versions,
+               CAST(environment AS VARCHAR)      AS environment,
+               git_commit, device, CAST(started_at AS VARCHAR) AS started_at, n_scored,
+               coalesce(len(json_keys(dataset_versions)), 0) AS n_dataset_versions,
+               coalesce(len(json_keys(environment)), 0)      AS n_environment_fields,
+               list_has_all(coalesce(json_keys(dataset_versions), []), benchmarks)
+                   AS dataset_versions_cover_benchmarks
+        FROM runs WHERE run_id = ?
+        """,
+        [run_id],
+    ).df()
+    if frame.empty:
+        raise UserInputError(f"no run with id {run_id!r} in the store")
+    columns = ", ".join(f"s.{c}" for c in SCORE_FLOATS)
+    scores = con.execute(
+        f"""
+        SELECT s.run_id, s.item_id, s.metric, s.metric_version, s.outcome,
+               r.metric AS run_metric, r.metric_version AS run_metric_version,
+               {columns}, s.n_tokens_stereo, s.n_tokens_anti,
+               {_finite_flags("s", SCORE_FLOATS)},
+               (i.item_id IS NOT NULL) AS item_known,
+               CAST(s.details AS VARCHAR) AS details
+        FROM scores s
+        JOIN runs r ON r.run_id = s.run_id
+        LEFT JOIN items i ON i.item_id = s.item_id
+        WHERE s.run_id = ?
+        ORDER BY s.item_id
+        """,
+        [run_id],
+    ).df()
+    measures = con.execute(
+        f"""
+        SELECT m.run_id, m.benchmark, m.axis, m.measure, m.kind, m.k, m.n, m.value,
+               m.ci_low, m.ci_high, m.p_value, m.method, m.confidence,
+               {_finite_flags("m", MEASURE_FLOATS)}
+        FROM axis_measures m
+        WHERE m.run_id = ?
+        ORDER BY m.benchmark, m.axis, m.measure
+        """,
+        [run_id],
+    ).df()
+    return ResultFrames(run=frame, scores=scores, measures=measures)

