@@ -253,8 +253,17 @@ def test_a_model_without_logprobs_falls_back_to_sampling(chat_server, bhed, moni
     store = Store(monitor_env / "sampling.duckdb")
     events: list[str] = []
     with FaultProxy(chat_server.root) as proxy:
-        # The first chat request is the logprobs probe: refuse it as reasoning models do.
-        proxy.add(Rule("status", path=CHAT, nth={1}, status=400))
+        # The first chat request is the logprobs probe: refuse it as reasoning models do,
+        # with the message OpenAI's reasoning models give.
+        proxy.add(
+            Rule(
+                "status",
+                path=CHAT,
+                nth={1},
+                status=400,
+                message="Unsupported parameter: 'logprobs' is not supported with this model.",
+            )
+        )
         snap = chat_snapshot(f"{proxy.url}/v1", samples=3, sampling_temperature=1.0)
         (out,) = run_snapshot(store, snap, benches, RunOptions(), on_event=events.append)
         log = proxy.exchanges(CHAT)

@@ -27,6 +27,7 @@ from monitor.benchmarks.items import Item
 from monitor.benchmarks.load import load_benchmarks
 from monitor.errors import UserInputError
 from monitor.jobs.lifecycle import RunLifecycle
+from monitor.metrics.outcomes import decide
 from monitor.quality import validate_run
 from monitor.quality.results_suite import validate_run_frames
 from monitor.records import AxisMeasure, ScoreRow
@@ -216,6 +217,18 @@ def corrupt(rows: list[ScoreRow], index: int, **changes) -> list[ScoreRow]:
     return [replace(r, **changes) if i == index else r for i, r in enumerate(rows)]
 
 
+def upstream_bug(rows: list[ScoreRow], index: int, lp_stereo: float) -> list[ScoreRow]:
+    """A backend bug that returns an impossible log-prob: the metric then computes its
+    delta, score and outcome from it, so the row is consistent but out of range."""
+    r = rows[index]
+    score_s = lp_stereo - r.prior_stereo
+    delta = score_s - r.score_anti
+    fixed = replace(
+        r, lp_stereo=lp_stereo, score_stereo=score_s, delta=delta, outcome=decide(delta)
+    )
+    return [fixed if i == index else row for i, row in enumerate(rows)]
+
+
 def failure_for(result, frame: str, column: str):
     matches = [f for f in result.failures if f.frame == frame and column in f.columns]
     assert matches, result.reasons
@@ -239,7 +252,7 @@ def test_good_run_passes_and_is_stored(tmp_path, caste_items, llama_rows):
 
 
 def test_positive_log_prob_fails_naming_item(tmp_path, caste_items, llama_rows):
-    bad = corrupt(llama_rows, 5, lp_stereo=3.2)
+    bad = upstream_bug(llama_rows, 5, lp_stereo=3.2)
     con = build_store(tmp_path / "m.duckdb", caste_items, bad)
     result = check(con)
     assert not result.success
@@ -366,15 +379,18 @@ def test_interval_not_containing_rate_fails(tmp_path, caste_items, llama_rows):
 
 def test_required_numbers_depend_on_metric_family(tmp_path, caste_items, llama_rows):
     # AUL produces score_* but no sentence log-probs: null lp_* is fine there...
+    def mean(lp: float) -> float:
+        return lp / 12  # a mean over 12 tokens, as AUL stores it
+
     aul = [
         ScoreRow(
             r.item_id,
             "aul",
             "1",
-            r.outcome,
-            r.delta,
-            score_stereo=r.lp_stereo / 12,
-            score_anti=r.lp_anti / 12,
+            decide(mean(r.lp_stereo) - mean(r.lp_anti)),
+            mean(r.lp_stereo) - mean(r.lp_anti),
+            score_stereo=mean(r.lp_stereo),
+            score_anti=mean(r.lp_anti),
         )
         for r in llama_rows
     ]
@@ -417,7 +433,7 @@ def test_unknown_metric_fails(tmp_path, caste_items, llama_rows):
 
 
 def test_quarantine_sets_status_and_short_note(tmp_path, caste_items, llama_rows):
-    con = build_store(tmp_path / "m.duckdb", caste_items, corrupt(llama_rows, 5, lp_stereo=3.2))
+    con = build_store(tmp_path / "m.duckdb", caste_items, upstream_bug(llama_rows, 5, 3.2))
     verdict = RunLifecycle(con).gate(RUN_ID)
     assert verdict.status == "quarantined"
     ((status, notes, finished),) = sql(
@@ -467,3 +483,16 @@ def test_importing_the_package_does_not_import_great_expectations():
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "False"
+
+
+def test_a_row_edited_after_scoring_fails_its_recomputation(tmp_path, caste_items, llama_rows):
+    """A tampered delta (log-probs left as they were): the row no longer says what its
+    own numbers give, and the measures no longer follow from the rows."""
+    good = llama_rows[7]
+    bad = corrupt(llama_rows, 7, delta=-good.delta, outcome="stereo" if good.delta < 0 else "anti")
+    con = build_store(tmp_path / "m.duckdb", caste_items, bad, measures=[bias_rate(llama_rows)])
+    result = check(con)
+    row = failure_for(result, "scores", "recomputed")
+    assert row.sample_ids == (f"item_id={good.item_id}",) and "delta" in row.reason
+    measure = failure_for(result, "axis_measures", "recomputed")
+    assert "measure=bias_rate" in measure.reason and "from the rows" in measure.reason

@@ -34,8 +34,9 @@ WRITE_OLD_RUNS = r"""
 import sys
 from datetime import UTC, datetime
 from monitor.benchmarks.load import load_benchmarks
+from monitor.metrics.cll import cll_row
 from monitor.metrics.intervals import axis_measures
-from monitor.records import RunRecord, ScoreRow
+from monitor.records import RunRecord
 from monitor.store.db import Store
 
 store = Store(sys.argv[1])
@@ -59,13 +60,10 @@ def write(run_id, status, day, origin="local", kind="hf-causal", metric="cll"):
     store.add_exclusions(run_id, caste.exclusions)
     rows = []
     for n, it in enumerate(caste.items):
-        delta = ((n * 7919 + day) % 201 - 100) / 37.0
-        outcome = "stereo" if delta > 0 else "anti" if delta < 0 else "tie"
-        rows.append(ScoreRow(it.item_id, metric, "2", outcome, delta,
-                             score_stereo=-40.0 + delta, score_anti=-40.0,
-                             lp_stereo=-50.0 + delta, lp_anti=-50.0, prior_stereo=-10.0,
-                             prior_anti=-10.0, n_tokens_stereo=12, n_tokens_anti=12,
-                             details={"log_ratio": delta}))
+        shift = ((n * 7919 + day) % 201 - 100) / 37.0
+        rows.append(cll_row(it.item_id, lp_stereo=-50.0 + shift, lp_anti=-50.0,
+                            prior_stereo=-10.0, prior_anti=-10.0, n_tokens_stereo=12,
+                            n_tokens_anti=12, n_targets_stereo=1, n_targets_anti=1))
     store.add_scores(run_id, rows)
     store.finish_run(run_id, "running", axis_measures(rows, axes), n_scored=len(rows),
                      n_excluded=len(caste.exclusions))

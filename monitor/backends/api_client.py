@@ -14,9 +14,10 @@ occasionally answers with half a body. This module makes that survivable and acc
   flight and starts no new one after a request failed for good;
 * a **request budget** and a **cost estimate** from the snapshot's prices, printed before
   a run, and the **actual usage and cost** summed from the responses after it;
-* **secrets redacted** from every message this layer produces: the key's value, bearer
-  tokens and ``sk-`` style keys are replaced before a message reaches a log, an
-  exception, the store or a report.
+* **secrets redacted** from every message this layer produces (``monitor.redaction``): the
+  key and the base URL's credentials are registered when the client is built, so they
+  (and their base64 forms) and anything shaped like a credential are replaced before a
+  message reaches a log, an exception, the store or a report.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from __future__ import annotations
 import math
 import os
 import random
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -35,7 +35,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
+from monitor import redaction
 from monitor.errors import SnapshotUnavailable, UserInputError
+from monitor.redaction import Redactor  # noqa: F401  (re-exported for callers and tests)
 from monitor.snapshots.model import ApiSettings, ApiSource
 
 T = TypeVar("T")
@@ -117,31 +119,6 @@ def public_url(url: str | None) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-class Redactor:
-    """Removes secrets from text: the known key values, and anything shaped like a key."""
-
-    _PATTERNS = (
-        re.compile(r"sk-[A-Za-z0-9_\-]{6,}"),
-        re.compile(r"(?i)(bearer\s+)[^\s'\"]+"),
-        re.compile(r"(?i)((?:api[_-]?key|authorization|token)[\"']?\s*[=:]\s*[\"']?)[^\s'\"&,}]+"),
-    )
-
-    def __init__(self, secrets: Iterable[str] = ()) -> None:
-        self._secrets = sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True)
-
-    def add(self, secret: str) -> None:
-        if secret and len(secret) >= 4 and secret not in self._secrets:
-            self._secrets = sorted([*self._secrets, secret], key=len, reverse=True)
-
-    def __call__(self, text: object) -> str:
-        out = str(text)
-        for secret in self._secrets:
-            out = out.replace(secret, "[REDACTED]")
-        for pattern in self._PATTERNS:
-            out = pattern.sub(lambda m: (m.group(1) if m.groups() else "") + "[REDACTED]", out)
-        return out
-
-
 @dataclass
 class ApiClient:
     """An SDK client with the things every call needs next to it."""
@@ -150,7 +127,7 @@ class ApiClient:
     model: str
     snapshot_id: str
     settings: ApiSettings
-    redact: Redactor
+    redact: Callable[[object], str]
     endpoint_url: str  # for the record, without credentials
     provider: str
 
@@ -161,7 +138,10 @@ def make_client(snapshot_id: str, source: ApiSource, settings: ApiSettings) -> A
 
     key = resolve_api_key(snapshot_id, source)
     base_url = resolve_base_url(source)
-    redact = Redactor([key])
+    redaction.register(key)
+    redaction.register_url(base_url)
+    redaction.register_url(os.environ.get("OPENAI_BASE_URL"))
+    redact = redaction.redact
     common = {"api_key": key, "timeout": settings.timeout_s, "max_retries": 0}
     if source.provider == "azure":
         if not base_url:
@@ -261,7 +241,7 @@ class _Wait:
         return self.rng.uniform(0, ceiling)
 
 
-def describe_failure(exc: BaseException, redact: Redactor) -> str:
+def describe_failure(exc: BaseException, redact: Callable[[object], str]) -> str:
     """One line about a failed attempt: HTTP status and the server's own message, or the
     kind of connection failure. Redacted; never includes the request."""
     import openai
@@ -297,7 +277,7 @@ def call_with_retries(
     *,
     what: str,
     max_retries: int,
-    redact: Redactor,
+    redact: Callable[[object], str],
     log: AttemptLog | None = None,
     on_retry: EventSink | None = None,
     sleep: Callable[[float], None] = time.sleep,

@@ -15,6 +15,7 @@ writes into its JSONL, so a batch request and a direct one are byte-for-byte the
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -322,12 +323,20 @@ class ProbeResult:
         }
 
 
-def probe_logprobs(caller: ChatCaller, *, top_logprobs: int, max_tokens: int) -> ProbeResult:
-    """Ask one harmless question with ``top_logprobs``: a 400/422 answer, or an answer
-    without log-probabilities, means this model cannot be scored by forced choice.
+# How servers say a model gives no log-probabilities (OpenAI's reasoning models:
+# "Unsupported parameter: 'logprobs' is not supported with this model.").
+LOGPROBS_UNSUPPORTED = re.compile(r"(?i)\b(top_)?log[ _-]?probs?\b|log[- ]probabilit")
 
-    Other failures (rate limits past the retries, outages) are raised: they say nothing
-    about logprob support and must not silently switch the method.
+
+def probe_logprobs(caller: ChatCaller, *, top_logprobs: int, max_tokens: int) -> ProbeResult:
+    """Ask one harmless question with ``top_logprobs``: a 400/422 answer that names
+    log-probabilities, or an answer without them, means this model cannot be scored by
+    forced choice.
+
+    Every other failure is raised — a wrong key ("Incorrect API key", 401), a 400 about
+    something else, rate limits past the retries, outages: they say nothing about
+    log-probability support and must fail the run with their reason, never silently
+    switch its method.
     """
     req = ChatRequest(
         key="probe/logprobs", prompt=PROBE_PROMPT, max_tokens=max_tokens, top_logprobs=top_logprobs
@@ -335,7 +344,7 @@ def probe_logprobs(caller: ChatCaller, *, top_logprobs: int, max_tokens: int) ->
     try:
         record = caller.call(req, require_logprobs=False)
     except ApiRejected as exc:
-        if exc.status_code in (400, 422):
+        if exc.status_code in (400, 422) and LOGPROBS_UNSUPPORTED.search(exc.server_message):
             return ProbeResult(False, f"HTTP {exc.status_code}: {exc.server_message}")
         raise
     n = max((len(p.top) for p in record.positions), default=0)

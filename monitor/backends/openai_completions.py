@@ -37,6 +37,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from monitor import redaction
+from monitor.backends.api_client import public_url
 from monitor.backends.base import UniqueSequences
 from monitor.errors import SnapshotUnavailable, UserInputError
 from monitor.snapshots.model import ApiSettings, ApiSource, Snapshot
@@ -152,6 +154,9 @@ class OpenAICompletionsLM:
         self._bos = bos_token_id
         self._bos_known = bos_token_id is not None
         self._key = api_key
+        redaction.register(api_key)
+        redaction.register_url(self.base_url)
+        self._public = public_url(self.base_url)  # what messages name: no credentials
         self._emit = on_event or (lambda _msg: None)
         self._lock = threading.Lock()
         self._encode_cache: dict[tuple[str, bool], tuple[int, ...]] = {}
@@ -199,8 +204,11 @@ class OpenAICompletionsLM:
         """Close the HTTP connection pool (the backend is unusable afterwards)."""
         self._client.close()
 
-    def __repr__(self) -> str:  # the default repr would show nothing secret, but be explicit
-        return f"OpenAICompletionsLM(name={self.name!r}, model={self.model!r}, url={self.base_url})"
+    def __repr__(self) -> str:  # no key, and no credentials of the URL
+        return (
+            f"OpenAICompletionsLM(name={self.name!r}, model={self.model!r}, "
+            f"url={public_url(self.base_url)})"
+        )
 
     # --- the CausalLM protocol -------------------------------------------------------
 
@@ -227,7 +235,7 @@ class OpenAICompletionsLM:
             tokens = data.get("tokens") if isinstance(data, dict) else None
             if not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
                 raise ApiUnavailable(
-                    f"snapshot {self.name}: {self._root}/tokenize answered without a token list"
+                    f"snapshot {self.name}: {self._public} /tokenize answered without a token list"
                 )
             cached = tuple(tokens)
             with self._lock:
@@ -242,7 +250,7 @@ class OpenAICompletionsLM:
             text = data.get("prompt") if isinstance(data, dict) else None
             if not isinstance(text, str):
                 raise ApiUnavailable(
-                    f"snapshot {self.name}: {self._root}/detokenize answered without text"
+                    f"snapshot {self.name}: {self._public} /detokenize answered without text"
                 )
             self._decode_cache[tid] = text
         return self._decode_cache[tid]
@@ -304,7 +312,7 @@ class OpenAICompletionsLM:
                 if isinstance(v, int):
                     usage[k] = usage.get(k, 0) + v
         return {
-            "endpoint": f"{self.base_url}{_ENDPOINT}",
+            "endpoint": public_url(f"{self.base_url}{_ENDPOINT}"),
             "provider": self.provider,
             "requested_model": self.model,
             "reported_models": sorted({r.model for r in records if r.model}),
@@ -367,7 +375,7 @@ class OpenAICompletionsLM:
                     self.stats.malformed_responses += 1
                 if attempt + 1 >= attempts:
                     raise ApiUnavailable(
-                        f"snapshot {self.name}: {self.base_url}{_ENDPOINT} gave an unusable "
+                        f"snapshot {self.name}: {self._public}{_ENDPOINT} gave an unusable "
                         f"answer {attempts} times in a row ({exc})"
                     ) from None
                 self._emit(f"{self.name}: unusable completions answer ({exc}); retrying")
@@ -512,7 +520,7 @@ class OpenAICompletionsLM:
                     self.stats.malformed_responses += 1
                 if attempt + 1 >= attempts:
                     raise ApiUnavailable(
-                        f"snapshot {self.name}: {url} answered with malformed JSON "
+                        f"snapshot {self.name}: {public_url(url)} answered with malformed JSON "
                         f"{attempts} times in a row"
                     ) from None
                 time.sleep(min(8.0, 0.5 * 2**attempt))
@@ -538,14 +546,14 @@ class OpenAICompletionsLM:
             kind = "timed out" if isinstance(exc, openai.APITimeoutError) else "could not connect"
             raise ApiUnavailable(
                 self._scrub(
-                    f"snapshot {self.name}: {what} at {self.base_url} {kind} "
+                    f"snapshot {self.name}: {what} at {self._public} {kind} "
                     f"after {self.settings.max_retries} retries"
                 )
             ) from exc
 
-    def _scrub(self, text: str) -> str:
-        key = self._key
-        return text.replace(key, "***") if key and len(key) >= 4 else text
+    @staticmethod
+    def _scrub(text: str) -> str:
+        return redaction.redact(text)
 
 
 def load_completions_lm(

@@ -50,7 +50,7 @@ def fetch_cmd(
     if fmt is Format.json:
         print_json([r.__dict__ for r in results])
         return
-    from rich.table import Table
+    from monitor.cli.output import SafeTable as Table
 
     table = Table()
     for col in ("benchmark", "origin", "sha256", "path"):
@@ -105,7 +105,7 @@ def list_cmd(
     if fmt is Format.json:
         print_json(rows)
         return
-    from rich.table import Table
+    from monitor.cli.output import SafeTable as Table
 
     table = Table()
     for col in ("id", "axis", "region", "rows", "default", "source"):

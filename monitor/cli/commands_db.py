@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from monitor.cli.output import Format, interval, out, pct, print_json
+from monitor.cli.output import Format, err, interval, out, pct, print_json
 
 runs_app = typer.Typer(help="Runs stored in the DuckDB file.", no_args_is_help=True)
 db_app = typer.Typer(
@@ -32,6 +32,15 @@ def _store(db: Path | None, *, must_exist: bool = True):
     return Store.open(path)
 
 
+def _reader(db: Path | None):
+    """The store for a command that only reads: opened read-only, so an archived store on
+    read-only media can be listed, shown, exported, compared and reported on."""
+    from monitor.cli.output import err
+    from monitor.store.db import Store
+
+    return Store.for_reading(db, on_event=lambda m: err.print(m))
+
+
 @runs_app.command("list")
 def runs_list(
     db: DbOpt = None,
@@ -41,11 +50,11 @@ def runs_list(
     fmt: FmtOpt = Format.table,
 ) -> None:
     """List runs, newest first."""
-    runs = _store(db).list_runs(snapshot=snapshot, status=status, limit=limit)
+    runs = _reader(db).list_runs(snapshot=snapshot, status=status, limit=limit)
     if fmt is Format.json:
         print_json(runs)
         return
-    from rich.table import Table
+    from monitor.cli.output import SafeTable as Table
 
     table = Table()
     for col in (
@@ -58,7 +67,10 @@ def runs_list(
         "excluded",
         "trigger",
     ):
-        table.add_column(col)
+        # A run id is shown whole, on one line: a shortened id cannot be pasted into
+        # `show`; other long values wrap rather than being cut.
+        longest = max((len(r["run_id"]) for r in runs), default=0) if col == "run_id" else 0
+        table.add_column(col, no_wrap=col == "run_id", min_width=longest or None, overflow="fold")
     for r in runs:
         table.add_row(
             r["run_id"],
@@ -94,7 +106,7 @@ def show(
     fmt: FmtOpt = Format.table,
 ) -> None:
     """Show one run: provenance, per-axis measures, exclusions, quality results."""
-    store = _store(db)
+    store = _reader(db)
     run = store.get_run(run_id)
     rid = run["run_id"]
     measures = store.axis_measures(rid)
@@ -114,7 +126,7 @@ def show(
             doc["items"] = detail
         print_json(doc)
         return
-    from rich.table import Table
+    from monitor.cli.output import SafeTable as Table
 
     out.print(f"run {rid}  status {run['status']}", style="bold")
     for key in (
@@ -139,18 +151,22 @@ def show(
     out.print("  packages           " + ", ".join(f"{k} {v}" for k, v in sorted(pk.items())))
     for b, v in (run.get("dataset_versions") or {}).items():
         out.print(f"  dataset            {b}: {v.get('label', v)}")
-    table = Table(title="per-axis measures (95% Wilson intervals)", title_justify="left")
-    for col in ("benchmark", "axis", "measure", "value", "95% CI", "k", "n"):
+    table = Table(title="measures (interval level and method per row)", title_justify="left")
+    for col in ("benchmark", "subject", "measure", "value", "interval", "p", "k", "n"):
         table.add_column(col)
     for m in measures:
+        rate = (m.get("kind") or "rate") == "rate"
+        level = f"{100 * (m.get('confidence') or 0.95):g}% {m.get('method') or 'wilson'}"
         table.add_row(
             m["benchmark"],
             m["axis"],
             m["measure"],
-            pct(m["value"]),
-            interval(m["ci_low"], m["ci_high"]),
-            str(m["k"]),
-            str(m["n"]),
+            pct(m["value"]) if rate else _number(m["value"]),
+            (interval(m["ci_low"], m["ci_high"]) if rate else _pair(m["ci_low"], m["ci_high"]))
+            + f" {level}",
+            "—" if m.get("p_value") is None else f"{m['p_value']:.3g}",
+            "—" if m["k"] is None else str(m["k"]),
+            "—" if m["n"] is None else str(m["n"]),
         )
     out.print(table)
     if exclusions:
@@ -169,6 +185,14 @@ def show(
         out.print(t2)
 
 
+def _number(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3f}"
+
+
+def _pair(lo: float | None, hi: float | None) -> str:
+    return "—" if lo is None or hi is None else f"[{lo:.3f}, {hi:.3f}]"
+
+
 def export(
     run_id: Annotated[str, typer.Argument(help="Run id or a unique prefix.")],
     out_dir: Annotated[
@@ -180,7 +204,7 @@ def export(
     and for API runs every request sent and batch submitted; plus a sha256 manifest."""
     from monitor.store.export import export_run
 
-    store = _store(db)
+    store = _reader(db)
     path = export_run(store, store.get_run(run_id)["run_id"], out_dir)
     out.print(str(path))
 
@@ -196,13 +220,28 @@ def merge_cmd(
     """Ingest shards from other machines (e.g. a CI job matrix) into this store.
 
     Runs already present with identical content are skipped; a run id with different
-    content is refused and nothing from that shard is written.
+    content is refused and nothing from that shard is written. Every run added is judged
+    again by the results quality gate here (a shard crossed machines): one that fails
+    is kept as quarantined, and the command exits 1.
     """
+    from monitor.jobs.lifecycle import RunLifecycle
     from monitor.store.merge import merge
 
     store = _store(db, must_exist=False)
     report = merge(store, sources)
+    lifecycle = RunLifecycle(store)
+    quarantined = {}
+    for run_id in report.runs_added:
+        if store.get_run(run_id)["status"] != "complete":
+            continue
+        verdict = lifecycle.gate(run_id)
+        if verdict.status == "quarantined":
+            quarantined[run_id] = verdict.note()
     if fmt is Format.json:
-        print_json(report.to_json())
+        print_json({**report.to_json(), "quarantined": quarantined})
     else:
         out.print(str(report))
+        for run_id, note in quarantined.items():
+            err.print(f"quarantined {run_id}: {note}", style="red")
+    if quarantined:
+        raise typer.Exit(1)

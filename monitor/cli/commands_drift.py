@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from monitor.cli.commands_db import DbOpt, FmtOpt, _store
+from monitor.cli.commands_db import DbOpt, FmtOpt, _reader, _store
 from monitor.cli.output import Format, err, interval, out, pct, print_json
 from monitor.errors import UserInputError
 
@@ -48,13 +48,13 @@ def quality(
         raise typer.Exit(1)
 
 
-def _parse_since(since: str | None) -> datetime | None:
+def _parse_since(since: str | None, option: str = "--since") -> datetime | None:
     if since is None:
         return None
     try:
         return datetime.combine(date.fromisoformat(since), datetime.min.time(), tzinfo=UTC)
     except ValueError as exc:
-        raise UserInputError(f"--since {since!r}: expected a date YYYY-MM-DD") from exc
+        raise UserInputError(f"{option} {since!r}: expected a date YYYY-MM-DD") from exc
 
 
 def _drift(view, run, snapshot, baseline, baseline_snapshot, alpha, confidence):
@@ -149,7 +149,7 @@ def drift(
     """
     if fail_on not in ("regression", "any", "never"):
         raise UserInputError(f"--fail-on {fail_on!r}: use regression, any or never")
-    with _store(db).read() as view:
+    with _reader(db).read() as view:
         result = _drift(view, run, snapshot, baseline, baseline_snapshot, alpha, confidence)
     if fmt is Format.json:
         print_json(_drift_json(result, show_flips))
@@ -200,7 +200,7 @@ def _drift_json(result, show_flips: bool) -> dict:
 
 
 def _drift_table(result, show_flips: bool) -> None:
-    from rich.table import Table
+    from monitor.cli.output import SafeTable as Table
 
     for p in result.pairs:
         if p.baseline_run_id is None:
@@ -222,7 +222,9 @@ def _drift_table(result, show_flips: bool) -> None:
         "p(BH)",
         "verdict",
     ):
-        table.add_column(col)
+        whole = col in ("new run", "baseline")  # ids are shown whole, on one line
+        width = max((len(c.new_run_id) for c in result.comparisons), default=0)
+        table.add_column(col, no_wrap=whole, min_width=width if whole else None)
     for c in result.comparisons:
         d = c.paired
         delta = "—" if d.delta is None else f"{100 * d.delta:+.1f} {interval(d.ci_low, d.ci_high)}"
@@ -288,18 +290,31 @@ def report(
 ) -> None:
     """Write the Markdown (PR comment / job summary), self-contained HTML and JSON reports."""
     from monitor.drift.report_input import build_report_input
-    from monitor.report import render_markdown, write_report
+    from monitor.report import append_summary, write_report
 
     since_at = _parse_since(since)
-    with _store(db).read() as view:
+    with _reader(db).read() as view:
         result = _drift(view, run, snapshot, baseline, baseline_snapshot, alpha, confidence)
         data = build_report_input(view, result, title=title, since=since_at, with_flips=show_flips)
+    if summary is not None:  # refused before anything is written
+        _check_appendable(summary)
     paths = write_report(data, out_dir)
     if summary is not None:
-        with summary.open("a", encoding="utf-8") as fh:
-            fh.write(render_markdown(data) + "\n")
+        append_summary(data, summary)
     for kind, path in paths.items():
         out.print(f"{kind}: {path}")
+
+
+def _check_appendable(path: Path) -> None:
+    import os
+
+    if path.is_dir():
+        raise UserInputError(f"--summary {path}: is a folder, not a file")
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise UserInputError(f"--summary {path}: {folder} is not a folder")
+    if not os.access(path if path.exists() else folder, os.W_OK):
+        raise UserInputError(f"--summary {path}: not writable")
 
 
 @import_app.command("caste-bias")
@@ -326,7 +341,7 @@ def import_caste_bias_cmd(
 
     if not folder.is_dir():
         raise UserInputError(f"{folder}: not a folder")
-    _parse_since(on_date)
+    _parse_since(on_date, "--date")
     # Study rows are mapped to our item ids, so the pinned Indian-BhED files must be here.
     from monitor.benchmarks.fetch import fetch
     from monitor.benchmarks.manifest import load_manifest

@@ -183,11 +183,16 @@ def _outcome_dict(o) -> dict:
 def _print_summary(outcomes, excluded) -> None:
     from collections import Counter
 
-    from rich.table import Table
+    from monitor.cli.output import SafeTable as Table
 
     for o in outcomes:
         if o.status == "skipped":
             err.print(f"skipped {o.snapshot_id}: {o.reason}", style="yellow")
+            continue
+        if o.status in ("failed", "pending"):
+            where = f" (run {o.run_id})" if o.run_id else ""
+            style = "red" if o.status == "failed" else "yellow"
+            err.print(f"{o.status} {o.snapshot_id}{where}: {o.reason}", style=style)
             continue
         if o.run_id is None:
             continue
@@ -247,7 +252,7 @@ def snapshots_list(
             ]
         )
         return
-    from rich.table import Table
+    from monitor.cli.output import SafeTable as Table
 
     table = Table()
     for col in ("id", "kind", "default", "metrics", "revision"):

@@ -1,6 +1,9 @@
 """Rendering helpers shared by commands: rich tables for people, JSON for machines.
 
 Progress and notices go to stderr so that ``--format json`` on stdout stays parseable.
+Everything printed passes through ``monitor.display.safe_text``: stored strings (a
+trigger, a model name an API reported, a note) cannot drive the terminal with escape
+sequences or show a credential.
 """
 
 from __future__ import annotations
@@ -8,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import date, datetime
@@ -23,14 +27,41 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.table import Table
+
+from monitor.display import json_visible, safe_text
+from monitor.redaction import redact
+
+
+class SafeConsole(Console):
+    """A console that shows text, never runs it: strings are made safe before printing."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        super().print(*(safe_text(o) if isinstance(o, str) else o for o in objects), **kwargs)
+
+
+class SafeTable(Table):
+    """A table whose title and cells are made safe as they are added."""
+
+    def __init__(self, *args: Any, title: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, title=None if title is None else safe_text(title), **kwargs)
+
+    def add_row(self, *cells: Any, **kwargs: Any) -> None:
+        super().add_row(*(safe_text(c) if isinstance(c, str) else c for c in cells), **kwargs)
+
 
 # Wide enough for the summary tables when output goes to a file or CI log (not a tty).
 # markup=False: messages carry file names, API errors and ids with brackets, never markup.
-out = Console(
+out = SafeConsole(
     highlight=False, markup=False, soft_wrap=True, width=None if sys.stdout.isatty() else 140
 )
-err = Console(
-    stderr=True, highlight=False, markup=False, width=None if sys.stderr.isatty() else 140
+# soft_wrap: a message is one line however long, so a log or a `2>` file keeps it whole.
+err = SafeConsole(
+    stderr=True,
+    highlight=False,
+    markup=False,
+    soft_wrap=True,
+    width=None if sys.stderr.isatty() else 140,
 )
 
 
@@ -59,7 +90,8 @@ def _clean(o: Any) -> Any:
 
 
 def print_json(data: Any) -> None:
-    print(json.dumps(_clean(data), indent=2, default=_default, ensure_ascii=False))
+    text = json.dumps(_clean(data), indent=2, default=_default, ensure_ascii=False)
+    print(json_visible(redact(text)))
 
 
 def pct(x: float | None) -> str:
@@ -72,9 +104,20 @@ def interval(lo: float | None, hi: float | None) -> str:
     return f"[{100 * lo:.1f}, {100 * hi:.1f}]"
 
 
+PLAIN_PROGRESS_EVERY_S = 30.0  # a line at least this often when stderr is not a terminal
+
+
 @contextmanager
 def progress_bars() -> Iterator[Callable[[str, int], Callable[[int], None]]]:
-    """Yield a factory: ``factory(label, total)`` adds a bar and returns its advance function."""
+    """Yield a factory: ``factory(label, total)`` adds a bar and returns its advance function.
+
+    On a terminal these are live rich bars. In a log (CI, ``2> file``) a redrawn bar
+    becomes ``\r``-joined lines that appear only at the end, so plain lines are printed
+    instead: one at every tenth of the work and at least every 30 seconds.
+    """
+    if not err.is_terminal:
+        yield _plain_progress
+        return
     with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -87,7 +130,7 @@ def progress_bars() -> Iterator[Callable[[str, int], Callable[[int], None]]]:
     ) as progress:
 
         def factory(label: str, total: int) -> Callable[[int], None]:
-            task = progress.add_task(label, total=total)
+            task = progress.add_task(safe_text(label), total=total)
 
             def advance(n: int) -> None:
                 progress.advance(task, n)
@@ -95,3 +138,24 @@ def progress_bars() -> Iterator[Callable[[str, int], Callable[[int], None]]]:
             return advance
 
         yield factory
+
+
+def _plain_progress(label: str, total: int) -> Callable[[int], None]:
+    started = last = time.monotonic()
+    done = 0
+    next_tenth = 1
+
+    def advance(n: int) -> None:
+        nonlocal done, last, next_tenth
+        done += n
+        now = time.monotonic()
+        reached = total > 0 and done * 10 >= next_tenth * total
+        if reached or now - last >= PLAIN_PROGRESS_EVERY_S or done >= total:
+            while total > 0 and done * 10 >= next_tenth * total:
+                next_tenth += 1
+            last = now
+            share = f" ({100 * done / total:.0f}%)" if total else ""
+            err.print(f"{label}: {done}/{total} items{share}, {now - started:.0f} s")
+
+    err.print(f"{label}: {total} items to score")
+    return advance

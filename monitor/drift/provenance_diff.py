@@ -29,7 +29,9 @@ _EXACT: dict[str, Category] = {
     "benchmarks": "measurement",
     "seed": "measurement",
     "device": "environment",
-    "dtype": "environment",
+    # The number format is chosen for the run (--dtype) and changes what is computed:
+    # a measurement change, never "environment drift" of a pinned model.
+    "dtype": "measurement",
     "batch_size": "environment",
     "git_commit": "environment",
     "monitor_version": "environment",
@@ -75,7 +77,7 @@ _LAST_SEGMENT: dict[str, Category] = {
     "cudnn": "environment",
     "gpu_name": "environment",
     "device": "environment",
-    "dtype": "environment",
+    "dtype": "measurement",
     "python": "environment",
     "platform": "environment",
     "machine": "environment",

@@ -99,9 +99,20 @@ def select_pairs(
                 raise UserInputError(f"snapshot {baseline_snapshot!r} has no complete run")
         else:
             base = view.default_baseline(rid)
-        reason = None if base else "no earlier complete run of this snapshot"
-        pairs.append(Pair(rid, base, row.snapshot_id, reason))
+        pairs.append(Pair(rid, base, row.snapshot_id, None if base else _why_none(view, rid)))
     return pairs
+
+
+def _why_none(view: StoreView, run_id: str) -> str:
+    """Why a run has no baseline, truthfully: the only earlier runs of a repeat group are
+    its own repeats, which measure the noise floor and are never its baseline."""
+    repeats = [r for r in view.repeat_group_runs(run_id) if r != run_id]
+    if repeats:
+        return (
+            f"no complete run outside its repeat group; its {len(repeats)} repeat(s) in the "
+            "same command measure the noise floor instead of serving as a baseline"
+        )
+    return "no earlier complete run of this snapshot"
 
 
 def snapshot_noise(

@@ -202,8 +202,15 @@ def score_snapshot(ctx: JobContext) -> list[RunOutcome]:
             probe = probe_logprobs(
                 caller, top_logprobs=settings.top_logprobs, max_tokens=settings.max_tokens
             )
-        except ApiError as exc:
-            return [RunOutcome(snapshot.id, None, "skipped", reason=str(exc))]
+        except ApiError as exc:  # a wrong key, an outage: the run fails, with the reason
+            return [
+                RunOutcome(
+                    snapshot.id,
+                    None,
+                    "failed",
+                    reason=api.redact(f"the start-of-run probe failed: {exc}"),
+                )
+            ]
         if not probe.accepted:
             method = method_for(SAMPLED_CHOICE, settings)
             fallback = (
@@ -274,13 +281,9 @@ def _one_run(p: _Plan, rep: int) -> RunOutcome:
     """One repeat: begin or resume the run, ask what is missing, store, finalise."""
     ctx, snapshot, method, settings = p.ctx, p.ctx.snapshot, p.method, p.settings
     store, items = ctx.store, ctx.items
-    resumable = store.find_resumable(p.fingerprint) if ctx.options.resume else None
-    already: set[str] = set()
-    stored: dict[str, ResponseRecord] = {}
-    if resumable is not None:
-        already = store.scored_item_ids(resumable)
-        rows = sorted(store.api_requests(resumable, status="ok"), key=lambda r: r["created_at"])
-        stored = {r["request_key"]: record_from_row(r) for r in rows}
+    owner = ctx.lifecycle.owner
+    resumable = store.peek_resumable(p.fingerprint, owner) if ctx.options.resume else None
+    already, stored = _stored_answers(store, resumable)
     todo_items = [it.item_id for it in items if it.item_id not in already]
     pending = [q for i in todo_items for q in p.plan[i] if q.key not in stored]
     estimate = estimate_cost(
@@ -293,6 +296,10 @@ def _one_run(p: _Plan, rep: int) -> RunOutcome:
     p.budget.check_plan(len(pending))  # refused before anything is written
 
     run = _open(p, rep, len(stored))
+    if run.run_id != resumable:  # another process took that run meanwhile: ours is this one
+        already, stored = _stored_answers(store, run.run_id if run.resumed else None)
+        todo_items = [it.item_id for it in items if it.item_id not in already]
+        pending = [q for i in todo_items for q in p.plan[i] if q.key not in stored]
     if run.resumed:
         p.on_event(
             f"{snapshot.id}: {len(stored)} of {sum(len(v) for v in p.plan.values())} "
@@ -352,6 +359,7 @@ def _one_run(p: _Plan, rep: int) -> RunOutcome:
             + "; rerun the same command to ingest the answers"
         )
         store.set_status(run.run_id, "interrupted", note)
+        ctx.lifecycle.release(run.run_id)
         p.on_event(f"{snapshot.id}: {note}")
         return RunOutcome(
             snapshot.id, run.run_id, "pending", reason=note, resumed_from=attempt.resumed_from
@@ -378,6 +386,14 @@ def _one_run(p: _Plan, rep: int) -> RunOutcome:
         n_excluded=ctx.n_excluded,
         resumed_from=attempt.resumed_from,
     )
+
+
+def _stored_answers(store, run_id: str | None) -> tuple[set[str], dict[str, ResponseRecord]]:
+    """Items already scored and answers already stored for a run being resumed."""
+    if run_id is None:
+        return set(), {}
+    rows = sorted(store.api_requests(run_id, status="ok"), key=lambda r: r["created_at"])
+    return store.scored_item_ids(run_id), {r["request_key"]: record_from_row(r) for r in rows}
 
 
 def _usage_patch(

@@ -4,7 +4,10 @@ Local models, API chat/responses models, vLLM completions, the Batch API and imp
 all go through :class:`RunLifecycle`:
 
 1. **begin or resume** — a killed run of the same fingerprint is resumed with what it
-   already stored; otherwise a new run is recorded with its items and exclusions;
+   already stored; otherwise a new run is recorded with its items and exclusions. Either
+   way this process then holds the run's lease (``monitor.store.leases``), refreshed by
+   a heartbeat while it scores: a second process with the same configuration starts its
+   own run instead of scoring into this one, and a killed owner's run stays resumable;
 2. **score** inside :meth:`RunLifecycle.attempt`, which turns what goes wrong into a status:
    Ctrl-C → ``interrupted`` (re-raised), a ``MonitorError`` → ``failed`` with its reason
    (the repeat ends, the command goes on), anything else → ``failed`` and re-raised;
@@ -18,8 +21,9 @@ one place, and an imported run is judged exactly like a scored one.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -30,6 +34,7 @@ from monitor.metrics.registry import get_metric
 from monitor.quality.gate import GateVerdict, judge
 from monitor.records import RunRecord, ScoreRow
 from monitor.store.db import Store
+from monitor.store.leases import HEARTBEAT_EVERY_S, Owner
 
 Redact = Callable[[str], str]
 MAX_FAILURE_CHARS = 500
@@ -68,6 +73,7 @@ class RunLifecycle:
 
     store: Store
     on_event: EventSink = field(default=lambda _msg: None)
+    owner: Owner = field(default_factory=Owner)
 
     # 1. begin or resume ----------------------------------------------------------------
 
@@ -83,7 +89,12 @@ class RunLifecycle:
     ) -> OpenRun:
         """Resume the latest unfinished run with ``fingerprint`` (when ``resume``), else
         begin a new one from ``new_record()`` and store its items and exclusions."""
-        run_id = self.store.find_resumable(fingerprint) if resume else None
+        run_id, busy = self.store.claim_resumable(fingerprint, self.owner) if resume else (None, [])
+        for lease in busy:
+            self.on_event(
+                f"run {lease.run_id} of the same configuration is being scored by "
+                f"{lease.describe()}; this command scores its own run"
+            )
         if run_id is not None:
             already = frozenset(self.store.scored_item_ids(run_id))
             note = (
@@ -98,7 +109,7 @@ class RunLifecycle:
             return OpenRun(run_id, already, True)
         record = new_record()
         with self.store.session():
-            self.store.begin_run(record)
+            self.store.begin_run(record, owner=self.owner)
             self.store.upsert_items(items)
             for b in benches:
                 self.store.add_exclusions(record.run_id, b.exclusions)
@@ -122,20 +133,25 @@ class RunLifecycle:
         shown (an API error may quote a credential the server echoed).
         """
         state = Attempt(run.run_id, snapshot_id, len(run.already_scored))
+        beating = self._heartbeat(run.run_id)
         try:
             yield state
         except KeyboardInterrupt:
+            beating.set()
             self._close(before_close)
             self.store.set_status(
                 run.run_id, "interrupted", "interrupted by the user; rerun to resume"
             )
+            self.release(run.run_id)
             raise
         except Exception as exc:  # recorded, then surfaced: a run must not stay 'running'
+            beating.set()
             try:
                 self._close(before_close)
             finally:
                 reason = redact(f"{type(exc).__name__}: {exc}")[:MAX_FAILURE_CHARS]
                 self.store.set_status(run.run_id, "failed", reason)
+                self.release(run.run_id)
             if not isinstance(exc, MonitorError):
                 raise
             state.outcome = RunOutcome(
@@ -146,7 +162,26 @@ class RunLifecycle:
                 resumed_from=state.resumed_from,
             )
         else:
+            beating.set()
             self._close(before_close)
+
+    def _heartbeat(self, run_id: str) -> threading.Event:
+        """Refresh this process's lease on ``run_id`` every few seconds until the returned
+        event is set: long backend calls write nothing, and a silent owner looks dead."""
+        stop = threading.Event()
+
+        def beat() -> None:
+            while not stop.wait(HEARTBEAT_EVERY_S):
+                # A busy store only delays this beat; the next one will do.
+                with suppress(MonitorError):
+                    self.store.heartbeat(run_id, self.owner)
+
+        threading.Thread(target=beat, name=f"lease-{run_id}", daemon=True).start()
+        return stop
+
+    def release(self, run_id: str) -> None:
+        """Give up this process's lease on ``run_id`` (it is finished, failed or waiting)."""
+        self.store.release(run_id, self.owner)
 
     @staticmethod
     def _close(before_close: Callable[[], None] | None) -> None:

@@ -50,7 +50,9 @@ def score_snapshot(ctx: JobContext) -> list[RunOutcome]:
                 repeat_index=rep,
                 device=backend.device,
                 dtype=backend.dtype,
-                batch_size=options.batch_size,
+                # What was used, also when the backend's default was: "None" would not
+                # say how the scores were batched (float32 results depend on it).
+                batch_size=options.batch_size or getattr(backend, "batch_size", None),
                 environment=environment(backend.device),
                 origin=ctx.kind.origin,
             ),

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from monitor.errors import UserInputError
-from monitor.metrics import caste_study
+from monitor.metrics import caste_study, consistency
 from monitor.metrics.aul import AUL, AUL_VERSION
 from monitor.metrics.cll import CLL, CLL_VERSION, ULL, ULL_VERSION
 from monitor.metrics.cll_reference import CLL_REFERENCE, CLL_REFERENCE_VERSION
@@ -61,6 +61,9 @@ class MetricSpec:
     numbers: ItemNumbers
     aggregate: Aggregate
     requests: str  # "causal-logprobs" | "masked-logprobs" | "chat-answers" | "imported"
+    # Rebuilds a stored row from its stored inputs and names the fields that disagree
+    # (``monitor.metrics.consistency``); None where rows cannot be rebuilt.
+    check_row: consistency.CheckRow | None = None
 
 
 METRICS: dict[str, MetricSpec] = {
@@ -75,6 +78,7 @@ METRICS: dict[str, MetricSpec] = {
             LOG_LIKELIHOOD,
             axis_measures,
             "causal-logprobs",
+            consistency.check_cll,
         ),
         MetricSpec(
             CLL_REFERENCE,
@@ -84,6 +88,7 @@ METRICS: dict[str, MetricSpec] = {
             LOG_LIKELIHOOD,
             axis_measures,
             "causal-logprobs",
+            consistency.check_cll_reference,
         ),
         MetricSpec(
             ULL,
@@ -93,6 +98,7 @@ METRICS: dict[str, MetricSpec] = {
             LOG_LIKELIHOOD,
             axis_measures,
             "causal-logprobs",
+            consistency.check_ull,
         ),
         MetricSpec(
             AUL,
@@ -102,6 +108,7 @@ METRICS: dict[str, MetricSpec] = {
             PSEUDO_LOG_LIKELIHOOD,
             axis_measures,
             "masked-logprobs",
+            consistency.check_aul,
         ),
         MetricSpec(
             FORCED_CHOICE,

@@ -11,12 +11,14 @@ whatever the metric.
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from monitor.metrics.registry import METRICS, MetricSpec
 from monitor.quality.suites import Check, CheckedFrame, SuiteResult, run_suite
-from monitor.records import Outcome
+from monitor.records import Measure, Outcome, ScoreRow
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -88,6 +90,7 @@ def validate_run_frames(
     run = run.copy()
     metric = str(run["metric"].iloc[0]) if len(run) else None
     spec = spec_of(metric)
+    scores, measures = recomputed(spec, scores, _with_measure_kinds(measures))
     run["metric_registered"] = spec is not None
     raw_n_scored = run["n_scored"].iloc[0] if len(run) else None
     n_scored = None if pd.isna(raw_n_scored) else int(raw_n_scored)  # NULL: run not finished
@@ -102,13 +105,95 @@ def validate_run_frames(
         ),
         CheckedFrame(
             "axis_measures",
-            _with_measure_kinds(measures),
+            measures,
             measure_checks(),
             ("benchmark", "axis", "measure"),
         ),
     ]
     subject = str(run["run_id"].iloc[0]) if len(run) else "?"
     return run_suite(SUITE, subject, frames)
+
+
+OK = "ok"
+TOLERANCE = 1e-12  # recomputed from the same float64 inputs by the same code: exact
+
+
+def recomputed(
+    spec: MetricSpec | None, scores: pd.DataFrame, measures: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Add a ``recomputed`` column to both frames: "ok" where a stored number equals what
+    the metric's own code gives from the stored inputs, else what differs.
+
+    Per score row: the spec's ``check_row`` rebuilds delta, side scores and outcome from
+    the stored log-probs and priors. Per measure: the spec's ``aggregate`` recomputes the
+    run's measures from its stored rows (k, n, value, interval). A row edited after
+    scoring — a tampered shard whose manifest was recomputed — fails here.
+    """
+    needed = {"details", "item_benchmark", "item_axis"}
+    scores, measures = scores.copy(), measures.copy()
+    if spec is None or not needed <= set(scores.columns):
+        # A frame without those columns (an old shard): nothing to rebuild, nothing checked.
+        scores["recomputed"] = None
+        measures["recomputed"] = None
+        return scores, measures
+    rows = [_score_row(r) for r in scores.to_dict("records")]
+    check = spec.check_row
+    scores["recomputed"] = [
+        OK if check is None or not (bad := check(row)) else f"{', '.join(bad)} differ"
+        for row in rows
+    ]
+    axes = {r["item_id"]: (r["item_benchmark"], r["item_axis"]) for r in scores.to_dict("records")}
+    try:
+        expected = {(m.benchmark, m.axis, m.measure): m for m in spec.aggregate(rows, axes)}
+    except (ValueError, KeyError, TypeError) as exc:
+        expected = {}
+        scores["recomputed"] = f"measures cannot be recomputed: {exc}"
+    measures["recomputed"] = [
+        _measure_matches(m, expected.get((m["benchmark"], m["axis"], m["measure"])))
+        for m in measures.to_dict("records")
+    ]
+    return scores, measures
+
+
+def _none(value: Any) -> Any:
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def _score_row(r: dict[str, Any]) -> ScoreRow:
+    """A frame row back into the record the metric code reads (NULL/NaN → None)."""
+    return ScoreRow(
+        item_id=r["item_id"],
+        metric=r["metric"],
+        metric_version=r["metric_version"],
+        outcome=_none(r["outcome"]),
+        delta=_none(r["delta"]),
+        score_stereo=_none(r["score_stereo"]),
+        score_anti=_none(r["score_anti"]),
+        lp_stereo=_none(r["lp_stereo"]),
+        lp_anti=_none(r["lp_anti"]),
+        prior_stereo=_none(r["prior_stereo"]),
+        prior_anti=_none(r["prior_anti"]),
+        prob_stereo=_none(r["prob_stereo"]),
+        prob_anti=_none(r["prob_anti"]),
+        n_tokens_stereo=_none(r["n_tokens_stereo"]),
+        n_tokens_anti=_none(r["n_tokens_anti"]),
+        details=json.loads(r["details"]) if isinstance(r["details"], str) else {},
+    )
+
+
+def _measure_matches(stored: dict[str, Any], fresh: Measure | None) -> str:
+    if fresh is None:
+        return "not derivable from the run's rows"
+    diffs = []
+    for name in ("k", "n"):
+        a, b = _none(stored[name]), getattr(fresh, name)
+        if (None if a is None else int(a)) != b:
+            diffs.append(f"{name} {a} ≠ {b} from the rows")
+    for name in ("value", "ci_low", "ci_high"):
+        a, b = _none(stored[name]), getattr(fresh, name)
+        if (a is None) != (b is None) or (a is not None and abs(a - b) > TOLERANCE):
+            diffs.append(f"{name} differs from the rows")
+    return OK if not diffs else "; ".join(diffs)
 
 
 def _with_measure_kinds(measures: pd.DataFrame) -> pd.DataFrame:
@@ -269,6 +354,15 @@ def score_checks(
                 f"{column} counts at least one scored token where present",
             )
         )
+    checks.append(
+        Check(
+            "ExpectColumnValuesToBeInSet",
+            {"column": "recomputed", "value_set": [OK]},
+            "each row's delta, side scores and outcome equal what the metric computes from "
+            "the row's own stored log-probs and priors",
+            when=(("recomputed", "not_null", None),),
+        )
+    )
     if spec is not None:
         numbers = spec.numbers
         checks += [
@@ -380,4 +474,12 @@ def measure_checks() -> list[Check]:
         )
         for column in ("ci_low", "ci_high")
     ]
+    checks.append(
+        Check(
+            "ExpectColumnValuesToBeInSet",
+            {"column": "recomputed", "value_set": [OK]},
+            "each measure equals what the metric's aggregation gives from the run's stored rows",
+            when=(("recomputed", "not_null", None),),
+        )
+    )
     return checks

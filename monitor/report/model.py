@@ -21,6 +21,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from monitor.display import safe_text
+
 SCHEMA_VERSION = 1
 
 Verdict = Literal["regression", "improvement", "no significant change", "not comparable"]
@@ -68,8 +70,25 @@ Interval = Annotated[tuple[float, float] | None, BeforeValidator(_interval)]
 Text = Annotated[str | None, BeforeValidator(_as_text)]
 
 
+def _shown_safely(value: Any) -> Any:
+    """Every string a report shows, made safe once, here, for all three renderers: no
+    terminal or bidi control characters (made visible), no credentials (redacted)."""
+    if isinstance(value, str):
+        return safe_text(value)
+    if isinstance(value, dict):
+        return {k: _shown_safely(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_shown_safely(v) for v in value)
+    return value
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="null")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _safe_text(cls, data: Any) -> Any:
+        return _shown_safely(data) if isinstance(data, dict) else data
 
 
 class TrendPoint(_Frozen):

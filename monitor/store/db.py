@@ -26,10 +26,13 @@ n_excluded, notes) and its axis measures, which ``finish_run`` replaces whole.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
+import tempfile
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -43,7 +46,8 @@ from monitor.benchmarks.items import Exclusion, Item
 from monitor.errors import UserInputError
 from monitor.paths import default_db_path
 from monitor.records import Measure, RunRecord, RunStatus, ScoreRow
-from monitor.store import codec, migrate, queries, sql
+from monitor.redaction import redact_json
+from monitor.store import codec, leases, migrate, queries, sql
 from monitor.store.view import StoreView
 
 STATUSES: tuple[str, ...] = get_args(RunStatus)
@@ -74,6 +78,20 @@ def _is_lock_error(exc: BaseException) -> bool:
 
 def _first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def _writable(path: Path) -> bool:
+    """Whether this process can write ``path`` and create its .wal beside it (tried, not
+    asked: ``os.access`` says yes to root even on read-only media)."""
+    probe = path.with_name(f".{path.name}.{os.getpid()}.probe")
+    try:
+        with path.open("r+b"):
+            pass
+        probe.touch()
+    except OSError:
+        return False
+    probe.unlink(missing_ok=True)
+    return True
 
 
 def check_writable(path: Path) -> None:
@@ -113,6 +131,7 @@ class Store:
         *,
         read_only: bool = False,
         lock_timeout: float = 30.0,
+        check_version: bool = True,
     ) -> None:
         self.path = Path(path if path is not None else default_db_path()).expanduser()
         self.read_only = read_only
@@ -120,11 +139,43 @@ class Store:
         self._active: tuple[duckdb.DuckDBPyConnection, bool] | None = None
         self._in_transaction = False
         self._lock = threading.RLock()
+        self._check_version = check_version
         self.schema_version = self._prepare()
 
     @classmethod
     def open(cls, path: Path | str | None = None, **kwargs: Any) -> Store:
         return cls(path, **kwargs)
+
+    @classmethod
+    def for_reading(
+        cls, path: Path | str | None = None, *, on_event: Callable[[str], None] | None = None
+    ) -> Store:
+        """A store to read from, whatever the medium: read-only when the file is current
+        (an archived store on read-only media can be inspected and reported on), upgraded
+        in place when it is older and writable (as any command did before), and read
+        from an upgraded temporary copy when it is older and cannot be written."""
+        target = Path(path if path is not None else default_db_path()).expanduser()
+        if not target.is_file():
+            raise UserInputError(
+                f"no database at {target}; run `bias-monitor run` first or pass --db"
+            )
+        label = f"database {target}"
+        probe = cls(target, read_only=True, check_version=False)
+        version = probe.schema_version
+        migrate.check_not_newer(version, label)
+        if version == migrate.latest_version():
+            return probe
+        if _writable(target):
+            return cls(target)
+        copy = Path(tempfile.mkdtemp(prefix="bias-monitor-ro-")) / target.name
+        shutil.copyfile(target, copy)
+        atexit.register(shutil.rmtree, copy.parent, True)
+        if on_event is not None:
+            on_event(
+                f"{label} has schema version {version} and cannot be written; reading an "
+                f"upgraded temporary copy (the file itself is left as it is)"
+            )
+        return cls(copy)
 
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r}, schema_version={self.schema_version})"
@@ -222,7 +273,7 @@ class Store:
             with self._connect() as con:
                 version = migrate.installed_version(con, label)
             migrate.check_not_newer(version, label)
-            if version < migrate.latest_version():
+            if self._check_version and version < migrate.latest_version():
                 raise UserInputError(
                     f"{label} has schema version {version} and needs an upgrade to "
                     f"{migrate.latest_version()}; open it once without read-only"
@@ -277,8 +328,9 @@ class Store:
 
     # -- writes ----------------------------------------------------------------------
 
-    def begin_run(self, run: RunRecord) -> None:
-        """Record a new run (status ``running`` unless the record says otherwise)."""
+    def begin_run(self, run: RunRecord, *, owner: leases.Owner | None = None) -> None:
+        """Record a new run (status ``running`` unless the record says otherwise); with
+        ``owner``, the run is leased to it in the same transaction."""
         _check_status(run.status)
         params = codec.run_params(run)
         columns = ", ".join(params)
@@ -287,6 +339,56 @@ class Store:
             if sql.one(con, "SELECT 1 FROM runs WHERE run_id = ?", [run.run_id]):
                 raise UserInputError(f"run {run.run_id} already exists in {self.path}")
             con.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", list(params.values()))
+            if owner is not None:
+                leases.take(con, run.run_id, owner)
+
+    # -- leases: one owning process per run in progress (see monitor.store.leases) ----
+
+    def claim_resumable(
+        self,
+        fingerprint: str,
+        owner: leases.Owner,
+        *,
+        stale_after: timedelta = leases.DEFAULT_STALE_AFTER,
+    ) -> tuple[str | None, list[leases.Lease]]:
+        """Take over the newest unfinished run with ``fingerprint`` whose owner is gone;
+        returns its id (or None) and the live leases of runs passed over."""
+        with self._transaction() as con:
+            candidates = queries.resumable_runs(con, fingerprint)
+            run_id, passed = leases.first_free(con, candidates, owner, codec.now(), stale_after)
+            if run_id is not None:
+                leases.take(con, run_id, owner)
+        return run_id, passed
+
+    def peek_resumable(
+        self,
+        fingerprint: str,
+        owner: leases.Owner,
+        *,
+        stale_after: timedelta = leases.DEFAULT_STALE_AFTER,
+    ) -> str | None:
+        """The run :meth:`claim_resumable` would take now, without taking it."""
+        with self._connect() as con:
+            candidates = queries.resumable_runs(con, fingerprint)
+            return leases.first_free(con, candidates, owner, codec.now(), stale_after)[0]
+
+    def heartbeat(self, run_id: str, owner: leases.Owner) -> bool:
+        """Refresh ``owner``'s lease on ``run_id``; False when it no longer holds it."""
+        with self._transaction() as con:
+            row = sql.one(
+                con,
+                "UPDATE run_leases SET heartbeat_at = current_timestamp "
+                "WHERE run_id = ? AND owner = ? RETURNING run_id",
+                [run_id, owner.token],
+            )
+        return row is not None
+
+    def release(self, run_id: str, owner: leases.Owner) -> None:
+        """Give up ``owner``'s lease on ``run_id`` (a no-op when it holds none)."""
+        with self._transaction() as con:
+            con.execute(
+                "DELETE FROM run_leases WHERE run_id = ? AND owner = ?", [run_id, owner.token]
+            )
 
     def record_run(
         self,
@@ -441,7 +543,7 @@ class Store:
                     "status": status,
                     "n_scored": n_scored,
                     "n_excluded": n_excluded,
-                    "notes": notes,
+                    "notes": codec.redact_text(notes),
                     "run_id": run_id,
                 },
             )
@@ -474,7 +576,7 @@ class Store:
             con.execute(
                 "UPDATE runs SET status = ?, notes = coalesce(?, notes), "
                 f"finished_at = {finished_sql} WHERE run_id = ?",
-                [status, notes, run_id],
+                [status, codec.redact_text(notes), run_id],
             )
 
     def mark_stale_runs(self, idle_for: timedelta, now: datetime | None = None) -> list[str]:
@@ -583,6 +685,7 @@ class Store:
             missing = [c for c in ("request_key", "item_id", "status", "prompt") if c not in r]
             if missing:
                 raise ValueError(f"api request row lacks {', '.join(missing)}")
+            r = {**r, **{c: redact_json(r.get(c)) for c in _API_SERVER_COLUMNS if c in r}}
             values.append(
                 [run_id]
                 + [
@@ -636,7 +739,7 @@ class Store:
             self._require_writable_run(con, run_id)
             row = sql.one(con, "SELECT environment FROM runs WHERE run_id = ?", [run_id])
             env = json.loads(row[0]) if row[0] else {}
-            env.update(patch)
+            env.update(redact_json(patch))
             con.execute(
                 "UPDATE runs SET environment = ? WHERE run_id = ?", [codec.dumps(env), run_id]
             )
@@ -674,7 +777,7 @@ class Store:
                 "UPDATE api_batches SET status = ?, output_file_id = coalesce(?, output_file_id), "
                 "error_file_id = coalesce(?, error_file_id), detail = coalesce(?, detail), "
                 "updated_at = current_timestamp WHERE batch_id = ?",
-                [status, output_file_id, error_file_id, detail, batch_id],
+                [status, output_file_id, error_file_id, codec.redact_text(detail), batch_id],
             )
 
     def api_batches(self, run_id: str) -> list[dict[str, Any]]:
@@ -711,6 +814,15 @@ _API_REQUEST_COLUMNS: tuple[str, ...] = (
     "created_at",
 )
 _API_JSON_COLUMNS = frozenset({"options", "request_params", "top_logprobs", "response", "retries"})
+# What the server chose to send back (or an error said): may echo a credential.
+_API_SERVER_COLUMNS = (
+    "response_text",
+    "response",
+    "reported_model",
+    "system_fingerprint",
+    "retries",
+    "error",
+)
 
 
 def _check_status(status: str) -> None:

@@ -95,6 +95,16 @@ def find_resumable(con: duckdb.DuckDBPyConnection, fingerprint: str) -> str | No
     return None if row is None else row[0]
 
 
+def resumable_runs(con: duckdb.DuckDBPyConnection, fingerprint: str) -> list[str]:
+    """Unfinished runs with this fingerprint, newest first."""
+    rows = con.execute(
+        "SELECT run_id FROM runs WHERE fingerprint = ? AND list_contains(?, status) "
+        "ORDER BY started_at DESC, run_id DESC",
+        [fingerprint, list(RESUMABLE_STATUSES)],
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
 def axis_measures(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any]]:
     return fetch_dicts(
         con,

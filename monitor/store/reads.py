@@ -304,6 +304,7 @@ def result_frames(con: duckdb.DuckDBPyConnection, run_id: str) -> ResultFrames:
                {columns}, s.n_tokens_stereo, s.n_tokens_anti,
                {_finite_flags("s", SCORE_FLOATS)},
                (i.item_id IS NOT NULL) AS item_known,
+               i.benchmark AS item_benchmark, i.axis AS item_axis,
                CAST(s.details AS VARCHAR) AS details
         FROM scores s
         JOIN runs r ON r.run_id = s.run_id

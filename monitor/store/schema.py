@@ -181,6 +181,24 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         ALTER TABLE axis_measures ALTER COLUMN n DROP NOT NULL;
         """,
     ),
+    (
+        4,
+        "run leases: which process owns a run in progress, with a heartbeat",
+        """
+        -- A run being scored is owned by one process. Another process resumes it only
+        -- once the owner is gone (its pid is dead on this host, or its heartbeat is
+        -- stale), so two writers never score into one run. Not exported: a lease
+        -- means nothing on another machine.
+        CREATE TABLE run_leases (
+            run_id       VARCHAR PRIMARY KEY,
+            owner        VARCHAR NOT NULL,  -- random token of the owning process
+            host         VARCHAR NOT NULL,
+            pid          INTEGER NOT NULL,
+            acquired_at  TIMESTAMPTZ NOT NULL,
+            heartbeat_at TIMESTAMPTZ NOT NULL
+        );
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -50,8 +50,9 @@ class Rule:
     ``nth`` names the 1-based numbers, counted per exact path, of the requests it hits
     (``None``: every matching request from ``from_nth`` on). Actions:
 
-    * ``status``: answer ``status`` (with ``Retry-After: retry_after`` when given)
-      without forwarding, as a rate limiter or a crashed worker would;
+    * ``status``: answer ``status`` (with ``Retry-After: retry_after`` when given, and
+      ``message`` as the error's message) without forwarding, as a rate limiter, a
+      crashed worker or a model refusing a parameter would;
     * ``slow``: forward, then hold the answer ``delay_s`` seconds before sending it;
     * ``truncate``: forward, then send only the first ``keep_fraction`` of the body,
       correctly framed (the client reads a complete but invalid JSON document);
@@ -69,6 +70,7 @@ class Rule:
     delay_s: float = 0.0
     keep_fraction: float = 0.5
     set_fields: dict[str, Any] = field(default_factory=dict)
+    message: str | None = None
 
     def __post_init__(self) -> None:
         if self.nth is not None:
@@ -205,7 +207,12 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
             if rule is not None and rule.action == "status":
                 proxy._remember(entry)
                 payload = json.dumps(
-                    {"error": {"message": f"injected {rule.status}", "code": rule.status}}
+                    {
+                        "error": {
+                            "message": rule.message or f"injected {rule.status}",
+                            "code": rule.status,
+                        }
+                    }
                 ).encode()
                 extra = {"Retry-After": rule.retry_after} if rule.retry_after else {}
                 if self._send(rule.status, payload, extra):

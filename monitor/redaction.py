@@ -1,0 +1,123 @@
+"""Credentials never leave the process: one redactor for everything that could carry one.
+
+An API key, a password in a base URL (``http://user:pass@host``, which the HTTP client
+turns into ``Authorization: Basic base64(user:pass)``), an ``api-key`` header or query
+parameter — a server can echo any of them back in an error, and an exception can quote
+a URL. Every such text passes through :func:`redact` before it reaches the store
+(``monitor.store`` applies it to every free-text and JSON value it writes), a log line or
+the terminal (``monitor.cli.output``), or a report.
+
+Two kinds of protection:
+
+* the **known secrets** of this process — each API client registers its key and the
+  credentials in its base URL when it is built (:func:`register`, :func:`register_url`),
+  together with their base64 and percent-encoded forms;
+* **shapes** of credentials whatever their value: ``Bearer …``, ``Basic …``,
+  ``api-key: …``/``api_key=…``/``x-api-key``, ``token``/``password``/``secret`` fields,
+  URL userinfo, ``sk-…`` keys.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import threading
+from collections.abc import Iterable
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
+
+MARK = "[REDACTED]"
+MIN_SECRET_LEN = 4  # shorter values would redact ordinary words
+_SECRET_PARAMS = re.compile(
+    r"(?i)^(?:x-)?(?:api[-_]?key|key|token|access[-_]?token|secret|password|sig|signature|"
+    r"code|auth|authorization|subscription[-_]?key)$"
+)
+_PATTERNS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}"),
+    re.compile(r"(?i)\b(bearer\s+)[^\s'\"]+"),
+    re.compile(r"(?i)\b(basic\s+)[A-Za-z0-9+/=_\-]{4,}"),
+    re.compile(r"(?i)([a-z][a-z0-9+.\-]*://)[^/@\s'\"]+@"),
+    re.compile(
+        r"(?i)((?:x-)?(?:api[-_]?key|authorization|access[-_]?token|password|secret|"
+        r"subscription[-_]?key)[\"']?\s*[=:]\s*[\"']?)[^\s'\"&,}]+"
+    ),
+)
+
+
+def encoded_forms(secret: str) -> set[str]:
+    """A secret as it may travel: itself, base64 (standard and URL-safe, padded or not)
+    and percent-encoded."""
+    raw = secret.encode()
+    forms = {secret, quote(secret, safe=""), unquote(secret)}
+    for b64 in (base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()):
+        forms |= {b64, b64.rstrip("=")}
+    return {f for f in forms if len(f) >= MIN_SECRET_LEN}
+
+
+class Redactor:
+    """Replaces known secrets (in every encoded form) and credential shapes with MARK."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self._lock = threading.Lock()
+        self._secrets: list[str] = []
+        for s in secrets:
+            self.add(s)
+
+    def add(self, secret: str | None) -> None:
+        if not secret or len(secret) < MIN_SECRET_LEN:
+            return
+        with self._lock:
+            known = set(self._secrets) | encoded_forms(secret)
+            self._secrets = sorted(known, key=len, reverse=True)
+
+    def add_url(self, url: str | None) -> None:
+        """The credentials a URL carries: user:password, the password, secret-looking
+        query values."""
+        if not url:
+            return
+        parts = urlsplit(url)
+        if parts.password:
+            self.add(f"{unquote(parts.username or '')}:{unquote(parts.password)}")
+            self.add(unquote(parts.password))
+        for name, value in parse_qsl(parts.query, keep_blank_values=False):
+            if _SECRET_PARAMS.match(name):
+                self.add(value)
+
+    def __call__(self, text: object) -> str:
+        out = str(text)
+        with self._lock:
+            secrets = list(self._secrets)
+        for secret in secrets:
+            out = out.replace(secret, MARK)
+        for pattern in _PATTERNS:
+            out = pattern.sub(lambda m: (m.group(1) if m.groups() else "") + MARK, out)
+        return out
+
+
+# The process's own secrets: API clients register theirs when they are built.
+_PROCESS = Redactor()
+
+
+def register(*secrets: str | None) -> None:
+    for s in secrets:
+        _PROCESS.add(s)
+
+
+def register_url(url: str | None) -> None:
+    _PROCESS.add_url(url)
+
+
+def redact(text: object) -> str:
+    """``text`` with every known secret of this process and every credential shape
+    replaced by ``[REDACTED]``."""
+    return _PROCESS(text)
+
+
+def redact_json(value: object) -> object:
+    """:func:`redact` applied to every string in a JSON-like value (keys included)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact(k): redact_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_json(v) for v in value]
+    return value

@@ -1,0 +1,128 @@
+"""Two writers, one store: a run in progress is owned, so two commands never share it.
+
+Before leases, a second `bias-monitor run` of the same configuration resumed the first
+one's live run and scored into it; one process then exited 2 after writing. Now the
+second starts its own run (both complete, exit 0), and a killed owner's run is still
+resumed (tests/test_cli_run.py::test_kill_minus_nine_then_resume).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from monitor.records import RunRecord
+from monitor.store.db import Store
+from monitor.store.leases import Owner
+
+
+def _record(run_id: str, day: int = 1) -> RunRecord:
+    return RunRecord(
+        run_id=run_id,
+        snapshot_id="s",
+        snapshot_kind="hf-causal",
+        snapshot_revision="r",
+        snapshot_manifest={},
+        metric="cll",
+        metric_version="2",
+        benchmarks=["b"],
+        dataset_versions={},
+        fingerprint="fp",
+        trigger="manual",
+        started_at=datetime(2026, 1, day, tzinfo=UTC),
+    )
+
+
+def _age_lease(path: Path, run_id: str, seconds: int) -> None:
+    with duckdb.connect(str(path)) as con:
+        con.execute(
+            "UPDATE run_leases SET heartbeat_at = heartbeat_at - to_seconds(?) WHERE run_id = ?",
+            [seconds, run_id],
+        )
+
+
+def test_a_live_owners_run_is_passed_over_and_a_gone_owners_run_is_taken(tmp_path):
+    store = Store(tmp_path / "m.duckdb")
+    me, other = Owner(), Owner()
+    store.begin_run(_record("live"), owner=other)  # this very process: alive
+    run_id, busy = store.claim_resumable("fp", me)
+    assert run_id is None and [b.run_id for b in busy] == ["live"]
+    assert "pid" in busy[0].describe()
+
+    # The same owner may always take its own run back.
+    assert store.claim_resumable("fp", other)[0] == "live"
+
+    # An owner on this host whose process is gone: its run is free at once.
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    store.begin_run(
+        _record("killed", day=2), owner=replace(other, token="t2", pid=int(dead.stdout))
+    )
+    assert store.claim_resumable("fp", me)[0] == "killed"
+
+    # An owner on another machine: free only once its heartbeat is stale.
+    remote = Owner(host="elsewhere.invalid")
+    store.begin_run(_record("remote", day=3), owner=remote)
+    assert store.claim_resumable("fp", me, stale_after=timedelta(seconds=60))[0] != "remote"
+    _age_lease(store.path, "remote", 120)
+    assert store.claim_resumable("fp", me, stale_after=timedelta(seconds=60))[0] == "remote"
+
+    # A heartbeat says whether the lease is still held; release gives it up.
+    assert store.heartbeat("remote", me) and not store.heartbeat("remote", remote)
+    store.release("remote", me)
+    assert store.claim_resumable("fp", remote)[0] == "remote"
+
+
+def _runs(db: Path) -> list[dict]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "monitor", "runs", "list", "--db", str(db), "--format", "json"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    return json.loads(proc.stdout) if proc.returncode == 0 else []
+
+
+@pytest.mark.slow
+def test_two_identical_commands_on_one_store_give_two_complete_runs(monitor_env: Path):
+    db = monitor_env / "monitor.duckdb"
+    args = [sys.executable, "-m", "monitor", "run", "-b", "bhed-caste", "--db", str(db),
+            "--format", "json"]  # fmt: skip
+    first = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # The second starts once the first's run exists and is being scored: the case where
+    # it used to resume (and corrupt) the first one's run.
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and first.poll() is None:
+        if any(r["status"] == "running" for r in _runs(db)):
+            break
+        time.sleep(0.5)
+    second = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out1, err1 = first.communicate(timeout=900)
+    out2, err2 = second.communicate(timeout=900)
+    assert first.returncode == 0, err1
+    assert second.returncode == 0, err2
+    [a], [b] = json.loads(out1), json.loads(out2)
+    assert a["run_id"] != b["run_id"]
+    assert a["status"] == b["status"] == "complete" and a["n_scored"] == b["n_scored"] == 106
+    assert "being scored by pid" in err2 or "being scored by pid" in err1
+    with duckdb.connect(str(db), read_only=True) as con:
+        per_run = dict(con.execute("SELECT run_id, count(*) FROM scores GROUP BY 1").fetchall())
+        leases = con.execute("SELECT count(*) FROM run_leases").fetchone()[0]
+    assert per_run == {a["run_id"]: 106, b["run_id"]: 106}
+    assert leases == 0  # both released their lease when they finished
+
+    # Smaller truths seen on the way. Progress in a log is plain lines as the work goes,
+    # not carriage-return redraws that only show up at the end.
+    for err in (err1, err2):
+        progress = [line for line in err.splitlines() if "/106 items" in line]
+        assert len(progress) >= 3 and "\r" not in err, err
+    # The batch size used is recorded, also when it was the default.
+    with duckdb.connect(str(db), read_only=True) as con:
+        sizes = {b for (b,) in con.execute("SELECT batch_size FROM runs").fetchall()}
+    assert sizes == {16}
