@@ -14,7 +14,6 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-
 _CREDENTIALS = {"authorization", "api-key", "x-api-key"}
 
 
