@@ -101,8 +101,15 @@ def show(
     exclusions = store.exclusions(rid)
     validations = store.validations(rid)
     detail = None
+    from monitor.cli.output_effects import is_effect, print_effects
+
+    association = any(is_effect(m) for m in measures)
     if items:
-        detail = store.item_scores(rid, with_texts=texts)
+        detail = (
+            store.term_scores(rid, with_texts=texts)
+            if association
+            else store.item_scores(rid, with_texts=texts)
+        )
     if fmt is Format.json:
         doc = {
             "run": run,
@@ -139,10 +146,14 @@ def show(
     out.print("  packages           " + ", ".join(f"{k} {v}" for k, v in sorted(pk.items())))
     for b, v in (run.get("dataset_versions") or {}).items():
         out.print(f"  dataset            {b}: {v.get('label', v)}")
+    if association:
+        print_effects(measures, "association tests (effect size d, bootstrap intervals)")
     table = Table(title="per-axis measures (95% Wilson intervals)", title_justify="left")
     for col in ("benchmark", "axis", "measure", "value", "95% CI", "k", "n"):
         table.add_column(col)
     for m in measures:
+        if is_effect(m):
+            continue
         table.add_row(
             m["benchmark"],
             m["axis"],
@@ -152,7 +163,8 @@ def show(
             str(m["k"]),
             str(m["n"]),
         )
-    out.print(table)
+    if not association:
+        out.print(table)
     if exclusions:
         out.print(f"excluded rows: {len(exclusions)}")
         for e in exclusions:
