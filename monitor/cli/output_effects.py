@@ -74,3 +74,66 @@ def print_effects(measures: Iterable[Any], title: str) -> bool:
         )
     out.print(table)
     return True
+
+
+def effect_comparison_json(c: Any) -> dict[str, Any]:
+    return {
+        "benchmark": c.benchmark,
+        "test": c.axis,
+        "new_run_id": c.new_run_id,
+        "baseline_run_id": c.baseline_run_id,
+        "metric": c.metric,
+        "n_paired": c.n_paired,
+        "d_old": c.d_old,
+        "d_new": c.d_new,
+        "delta": c.delta,
+        "delta_ci": [c.ci_low, c.ci_high],
+        "delta_ci_method": c.method,
+        "confidence": c.confidence,
+        "p": c.p_value,
+        "p_bh": c.p_adjusted,
+        "noise": c.noise,
+        "verdict": c.verdict.label,
+        "reason": c.verdict.reason,
+        "attribution": c.attribution,
+        "provenance_diff": [f.__dict__ for f in c.provenance.changes if f.category != "run"],
+    }
+
+
+def print_effect_comparisons(comparisons: Iterable[Any], level: str) -> None:
+    from rich.table import Table
+
+    rows = list(comparisons)
+    if not rows:
+        return
+    table = Table(
+        title=f"association tests: change in d (paired bootstrap; p(BH) over all tests shown; "
+        f"{level} intervals)",
+        title_justify="left",
+    )
+    for col in (
+        "new run",
+        "baseline",
+        "benchmark/test",
+        "d old",
+        "d new",
+        f"Δd [{level} CI]",
+        "p",
+        "p(BH)",
+        "verdict",
+    ):
+        table.add_column(col)
+    for c in rows:
+        ci = "—" if c.ci_low is None else f"[{num(c.ci_low, 2)}, {num(c.ci_high, 2)}]"
+        table.add_row(
+            c.new_run_id,
+            c.baseline_run_id,
+            f"{c.benchmark}/{c.axis}",
+            num(c.d_old),
+            num(c.d_new),
+            f"{num(c.delta)} {ci}",
+            pvalue(c.p_value),
+            pvalue(c.p_adjusted),
+            f"{c.verdict.label}: {c.verdict.reason}",
+        )
+    out.print(table)
