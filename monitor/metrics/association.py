@@ -94,8 +94,9 @@ def effect_size(sx: Sequence[float], sy: Sequence[float], ddof: int = 1) -> floa
     y = np.asarray(sy, dtype=np.float64)
     if len(x) == 0 or len(y) == 0 or len(x) + len(y) <= ddof:
         return None
-    sd = float(np.std(np.concatenate([x, y]), ddof=ddof))
-    if not sd > 0:
+    pooled = np.concatenate([x, y])
+    sd = float(np.std(pooled, ddof=ddof))
+    if not sd > 1e-12 * max(1.0, float(np.abs(pooled).max())):  # equal up to rounding
         return None
     return float((x.mean() - y.mean()) / sd)
 
