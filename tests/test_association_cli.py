@@ -253,7 +253,7 @@ def test_local_file_paths_must_stay_inside_the_vectors_folder(tmp_path):
 
 
 def test_a_wrong_or_missing_vector_file_is_refused(toy):
-    tmp, env, vectors, snaps = toy
+    _tmp, env, vectors, _snaps = toy
     (vectors / "toy.txt").write_text("kiv 1 2 3\n", encoding="utf-8")  # not the pinned bytes
     bad = cli(env, "run", "-s", "toy-vectors", "-b", "toy-weat", check=False)
     assert bad.returncode == 2 and "sha256" in bad.stderr

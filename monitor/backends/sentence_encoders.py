@@ -53,7 +53,13 @@ class SentenceTransformerBackend:
     def describe(self) -> dict[str, Any]:
         return {
             "library": "sentence-transformers",
-            "dimension": int(self.model.get_sentence_embedding_dimension() or 0),
+            "dimension": int(
+                (
+                    getattr(self.model, "get_embedding_dimension", None)
+                    or self.model.get_sentence_embedding_dimension
+                )()
+                or 0
+            ),
             "modules": [type(m).__name__ for m in self.model],
             "batch_size": self.batch_size,
         }

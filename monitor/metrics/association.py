@@ -270,6 +270,7 @@ class _Test:
     missing: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     repeats: list[str] = field(default_factory=list)
     shared: list[str] = field(default_factory=list)
+    source_roles: dict[str, str] = field(default_factory=dict)  # scored role -> file's role
 
 
 def definition(ddof: int) -> str:
@@ -300,6 +301,8 @@ def _collect(rows: Iterable[ScoreRow], item_axes: Mapping[str, tuple[str, str]])
             t.repeats.append(row.item_id)
         if row.details.get("shared_with"):
             t.shared.append(row.item_id)
+        if row.details.get("source_role", role) != role:
+            t.source_roles[role] = row.details["source_role"]
         if row.outcome == MISSING_OUTCOME or row.delta is None:
             t.missing[role].append(row.item_id)
         else:
@@ -326,6 +329,8 @@ def test_result(
         "shared_terms": t.shared,
         "seed": seed,
     }
+    if t.source_roles:  # the file listed these sets in other roles (SocHindi 12-14, 17)
+        details["roles_from_file"] = dict(sorted(t.source_roles.items()))
     if d is None:
         details["undefined"] = "a target set has no embedded word, or every s(w,A,B) is equal"
         return None, None, None, details, "undefined"
