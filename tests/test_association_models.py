@@ -16,9 +16,9 @@ import pytest
 from monitor.store.db import Store
 
 
-def run(*args: str, timeout: int = 900) -> list[dict]:
+def cli(*args: str, timeout: int = 900) -> list[dict]:
     proc = subprocess.run(
-        [sys.executable, "-m", "monitor", "run", *args, "--format", "json"],
+        [sys.executable, "-m", "monitor", *args, "--format", "json"],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -33,8 +33,8 @@ def _by_test(outcome: dict) -> dict[str, dict]:
 
 @pytest.mark.slow
 def test_e5_scores_the_17_sochindi_tests_identically_twice(monitor_env: Path):
-    [first] = run("-s", "multilingual-e5-small", "-b", "sochindi-weat")
-    [second] = run("-s", "multilingual-e5-small", "-b", "sochindi-weat")
+    [first] = cli("run", "-s", "multilingual-e5-small", "-b", "sochindi-weat")
+    [second] = cli("run", "-s", "multilingual-e5-small", "-b", "sochindi-weat")
     assert first["status"] == second["status"] == "complete"
     tests = _by_test(first)
     assert len(tests) == 17 and sorted(tests)[0] == "t01-gender"
@@ -55,12 +55,16 @@ def test_e5_scores_the_17_sochindi_tests_identically_twice(monitor_env: Path):
 
 @pytest.mark.slow
 def test_hindi_soc_bias_tests_run_on_e5_and_on_gemma_embeddings(monitor_env: Path):
-    [e5] = run("-s", "multilingual-e5-small", "-b", "socbias-hi-weat", "-b", "socbias-hi-seat7")
+    [e5] = cli(
+        "run", "-s", "multilingual-e5-small", "-b", "socbias-hi-weat", "-b", "socbias-hi-seat7"
+    )
     assert e5["status"] == "complete" and len(_by_test(e5)) == 16
-    [gemma] = run("-s", "gemma-3-270m-input-embeddings", "-b", "socbias-hi-weat", timeout=1500)
+    [gemma] = cli(
+        "run", "-s", "gemma-3-270m-input-embeddings", "-b", "socbias-hi-weat", timeout=1500
+    )
     assert gemma["status"] == "complete" and len(_by_test(gemma)) == 15
     assert all(m["value"] is not None for m in _by_test(gemma).values())
-    [hidden] = run("-s", "gemma-3-270m-hidden-mean", "-b", "socbias-hi-weat7", timeout=1500)
+    [hidden] = cli("run", "-s", "gemma-3-270m-hidden-mean", "-b", "socbias-hi-weat7", timeout=1500)
     assert hidden["status"] == "complete" and _by_test(hidden)["weat7-hi"]["value"] is not None
     store = Store(monitor_env / "monitor.duckdb")
     assert {len(v) for v in store.embeddings(gemma["run_id"]).values()} == {640}
@@ -72,7 +76,7 @@ def test_hindi_soc_bias_tests_run_on_e5_and_on_gemma_embeddings(monitor_env: Pat
 def test_minilm_english_weat1_is_large_and_the_whole_english_set_runs(monitor_env: Path):
     """The English WEAT word tests and one SEAT sentence test in one run (the full SEAT
     set, ~5,000 sentences, is a few minutes on 2 cores: see README, "Measured")."""
-    [out] = run("-s", "all-minilm-l6-v2", "-b", "en-weat", "-b", "en-seat-weat9")
+    [out] = cli("run", "-s", "all-minilm-l6-v2", "-b", "en-weat", "-b", "en-seat-weat9")
     assert out["status"] == "complete"
     tests = _by_test(out)
     assert len(tests) == 16
