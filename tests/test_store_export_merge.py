@@ -77,6 +77,7 @@ def test_export_writes_parquet_per_table_and_a_checked_manifest(source, tmp_path
         "validations": 1,
         "api_requests": 0,
         "api_batches": 0,
+        "embeddings": 0,
     }
     assert {t: e["rows"] for t, e in manifest["tables"].items()} == expected_rows
     for entry in manifest["tables"].values():
@@ -287,14 +288,14 @@ def test_exports_written_before_api_tables_still_merge(source, tmp_path):
     manifest_path = folder / "manifest.json"
     manifest = json.loads(manifest_path.read_text())
     manifest["format_version"] = 1
-    for table in ("api_requests", "api_batches"):
+    for table in ("api_requests", "api_batches", "embeddings"):
         (folder / manifest["tables"].pop(table)["file"]).unlink()
     manifest_path.write_text(json.dumps(manifest))
     target = Store(tmp_path / "target.duckdb")
     assert merge(target, [folder]).runs_added == ["run-a"]
     assert _run_rows(target.path, "run-a") == _run_rows(source.path, "run-a")
 
-    manifest["format_version"] = 2  # a version 2 manifest must list the API tables
+    manifest["format_version"] = 3  # a version 3 manifest must list the API tables
     manifest_path.write_text(json.dumps(manifest))
     with pytest.raises(DataIntegrityError, match="exactly the tables"):
         verify_export(folder)

@@ -13,8 +13,9 @@ from monitor.benchmarks.errata import ErrataFile, apply_errata, load_errata
 from monitor.benchmarks.fetch import read_verified
 from monitor.benchmarks.items import BenchmarkVersion, LoadedBenchmark
 from monitor.benchmarks.manifest import BenchmarkManifest, BenchmarkSpec, load_manifest
-from monitor.benchmarks.parse import check_row_count, parse_rows, read_table
-from monitor.errors import UserInputError
+from monitor.benchmarks.parse import check_row_count, id_namespace, parse_rows, read_table
+from monitor.benchmarks.word_sets import WORD_SET_FORMATS, count_terms, parse_word_sets
+from monitor.errors import DataIntegrityError, UserInputError
 
 
 def load_benchmarks(
@@ -65,6 +66,8 @@ def _load_one(
 ) -> LoadedBenchmark:
     data = read_verified(spec, data_dir)
     name = f"{spec.id} ({spec.path})"
+    if spec.format in WORD_SET_FORMATS:
+        return _load_word_sets(manifest, spec, corrections, data, name)
     rows = read_table(data, spec.format, name=name)
     check_row_count(rows, spec.rows, name=name)
     errata_by_row: dict[int, tuple[str, ...]] = {}
@@ -92,4 +95,43 @@ def _load_one(
         items=parsed.items,
         exclusions=parsed.exclusions,
         source_rows=len(rows),
+    )
+
+
+def _load_word_sets(
+    manifest: BenchmarkManifest,
+    spec: BenchmarkSpec,
+    corrections: ErrataFile | None,
+    data: bytes,
+    name: str,
+) -> LoadedBenchmark:
+    """A word-set file (association tests): every listed term is an item; errata do not
+    apply (the errata layer edits sentence-pair rows)."""
+    if corrections is not None and corrections.for_benchmark(spec.id):
+        raise UserInputError(f"errata for {spec.id}: word-set benchmarks take no errata")
+    terms = count_terms(data, spec.format, name=name)
+    if terms != spec.rows:
+        raise DataIntegrityError(f"{name}: {terms} terms, the manifest pins {spec.rows}")
+    version = BenchmarkVersion(
+        benchmark=spec.id,
+        source_commit=manifest.source_of(spec).commit,
+        sha256=spec.sha256,
+        errata_version=corrections.version if corrections is not None else "none",
+    )
+    built = parse_word_sets(
+        data,
+        spec.format,
+        version=version,
+        namespace=id_namespace(version),
+        axis=spec.axis,
+        region=spec.region,
+    )
+    return LoadedBenchmark(
+        benchmark=spec.id,
+        axis=spec.axis,
+        region=spec.region,
+        version=version,
+        items=built.items,
+        exclusions=built.exclusions,
+        source_rows=built.row,  # term slots: a SEAT word fills one slot per template
     )

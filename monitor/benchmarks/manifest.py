@@ -29,7 +29,8 @@ GitCommit = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")]
 BenchmarkId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*$")]
 HttpUrl = Annotated[str, StringConstraints(pattern=r"^https?://\S+$")]
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
-Format = Literal["indian-bhed", "crows-pairs"]
+# Sentence-pair CSVs, and word sets for association tests (``monitor.benchmarks.word_sets``).
+Format = Literal["indian-bhed", "crows-pairs", "weat-json", "sochindi-weat", "sochindi-seat"]
 
 
 class _Strict(BaseModel):
@@ -56,8 +57,10 @@ class BenchmarkSpec(_Strict):
     path: NonEmpty  # relative POSIX path under the data cache (and under --from / mirror dirs)
     url: HttpUrl
     sha256: Sha256
-    rows: Annotated[int, Field(gt=0)]  # data rows as parsed by Python csv, header excluded
+    rows: Annotated[int, Field(gt=0)]  # data rows as parsed by Python csv, header excluded;
+    # for word sets: terms listed in the file, all sets of all tests
     default: bool = False
+    group: BenchmarkId | None = None  # `-b GROUP` selects every benchmark of the group
 
     @model_validator(mode="after")
     def _relative_path(self) -> BenchmarkSpec:
@@ -104,16 +107,27 @@ class BenchmarkManifest(_Strict):
     def select(self, ids: list[str] | None = None) -> list[BenchmarkSpec]:
         """The benchmarks a command should use: the named ones, or the defaults when none named.
 
-        Raises ``UserInputError`` for an unknown id, listing the known ones, so a typo on
-        the command line fails before any work starts.
+        A name that is no benchmark id but a ``group`` stands for every benchmark of that
+        group, in manifest order. Raises ``UserInputError`` for an unknown id, listing the
+        known ones, so a typo on the command line fails before any work starts.
         """
         if ids is None:
             return [b for b in self.benchmarks.values() if b.default]
+        groups: dict[str, list[str]] = {}
+        for b in self.benchmarks.values():
+            if b.group is not None:
+                groups.setdefault(b.group, []).append(b.id)
+        ids = [
+            member
+            for i in ids
+            for member in (groups[i] if i not in self.benchmarks and i in groups else [i])
+        ]
         unknown = [i for i in ids if i not in self.benchmarks]
         if unknown:
             raise UserInputError(
                 f"unknown benchmark id(s) {', '.join(repr(u) for u in unknown)}; "
                 f"known ids: {', '.join(self.benchmarks)}"
+                + (f"; groups: {', '.join(groups)}" if groups else "")
             )
         return [self.benchmarks[i] for i in dict.fromkeys(ids)]
 

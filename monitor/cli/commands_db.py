@@ -113,8 +113,15 @@ def show(
     exclusions = store.exclusions(rid)
     validations = store.validations(rid)
     detail = None
+    from monitor.cli.output_effects import is_effect, print_effects
+
+    association = any(is_effect(m) for m in measures)
     if items:
-        detail = store.item_scores(rid, with_texts=texts)
+        detail = (
+            store.term_scores(rid, with_texts=texts)
+            if association
+            else store.item_scores(rid, with_texts=texts)
+        )
     if fmt is Format.json:
         doc = {
             "run": run,
@@ -151,10 +158,14 @@ def show(
     out.print("  packages           " + ", ".join(f"{k} {v}" for k, v in sorted(pk.items())))
     for b, v in (run.get("dataset_versions") or {}).items():
         out.print(f"  dataset            {b}: {v.get('label', v)}")
+    if association:
+        print_effects(measures, "association tests (effect size d, bootstrap intervals)")
     table = Table(title="measures (interval level and method per row)", title_justify="left")
     for col in ("benchmark", "subject", "measure", "value", "interval", "p", "k", "n"):
         table.add_column(col)
     for m in measures:
+        if is_effect(m):
+            continue
         rate = (m.get("kind") or "rate") == "rate"
         level = f"{100 * (m.get('confidence') or 0.95):g}% {m.get('method') or 'wilson'}"
         table.add_row(
@@ -168,7 +179,8 @@ def show(
             "—" if m["k"] is None else str(m["k"]),
             "—" if m["n"] is None else str(m["n"]),
         )
-    out.print(table)
+    if not association:
+        out.print(table)
     if exclusions:
         out.print(f"excluded rows: {len(exclusions)}")
         for e in exclusions:

@@ -155,7 +155,7 @@ def drift(
         print_json(_drift_json(result, show_flips))
     else:
         _drift_table(result, show_flips)
-    flagged = [c for c in result.comparisons if c.verdict.flagged]
+    flagged = [c for c in [*result.comparisons, *result.effect_sizes] if c.verdict.flagged]
     if (fail_on == "regression" and result.regressions) or (fail_on == "any" and flagged):
         raise typer.Exit(1)
 
@@ -190,12 +190,15 @@ def _drift_json(result, show_flips: bool) -> dict:
             d["flipped_to_stereo"] = list(c.flipped_to_stereo)
         return d
 
+    from monitor.cli.output_effects import effect_comparison_json
+
     return {
         "alpha": result.alpha,
         "confidence": result.confidence,
         "fdr_note": result.fdr_note(),
         "pairs": [p.__dict__ for p in result.pairs],
         "comparisons": [comp(c) for c in result.comparisons],
+        "association_tests": [effect_comparison_json(c) for c in result.effect_sizes],
     }
 
 
@@ -240,10 +243,14 @@ def _drift_table(result, show_flips: bool) -> None:
             "—" if c.p_adjusted is None else f"{c.p_adjusted:.3g}",
             f"{c.verdict.label}: {c.verdict.reason}",
         )
-    out.print(table)
+    if result.comparisons:
+        out.print(table)
+    from monitor.cli.output_effects import print_effect_comparisons
+
+    print_effect_comparisons(result.effect_sizes, level)
     out.print(result.fdr_note())
     seen = set()
-    for c in result.comparisons:
+    for c in [*result.comparisons, *result.effect_sizes]:
         key = (c.baseline_run_id, c.new_run_id)
         if key in seen:
             continue

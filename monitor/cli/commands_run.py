@@ -196,6 +196,13 @@ def _print_summary(outcomes, excluded) -> None:
             continue
         if o.run_id is None:
             continue
+        from monitor.cli.output_effects import print_effects
+
+        if print_effects(o.measures, f"{o.snapshot_id}  run {o.run_id}  ({o.status})"):
+            out.print(f"scored {o.n_scored} terms; d > 0: X goes with A (and Y with B)")
+            for f in o.quality_failures:
+                err.print(f"quality: {f}", style="red")
+            continue
         table = Table(title=f"{o.snapshot_id}  run {o.run_id}  ({o.status})", title_justify="left")
         for col in ("benchmark", "axis", "bias rate", "95% CI", "stereo", "anti", "ties", "n"):
             table.add_column(col, justify="left" if col in ("benchmark", "axis") else "right")

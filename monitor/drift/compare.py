@@ -77,6 +77,21 @@ class AxisComparison:
     def flip_rate(self) -> float | None:
         return (self.b + self.c) / self.paired.n if self.paired.n else None
 
+    def adjusted(self, p_adjusted: float | None, alpha: float) -> AxisComparison:
+        """This comparison with its BH-adjusted p (from whichever family it was adjusted
+        in) and the verdict that follows; not-comparable axes keep theirs."""
+        if self.p_value is None or p_adjusted is None:
+            return replace(self, p_adjusted=None)
+        verdict = decide(
+            b=self.b,
+            c=self.c,
+            n_paired=self.n_paired,
+            p_adjusted=p_adjusted,
+            alpha=alpha,
+            noise=self.noise,
+        )
+        return replace(self, p_adjusted=p_adjusted, verdict=verdict)
+
 
 def _bias_rate(outcomes: Mapping[str, str], confidence: float) -> Rate:
     stereo = sum(1 for o in outcomes.values() if o == "stereo")
@@ -192,18 +207,4 @@ def adjust_family(
     Not-comparable axes (p_value None) are left out of the family and keep their verdict.
     """
     adjusted = bh_adjust([c.p_value for c in comparisons], alpha)
-    out: list[AxisComparison] = []
-    for comp, p_adj in zip(comparisons, adjusted, strict=True):
-        if comp.p_value is None or p_adj is None:
-            out.append(replace(comp, p_adjusted=None))
-            continue
-        verdict = decide(
-            b=comp.b,
-            c=comp.c,
-            n_paired=comp.n_paired,
-            p_adjusted=p_adj,
-            alpha=alpha,
-            noise=comp.noise,
-        )
-        out.append(replace(comp, p_adjusted=p_adj, verdict=verdict))
-    return out
+    return [c.adjusted(p, alpha) for c, p in zip(comparisons, adjusted, strict=True)]

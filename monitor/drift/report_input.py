@@ -10,9 +10,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from monitor.drift.compare import AxisComparison
+from monitor.drift.effect_size import EffectComparison as DriftEffect
 from monitor.drift.session import DriftResult
 from monitor.report.model import (
+    AssociationResult,
     Comparison,
+    EffectComparison,
     ProvenanceChange,
     ProvenanceDiff,
     QualityResult,
@@ -78,6 +81,88 @@ def trends(
     ]
 
 
+def effect_trends(
+    view: StoreView, since: datetime | None, flags: dict[tuple[str, str, str], str]
+) -> list[Trend]:
+    """d over time per snapshot × test × metric, from complete runs only; 0 is the line
+    of no association."""
+    series: dict[tuple[str, str, str, str], list[TrendPoint]] = {}
+    for r in view.measure_trend(since, "effect_size"):
+        series.setdefault((r.snapshot_id, r.benchmark, r.axis, r.metric), []).append(
+            TrendPoint(
+                run_id=r.run_id,
+                started_at=r.started_at,
+                status=r.status,
+                value=r.value,
+                ci_low=r.ci_low,
+                ci_high=r.ci_high,
+                n=r.n or 0,
+                flagged=flags.get((r.run_id, r.benchmark, r.axis)),
+            )
+        )
+    return [
+        Trend(
+            snapshot_id=s,
+            benchmark=b,
+            axis=a,
+            measure="effect_size",
+            metric=m,
+            reference=0.0,
+            points=tuple(pts),
+        )
+        for (s, b, a, m), pts in series.items()
+    ]
+
+
+def association_results(view: StoreView, run_ids: list[str]) -> list[AssociationResult]:
+    """The association tests of the given runs (the new runs a report compares)."""
+    out: list[AssociationResult] = []
+    for rid in dict.fromkeys(run_ids):
+        run = view.run(rid)
+        for m in view.measures(rid):
+            if m.kind != "effect_size":
+                continue
+            used = m.details.get("n_used", {})
+            out.append(
+                AssociationResult(
+                    snapshot_id=run.snapshot_id,
+                    run_id=rid,
+                    started_at=run.started_at,
+                    benchmark=m.benchmark,
+                    test=m.axis,
+                    metric=run.metric,
+                    d=m.value,
+                    ci=_interval(m.ci_low, m.ci_high),
+                    p_value=m.p_value,
+                    p_holm=m.details.get("p_holm"),
+                    sizes=tuple(int(used.get(r, 0)) for r in ("X", "Y", "A", "B")),
+                    n_missing=int(m.details.get("n_missing", 0)),
+                    method=m.method,
+                )
+            )
+    return out
+
+
+def effect_model(c: DriftEffect, snapshot_id: str) -> EffectComparison:
+    return EffectComparison(
+        snapshot_id=snapshot_id,
+        benchmark=c.benchmark,
+        test=c.axis,
+        new_run_id=c.new_run_id,
+        baseline_run_id=c.baseline_run_id,
+        metric=c.metric,
+        n_paired=c.n_paired,
+        d_old=c.d_old,
+        d_new=c.d_new,
+        delta=c.delta,
+        delta_ci=_interval(c.ci_low, c.ci_high),
+        p_value=c.p_value,
+        p_adjusted=c.p_adjusted,
+        verdict=c.verdict.label,
+        reason=c.verdict.reason,
+    )
+
+
 def quality_results(view: StoreView, since: datetime | None) -> list[QualityResult]:
     out = []
     for v in view.latest_validations(since):
@@ -113,12 +198,14 @@ def build_report_input(
     since: datetime | None,
     with_flips: bool = False,
 ) -> ReportInput:
-    meta = view.runs(c.new_run_id for c in result.comparisons)
+    meta = view.runs(c.new_run_id for c in [*result.comparisons, *result.effect_sizes])
     comps, diffs, flags = [], {}, {}
-    for c in result.comparisons:
+    effects = [effect_model(e, meta[e.new_run_id].snapshot_id) for e in result.effect_sizes]
+    for c in [*result.comparisons, *result.effect_sizes]:
         m = meta[c.new_run_id]
-        model = comparison_model(c, m.metric, with_flips=with_flips)
-        comps.append(model.model_copy(update={"snapshot_id": m.snapshot_id}))
+        if isinstance(c, AxisComparison):
+            model = comparison_model(c, m.metric, with_flips=with_flips)
+            comps.append(model.model_copy(update={"snapshot_id": m.snapshot_id}))
         if c.verdict.flagged:
             flags[(c.new_run_id, c.benchmark, c.axis)] = f"{c.verdict.label}: {c.verdict.reason}"
         key = (c.baseline_run_id, c.new_run_id)
@@ -153,6 +240,9 @@ def build_report_input(
         runs=tuple(run_summaries(view, since)),
         notes=tuple(notes),
         fdr_note=result.fdr_note(),
+        associations=tuple(association_results(view, [p.new_run_id for p in result.pairs])),
+        effect_comparisons=tuple(effects),
+        effect_trends=tuple(effect_trends(view, since, flags)),
         alpha=result.alpha,
         confidence=result.confidence,
     )

@@ -14,11 +14,11 @@ from monitor.drift.compare import (
     ALPHA,
     CONFIDENCE,
     AxisComparison,
-    adjust_family,
     compare_runs,
     repeat_outcomes,
 )
-from monitor.drift.stats import NoiseFloor, noise_floor
+from monitor.drift.effect_size import EffectComparison, compare_effect_sizes
+from monitor.drift.stats import NoiseFloor, bh_adjust, noise_floor
 from monitor.errors import UserInputError
 from monitor.metrics.registry import get_metric
 from monitor.store.models import AxisKey
@@ -26,7 +26,10 @@ from monitor.store.view import StoreView
 
 # How two runs of each kind of result are compared (``ResultFamily.comparison``). A new
 # kind of result registers its comparator here; see ARCHITECTURE.md.
-COMPARATORS = {"paired-flips": compare_runs}
+COMPARATORS = {
+    "paired-flips": compare_runs,
+    "effect-size-difference": compare_effect_sizes,
+}
 
 
 @dataclass(frozen=True)
@@ -41,16 +44,20 @@ class Pair:
 class DriftResult:
     pairs: list[Pair]
     comparisons: list[AxisComparison] = field(default_factory=list)
+    # Association tests (effect sizes), adjusted in the same BH family as the pairs.
+    effect_sizes: list[EffectComparison] = field(default_factory=list)
     noise_sources: dict[str, str] = field(default_factory=dict)  # snapshot → repeat group used
     alpha: float = ALPHA
     confidence: float = CONFIDENCE
 
     @property
-    def regressions(self) -> list[AxisComparison]:
-        return [c for c in self.comparisons if c.verdict.label == "regression"]
+    def regressions(self) -> list[AxisComparison | EffectComparison]:
+        every = [*self.comparisons, *self.effect_sizes]
+        return [c for c in every if c.verdict.label == "regression"]
 
     def fdr_note(self) -> str:
-        tested = sum(1 for c in self.comparisons if c.p_value is not None)
+        every = [*self.comparisons, *self.effect_sizes]
+        tested = sum(1 for c in every if c.p_value is not None)
         return (
             f"p (BH) is Benjamini–Hochberg-adjusted over the {tested} paired tests in this "
             f"report (false discovery rate {self.alpha:g}); a drift is flagged only when "
@@ -139,9 +146,10 @@ def run_drift(
     alpha: float = ALPHA,
     confidence: float = CONFIDENCE,
 ) -> DriftResult:
-    """Compare every pair, then BH-adjust across all snapshot × axis tests together."""
+    """Compare every pair, then BH-adjust across all snapshot × axis tests together
+    (pair axes and association tests in one family)."""
     result = DriftResult(pairs=list(pairs), alpha=alpha, confidence=confidence)
-    comps: list[AxisComparison] = []
+    comps: list = []
     for p in pairs:
         if p.baseline_run_id is None:
             continue
@@ -162,5 +170,8 @@ def run_drift(
             confidence=confidence,
             noise=floors or None,
         )
-    result.comparisons = adjust_family(comps, alpha=alpha)
+    adjusted = bh_adjust([c.p_value for c in comps], alpha)
+    every = [c.adjusted(p, alpha) for c, p in zip(comps, adjusted, strict=True)]
+    result.comparisons = [c for c in every if isinstance(c, AxisComparison)]
+    result.effect_sizes = [c for c in every if isinstance(c, EffectComparison)]
     return result

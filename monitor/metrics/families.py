@@ -46,7 +46,10 @@ CHOICE_PROBABILITIES = ItemNumbers(
 # The caste study kept the log-prob of each option's first token only when it was among
 # the top 20, so an opinionated item may have one side's number and not the other's.
 TOP20_FIRST_TOKEN = ItemNumbers("top-20 first-token log-probs (a side outside is missing)", ())
-ASSOCIATION_SCORES = ItemNumbers("association", ("delta",))
+# Association tests: delta = s(w, A, B) for a target word (mean cosine with A minus mean
+# cosine with B), s(a, X, Y) for an attribute word. A term the model cannot embed (out of
+# a static vocabulary) is stored with outcome 'other' and no delta, and listed per test.
+ASSOCIATION_SCORES = ItemNumbers("association s(w, A, B)", ("delta",), unless_outcome_in=("other",))
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from monitor.errors import UserInputError
-from monitor.metrics import caste_study, consistency
+from monitor.metrics import association, caste_study, consistency
 from monitor.metrics.aul import AUL, AUL_VERSION
 from monitor.metrics.cll import CLL, CLL_VERSION, ULL, ULL_VERSION
 from monitor.metrics.cll_reference import CLL_REFERENCE, CLL_REFERENCE_VERSION
 from monitor.metrics.families import (
+    ASSOCIATION_SCORES,
+    ASSOCIATION_TEST,
     CHOICE_PROBABILITIES,
     LOG_LIKELIHOOD,
     PAIR_OUTCOME,
@@ -61,6 +63,7 @@ class MetricSpec:
     numbers: ItemNumbers
     aggregate: Aggregate
     requests: str  # "causal-logprobs" | "masked-logprobs" | "chat-answers" | "imported"
+    # | "embeddings"
     # Rebuilds a stored row from its stored inputs and names the fields that disagree
     # (``monitor.metrics.consistency``); None where rows cannot be rebuilt.
     check_row: consistency.CheckRow | None = None
@@ -140,6 +143,26 @@ METRICS: dict[str, MetricSpec] = {
             TOP20_FIRST_TOKEN,
             caste_study.study_measures,
             "imported",
+        ),
+        MetricSpec(
+            association.WEAT,
+            association.WEAT_VERSION,
+            "WEAT/SEAT effect size d with the sample SD (ddof=1, as SEAT and bias-bench), "
+            "one-sided permutation p, bootstrap interval over target words",
+            ASSOCIATION_TEST,
+            ASSOCIATION_SCORES,
+            association.weat_measures,
+            "embeddings",
+        ),
+        MetricSpec(
+            association.WEAT_POPULATION_SD,
+            association.WEAT_POPULATION_SD_VERSION,
+            "WEAT/SEAT effect size d with the population SD (ddof=0, as the SocHindi "
+            "notebook); otherwise as weat",
+            ASSOCIATION_TEST,
+            ASSOCIATION_SCORES,
+            association.weat_population_sd_measures,
+            "embeddings",
         ),
     )
 }

@@ -43,7 +43,13 @@ def validate_benchmark(
     expected_rows: int,
     known_reasons: Iterable[str] = KNOWN_EXCLUSION_REASONS,
 ) -> SuiteResult:
-    """Check one loaded benchmark file version; ``expected_rows`` is the manifest's ``rows``."""
+    """Check one loaded benchmark file version; ``expected_rows`` is the manifest's ``rows``.
+
+    Word-set files (association tests) have their own rules (``word_set_suite``)."""
+    if loaded.items and all(it.kind == "word-set-term" for it in loaded.items):
+        from monitor.quality.word_set_suite import validate_word_sets
+
+        return validate_word_sets(loaded)
     frame = benchmark_frame(loaded)
     checks = benchmark_checks(loaded, expected_rows=expected_rows, known_reasons=known_reasons)
     return run_suite(

@@ -14,7 +14,9 @@ from monitor.report.json_out import from_json, read_json, to_json
 from monitor.report.markdown import render_markdown
 from monitor.report.model import (
     SCHEMA_VERSION,
+    AssociationResult,
     Comparison,
+    EffectComparison,
     ProvenanceChange,
     ProvenanceDiff,
     QualityResult,
@@ -26,7 +28,9 @@ from monitor.report.model import (
 
 __all__ = [
     "SCHEMA_VERSION",
+    "AssociationResult",
     "Comparison",
+    "EffectComparison",
     "ProvenanceChange",
     "ProvenanceDiff",
     "QualityResult",

@@ -12,7 +12,7 @@ import html
 import re
 
 from monitor.report import fmt
-from monitor.report.model import Comparison, ReportInput
+from monitor.report.model import VERDICT_ORDER, Comparison, ReportInput
 from monitor.report.text import fdr_text, ordered_comparisons, summary_line
 
 # GitHub comments are capped at 65,536 characters; leave room for a footer.
@@ -88,6 +88,57 @@ def _what_changed(report: ReportInput) -> list[str]:
     return lines
 
 
+def _d(x: float | None) -> str:
+    return fmt.MISSING if x is None else f"{x:+.2f}".replace("-", fmt.MINUS)
+
+
+def _associations(report: ReportInput, max_rows: int) -> list[str]:
+    """Association tests beside the pairs: each test's d and interval, then what moved."""
+    lines: list[str] = []
+    if report.associations:
+        lines += [
+            "### Association tests (WEAT / SEAT)",
+            "",
+            f"| Snapshot | Test (benchmark) | d [{report.level} bootstrap] | p | p (Holm) "
+            "| Missing terms |",
+            "|---|---|---|---|---|---|",
+        ]
+        rows = sorted(report.associations, key=lambda a: (a.snapshot_id, a.benchmark, a.test))
+        for a in rows[:max_rows]:
+            ci = f" [{_d(a.ci[0])}, {_d(a.ci[1])}]" if a.ci else ""
+            lines.append(
+                f"| {md(a.snapshot_id, 60)} | {md(a.test, 40)} ({md(a.benchmark, 50)}) | "
+                f"{_d(a.d)}{ci} | {fmt.pvalue(a.p_value)} | {fmt.pvalue(a.p_holm)} | "
+                f"{a.n_missing} |"
+            )
+        if len(rows) > max_rows:
+            lines.append(f"{len(rows) - max_rows} more tests are in the HTML report.")
+        lines.append("")
+    if report.effect_comparisons:
+        lines += [
+            f"| Snapshot | Test | d, baseline → new | Δd (paired {report.level} CI) | p | p (BH) "
+            "| Verdict |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        comps = sorted(
+            report.effect_comparisons,
+            key=lambda c: (VERDICT_ORDER.index(c.verdict), c.snapshot_id, c.benchmark, c.test),
+        )
+        flagged = sum(c.verdict in ("regression", "improvement") for c in comps)
+        for c in comps[: max(max_rows, flagged)]:
+            ci = f" [{_d(c.delta_ci[0])}, {_d(c.delta_ci[1])}]" if c.delta_ci else ""
+            verdict = _VERDICT_BADGE[c.verdict]
+            if c.verdict == "not comparable" and c.reason:
+                verdict += f": {md(c.reason, 100)}"
+            lines.append(
+                f"| {md(c.snapshot_id, 60)} | {md(c.test, 40)} | {_d(c.d_old)} → {_d(c.d_new)} | "
+                f"{_d(c.delta)}{ci} | {fmt.pvalue(c.p_value)} | {fmt.pvalue(c.p_adjusted)} | "
+                f"{verdict} |"
+            )
+        lines.append("")
+    return lines
+
+
 def render_markdown(report: ReportInput, *, max_rows: int = 40) -> str:
     """The report as GitHub-flavoured Markdown, at most ``MAX_CHARS`` long."""
     out = [f"## {md(report.title, 120)}", ""]
@@ -111,6 +162,8 @@ def render_markdown(report: ReportInput, *, max_rows: int = 40) -> str:
         out += ["", f"> {md(fdr_text(report), 600)}", ""]
     else:
         out += ["No comparisons in this report.", ""]
+
+    out += _associations(report, max_rows)
 
     changed = _what_changed(report)
     if changed:

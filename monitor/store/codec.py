@@ -8,7 +8,7 @@ thousand rows is one statement instead of thousands of ``executemany`` round tri
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -101,6 +101,28 @@ MEASURE_SCHEMA = pa.schema(
         ("details", _STR),
     ]
 )
+
+
+EMBEDDING_SCHEMA = pa.schema(
+    [
+        ("run_id", _STR),
+        ("item_id", _STR),
+        ("dim", _I32),
+        ("vector", pa.list_(pa.float32())),
+    ]
+)
+
+
+def embeddings_table(run_id: str, vectors: Mapping[str, Sequence[float]]) -> pa.Table:
+    """item id -> vector as an Arrow batch (float32 lists; the vectors are float32 already)."""
+    ids = sorted(vectors)
+    data = {
+        "run_id": [run_id] * len(ids),
+        "item_id": ids,
+        "dim": [len(vectors[i]) for i in ids],
+        "vector": [list(map(float, vectors[i])) for i in ids],
+    }
+    return pa.Table.from_pydict(data, schema=EMBEDDING_SCHEMA)
 
 
 def dumps(value: Any) -> str:

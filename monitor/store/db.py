@@ -32,7 +32,7 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -489,6 +489,36 @@ class Store:
             con.unregister("_new_scores")
         return int(inserted)
 
+    def add_embeddings(self, run_id: str, vectors: Mapping[str, Sequence[float]]) -> int:
+        """Store the vectors an association run embedded (item id -> float32 vector), one
+        transaction; a vector already stored for an item is kept (append-only, resumable).
+        Every item must be stored already, like a score's."""
+        table = codec.embeddings_table(run_id, vectors)
+        if table.num_rows == 0:
+            return 0
+        with self._transaction() as con:
+            self._require_writable_run(con, run_id)
+            con.register("_new_embeddings", table)
+            missing = sql.scalar(
+                con, "SELECT count(*) FROM _new_embeddings b ANTI JOIN items i USING (item_id)"
+            )
+            if missing:
+                raise UserInputError(
+                    f"{missing} embeddings for run {run_id} reference items not in the store"
+                )
+            inserted = sql.scalar(
+                con,
+                "INSERT INTO embeddings BY NAME SELECT * FROM _new_embeddings "
+                "ON CONFLICT DO NOTHING",
+            )
+            con.unregister("_new_embeddings")
+        return int(inserted)
+
+    def embeddings(self, run_id: str) -> dict[str, list[float]]:
+        """The vectors stored for ``run_id``, by item id (empty for runs of other kinds)."""
+        with self._connect() as con:
+            return queries.embeddings(con, run_id)
+
     def add_exclusions(self, run_id: str, exclusions: Sequence[Exclusion]) -> int:
         """Record rows left out of a run; re-sending one already stored is a no-op."""
         table = codec.exclusions_table(run_id, exclusions)
@@ -643,6 +673,11 @@ class Store:
         """The run's scores as the records scoring produced (for computing measures)."""
         with self._connect() as con:
             return queries.score_rows(con, run_id)
+
+    def term_scores(self, run_id: str, with_texts: bool = False) -> list[dict[str, Any]]:
+        """Per-term numbers of an association run (test, set, s(w,A,B)); terms only if asked."""
+        with self._connect() as con:
+            return queries.term_scores(con, run_id, with_texts=with_texts)
 
     def item_scores(self, run_id: str, with_texts: bool = False) -> list[dict[str, Any]]:
         """Per-item numbers with benchmark row and axis; sentences only if asked for."""

@@ -6,8 +6,9 @@ request sent and every batch submitted) plus ``manifest.json`` with the schema v
 row counts and a sha256 per file. The manifest is what lets the merging job trust a
 shard that crossed machines: it checks every file before reading a row from it.
 
-Format version 1 (before API runs) had no ``api_requests``/``api_batches`` files; such
-folders are still read, with those tables empty.
+Format version 1 (before API runs) had no ``api_requests``/``api_batches`` files, and
+versions 1 and 2 (before association tests) no ``embeddings`` file; such folders are
+still read, with those tables empty.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from monitor.store import queries
 from monitor.store.db import Store
 
 EXPORT_FORMAT = "bias-monitor-run-export"
-EXPORT_FORMAT_VERSION = 2
+EXPORT_FORMAT_VERSION = 3
 MANIFEST_NAME = "manifest.json"
 
 # Table -> the run's rows, in a fixed order so that exporting twice gives the same rows.
@@ -50,12 +51,14 @@ EXPORT_QUERIES: dict[str, str] = {
     ),
     "api_requests": "SELECT * FROM api_requests WHERE run_id = $run_id ORDER BY request_key",
     "api_batches": "SELECT * FROM api_batches WHERE run_id = $run_id ORDER BY batch_id",
+    "embeddings": "SELECT * FROM embeddings WHERE run_id = $run_id ORDER BY item_id",
 }
 EXPORT_TABLES: tuple[str, ...] = tuple(EXPORT_QUERIES)
 # The tables each readable format version carries.
 TABLES_BY_FORMAT: dict[int, frozenset[str]] = {
-    1: frozenset(EXPORT_TABLES) - {"api_requests", "api_batches"},
-    2: frozenset(EXPORT_TABLES),
+    1: frozenset(EXPORT_TABLES) - {"api_requests", "api_batches", "embeddings"},
+    2: frozenset(EXPORT_TABLES) - {"embeddings"},
+    3: frozenset(EXPORT_TABLES),
 }
 
 

@@ -11,7 +11,8 @@ A CI matrix job scores one snapshot and ships a shard; one final job merges them
   before a row is read, and every score must point at an item and a run in its shard.
 
 "Same content" means the run's immutable record: its ``runs`` row without the
-lifecycle columns, its scores, its exclusions and (API runs) every request sent.
+lifecycle columns, its scores, its exclusions, (API runs) every request sent and
+(association runs) every vector embedded.
 Lifecycle (status, counts, notes), axis measures, validations and batch states may
 legitimately move on in the target after a merge (e.g. the quality gate quarantines a
 run), so for an already-stored run the target's version is kept and any difference is
@@ -39,7 +40,7 @@ from monitor.store.export import EXPORT_TABLES, is_export_folder, verify_export
 MERGE_TABLES = EXPORT_TABLES
 RUN_TABLES = tuple(t for t in MERGE_TABLES if t != "items")  # tables keyed by run_id
 LIFECYCLE_COLUMNS = frozenset({"status", "finished_at", "n_scored", "n_excluded", "notes"})
-IMMUTABLE_TABLES = ("runs", "scores", "exclusions", "api_requests")
+IMMUTABLE_TABLES = ("runs", "scores", "exclusions", "api_requests", "embeddings")
 # May move on in the target after a merge; differences are reported, the target's kept.
 MUTABLE_TABLES = ("axis_measures", "validations", "api_batches")
 

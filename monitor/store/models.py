@@ -78,6 +78,15 @@ class AxisOutcomes:
     benchmark_versions: set[str] = field(default_factory=set)
 
 
+@dataclass
+class TestTerms:
+    """One run's scored terms of one association test (benchmark, test): item id → (set,
+    s(w, A, B)) for the target words it could embed, and the benchmark source versions."""
+
+    targets: dict[str, tuple[str, float]] = field(default_factory=dict)
+    benchmark_versions: set[str] = field(default_factory=set)
+
+
 @dataclass(frozen=True)
 class TrendRow:
     """One run's value of one measure on one axis, for a trend line."""

@@ -178,3 +178,29 @@ def stale_running_runs(con: duckdb.DuckDBPyConnection, cutoff: datetime) -> list
         [cutoff],
     ).fetchall()
     return [run_id for (run_id,) in rows]
+
+
+def embeddings(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, list[float]]:
+    rows = con.execute(
+        "SELECT item_id, vector FROM embeddings WHERE run_id = ? ORDER BY item_id", [run_id]
+    ).fetchall()
+    return {item_id: list(vector) for item_id, vector in rows}
+
+
+def term_scores(
+    con: duckdb.DuckDBPyConnection, run_id: str, with_texts: bool = False
+) -> list[dict[str, Any]]:
+    """One row per scored term of an association run, for people to read: ids, test,
+    set and numbers; the term itself (words and sentences hold identity terms and slurs)
+    only when asked for."""
+    text = ", i.payload->>'text' AS term" if with_texts else ""
+    return fetch_dicts(
+        con,
+        "SELECT s.item_id, i.benchmark, i.axis AS test, i.payload->>'role' AS role, "
+        "CAST(i.payload->>'occurrence' AS INTEGER) AS occurrence, "
+        "s.outcome = 'other' AS missing, s.delta, "
+        f"CAST(s.details->>'mean_cos_first' AS DOUBLE) AS mean_cos_first{text} "
+        "FROM scores s JOIN items i USING (item_id) WHERE s.run_id = ? "
+        "ORDER BY i.benchmark, i.axis, i.source_row, s.item_id",
+        [run_id],
+    )

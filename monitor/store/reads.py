@@ -22,6 +22,7 @@ from monitor.store.models import (
     AxisOutcomes,
     ResultFrames,
     StoredRun,
+    TestTerms,
     TrendRow,
     ValidationRow,
 )
@@ -107,6 +108,27 @@ def axis_outcomes(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[AxisKey, 
         entry = out[(benchmark, axis)]
         entry.outcomes[item_id] = outcome
         entry.benchmark_versions.add(source_version(version))
+    return dict(out)
+
+
+def test_terms(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[AxisKey, TestTerms]:
+    """Per (benchmark, test) of an association run, its embedded target words' s(w, A, B)
+    (words the model could not embed have no number and are left out)."""
+    cur = con.execute(
+        """
+        SELECT i.benchmark, i.axis, i.benchmark_version, s.item_id,
+               s.details->>'role' AS role, s.delta
+        FROM scores AS s JOIN items AS i USING (item_id)
+        WHERE s.run_id = ? AND i.kind = 'word-set-term'
+        """,
+        [run_id],
+    )
+    out: dict[AxisKey, TestTerms] = defaultdict(TestTerms)
+    for benchmark, axis, version, item_id, role, delta in cur.fetchall():
+        entry = out[(benchmark, axis)]
+        entry.benchmark_versions.add(source_version(version))
+        if role in ("X", "Y") and delta is not None:
+            entry.targets[item_id] = (role, float(delta))
     return dict(out)
 
 

@@ -199,6 +199,21 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (
+        5,
+        "embeddings of what an association test embedded, so a rerun can be checked",
+        """
+        -- One vector per scored term of a run (word-set items): what the model returned,
+        -- as float32, so a rerun's vectors can be compared and the statistics recomputed.
+        CREATE TABLE embeddings (
+            run_id  VARCHAR NOT NULL,
+            item_id VARCHAR NOT NULL,
+            dim     INTEGER NOT NULL,
+            vector  FLOAT[] NOT NULL,
+            PRIMARY KEY (run_id, item_id)
+        );
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -21,6 +21,7 @@ from monitor.store.models import (
     AxisOutcomes,
     ResultFrames,
     StoredRun,
+    TestTerms,
     TrendRow,
     ValidationRow,
 )
@@ -65,6 +66,10 @@ class StoreView:
     # per-item and per-run results
     def axis_outcomes(self, run_id: str) -> dict[AxisKey, AxisOutcomes]:
         return reads.axis_outcomes(self._con, run_id)
+
+    def test_terms(self, run_id: str) -> dict[AxisKey, TestTerms]:
+        """Per association test, the target words' s(w, A, B) (drift pairs them by id)."""
+        return reads.test_terms(self._con, run_id)
 
     def measures(self, run_id: str) -> list[Measure]:
         return [codec.measure_from_row(r) for r in queries.axis_measures(self._con, run_id)]

@@ -1,0 +1,139 @@
+"""Tables for association-test results (effect sizes), used by `run` and `show`.
+
+Effect sizes are not rates: d is printed as a signed number with its interval, the
+permutation p and the Holm-adjusted p across the run's tests, never as a percentage.
+Terms are never printed here; missing terms are counted (ids with `show --items`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from monitor.cli.output import out
+
+
+def num(x: float | None, digits: int = 3) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    return f"{x:+.{digits}f}"
+
+
+def pvalue(p: float | None) -> str:
+    if p is None:
+        return "—"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _get(m: Any, key: str) -> Any:
+    return m.get(key) if isinstance(m, dict) else getattr(m, key)
+
+
+def is_effect(m: Any) -> bool:
+    return _get(m, "kind") == "effect_size"
+
+
+def print_effects(measures: Iterable[Any], title: str) -> bool:
+    """Print one row per effect-size measure; False (nothing printed) when there is none."""
+    from rich.table import Table
+
+    rows = sorted(
+        (m for m in measures if is_effect(m)), key=lambda m: (_get(m, "benchmark"), _get(m, "axis"))
+    )
+    if not rows:
+        return False
+    level = f"{100 * float(_get(rows[0], 'confidence') or 0.95):g}%"
+    table = Table(title=title, title_justify="left")
+    for col in (
+        "benchmark",
+        "test",
+        "d",
+        f"{level} CI",
+        "p",
+        "p (Holm)",
+        "|X|/|Y|/|A|/|B|",
+        "missing",
+    ):
+        table.add_column(col, justify="left" if col in ("benchmark", "test") else "right")
+    for m in rows:
+        details = _get(m, "details") or {}
+        used = details.get("n_used", {})
+        ci = "—"
+        if _get(m, "ci_low") is not None and _get(m, "ci_high") is not None:
+            ci = f"[{num(_get(m, 'ci_low'), 2)}, {num(_get(m, 'ci_high'), 2)}]"
+        table.add_row(
+            _get(m, "benchmark"),
+            _get(m, "axis"),
+            num(_get(m, "value")),
+            ci,
+            pvalue(_get(m, "p_value")),
+            pvalue(details.get("p_holm")),
+            "/".join(str(used.get(r, 0)) for r in ("X", "Y", "A", "B")),
+            str(details.get("n_missing", 0)),
+        )
+    out.print(table)
+    return True
+
+
+def effect_comparison_json(c: Any) -> dict[str, Any]:
+    return {
+        "benchmark": c.benchmark,
+        "test": c.axis,
+        "new_run_id": c.new_run_id,
+        "baseline_run_id": c.baseline_run_id,
+        "metric": c.metric,
+        "n_paired": c.n_paired,
+        "d_old": c.d_old,
+        "d_new": c.d_new,
+        "delta": c.delta,
+        "delta_ci": [c.ci_low, c.ci_high],
+        "delta_ci_method": c.method,
+        "confidence": c.confidence,
+        "p": c.p_value,
+        "p_bh": c.p_adjusted,
+        "noise": c.noise,
+        "verdict": c.verdict.label,
+        "reason": c.verdict.reason,
+        "attribution": c.attribution,
+        "provenance_diff": [f.__dict__ for f in c.provenance.changes if f.category != "run"],
+    }
+
+
+def print_effect_comparisons(comparisons: Iterable[Any], level: str) -> None:
+    from rich.table import Table
+
+    rows = list(comparisons)
+    if not rows:
+        return
+    table = Table(
+        title=f"association tests: change in d (paired bootstrap; p(BH) over all tests shown; "
+        f"{level} intervals)",
+        title_justify="left",
+    )
+    for col in (
+        "new run",
+        "baseline",
+        "benchmark/test",
+        "d old",
+        "d new",
+        f"Δd [{level} CI]",
+        "p",
+        "p(BH)",
+        "verdict",
+    ):
+        table.add_column(col)
+    for c in rows:
+        ci = "—" if c.ci_low is None else f"[{num(c.ci_low, 2)}, {num(c.ci_high, 2)}]"
+        table.add_row(
+            c.new_run_id,
+            c.baseline_run_id,
+            f"{c.benchmark}/{c.axis}",
+            num(c.d_old),
+            num(c.d_new),
+            f"{num(c.delta)} {ci}",
+            pvalue(c.p_value),
+            pvalue(c.p_adjusted),
+            f"{c.verdict.label}: {c.verdict.reason}",
+        )
+    out.print(table)

@@ -1,0 +1,184 @@
+"""The scoring driver for embedding kinds: association tests (WEAT on words, SEAT on
+sentences) through the same run lifecycle as every other run.
+
+For each run: embed every distinct term of the selected word-set benchmarks once, then
+per test compute each term's association with the opposite pair of sets (``s(w, A, B)``
+for a target word, ``s(a, X, Y)`` for an attribute word), store one score row and one
+vector per term, and let the lifecycle compute the per-test effect sizes from the
+stored rows (``monitor.metrics.association``) and run the quality gate.
+
+A term the model cannot embed (a static vocabulary lacks it) is stored with outcome
+``other`` and no number, so every listed term has a row and each test lists what it
+missed. Scores are a function of the whole sets, so a resumed run recomputes them (it is
+cheap next to embedding) and stores only the rows it does not hold yet.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from monitor.backends.embedding import Embedded
+from monitor.benchmarks.items import Item
+from monitor.errors import SnapshotUnavailable, UserInputError
+from monitor.jobs.context import JobContext
+from monitor.jobs.options import RunOutcome
+from monitor.jobs.run_record import fingerprint, new_repeat_group, new_run_record
+from monitor.metrics.association import MISSING_OUTCOME, cosine_matrix
+from monitor.provenance import environment
+from monitor.records import ScoreRow
+
+WORD_SET_KIND = "word-set-term"
+OPPOSITE = {"X": ("A", "B"), "Y": ("A", "B"), "A": ("X", "Y"), "B": ("X", "Y")}
+BATCH = 500  # score rows per store transaction
+_PASSED = ("role", "occurrence", "shared_with", "source_role")
+
+
+def _usable(e: Embedded | None) -> np.ndarray | None:
+    if e is None or e.vector is None:
+        return None
+    v = np.asarray(e.vector, dtype=np.float32)
+    return v if v.ndim == 1 and np.isfinite(v).all() and np.any(v) else None
+
+
+def _missing_reason(e: Embedded | None) -> str:
+    if e is None or e.vector is None:
+        return str((e.note if e else {}).get("missing", "no vector"))
+    return "zero or non-finite vector"
+
+
+def term_rows(
+    items: Sequence[Item], embedded: Mapping[str, Embedded], metric: str, version: str
+) -> tuple[list[ScoreRow], dict[str, np.ndarray]]:
+    """One score row per term and the vectors to store, from each term's embedding.
+
+    ``delta`` = mean cosine with the first opposite set minus mean cosine with the second
+    (``s(w, A, B)`` for X and Y words, ``s(a, X, Y)`` for A and B words), both means kept
+    in ``details``; the cosines are computed in float64 from the float32 vectors.
+    """
+    by_test: dict[tuple[str, str], dict[str, list[Item]]] = defaultdict(lambda: defaultdict(list))
+    for it in items:
+        by_test[(it.benchmark, it.axis)][it.payload["role"]].append(it)
+    rows: list[ScoreRow] = []
+    vectors: dict[str, np.ndarray] = {}
+    for sets in by_test.values():
+        usable = {
+            it.item_id: v
+            for members in sets.values()
+            for it in members
+            if (v := _usable(embedded.get(it.payload["text"]))) is not None
+        }
+        stacks = {
+            role: [usable[it.item_id] for it in sets.get(role, []) if it.item_id in usable]
+            for role in ("X", "Y", "A", "B")
+        }
+        for role, members in sets.items():
+            first, second = OPPOSITE[role]
+            scored = [it for it in members if it.item_id in usable]
+            if scored and stacks[first] and stacks[second]:
+                w = np.stack([usable[it.item_id] for it in scored])
+                cos_first = cosine_matrix(w, np.stack(stacks[first])).mean(axis=1)
+                cos_second = cosine_matrix(w, np.stack(stacks[second])).mean(axis=1)
+                numbers = {
+                    it.item_id: (float(c1), float(c2))
+                    for it, c1, c2 in zip(scored, cos_first, cos_second, strict=True)
+                }
+            else:
+                numbers = {}
+            for it in members:
+                e = embedded.get(it.payload["text"])
+                details: dict[str, Any] = {k: it.payload[k] for k in _PASSED if k in it.payload}
+                if e is not None and e.note:
+                    details["embedding"] = e.note
+                if it.item_id in usable:
+                    vectors[it.item_id] = usable[it.item_id]
+                if it.item_id not in numbers:
+                    if it.item_id in usable:
+                        empty = first if not stacks[first] else second
+                        details["undefined"] = f"no embedded term in set {empty}"
+                    else:
+                        details["missing"] = _missing_reason(e)
+                    rows.append(_row(it.item_id, metric, version, MISSING_OUTCOME, None, details))
+                    continue
+                c1, c2 = numbers[it.item_id]
+                details["mean_cos_first"] = c1
+                details["mean_cos_second"] = c2
+                rows.append(_row(it.item_id, metric, version, None, c1 - c2, details))
+    return rows, vectors
+
+
+def _row(item_id, metric, version, outcome, delta, details) -> ScoreRow:
+    # outcome None: an association term has no stereo/anti outcome (schema 3 allows NULL).
+    return ScoreRow(item_id, metric, version, outcome, delta, details=details)
+
+
+def score_snapshot(ctx: JobContext) -> list[RunOutcome]:
+    """Score ``ctx.snapshot`` on the word-set benchmarks ``options.repeat`` times."""
+    snapshot, options, spec = ctx.snapshot, ctx.options, ctx.metric
+    items = ctx.items
+    other = sorted({b.benchmark for b in ctx.benches for it in b.items if it.kind != WORD_SET_KIND})
+    if other or not items:
+        raise UserInputError(
+            f"snapshot {snapshot.id} ({snapshot.kind}) scores association tests on word-set "
+            f"benchmarks (sochindi-weat, socbias-hi-weat, en-weat, ...); "
+            + (f"not {', '.join(other)}" if other else "no word-set benchmark was selected")
+        )
+    try:
+        backend = ctx.kind.load_backend()(
+            snapshot, device=options.device, dtype=options.dtype, on_event=ctx.on_event
+        )
+    except SnapshotUnavailable as exc:
+        return [RunOutcome(snapshot.id, None, "skipped", reason=str(exc))]
+
+    fp = fingerprint(snapshot, spec.name, spec.version, ctx.benches, options)
+    repeat_group = new_repeat_group(options.repeat)
+    texts = sorted({it.payload["text"] for it in items})
+    outcomes: list[RunOutcome] = []
+    for rep in range(options.repeat):
+        run = ctx.lifecycle.open(
+            fingerprint=fp,
+            resume=options.resume,
+            items=items,
+            benches=ctx.benches,
+            new_record=lambda rep=rep: new_run_record(
+                snapshot,
+                ctx.benches,
+                options,
+                metric=spec.name,
+                metric_version=spec.version,
+                fingerprint=fp,
+                repeat_group=repeat_group,
+                repeat_index=rep,
+                device=backend.device,
+                dtype=backend.dtype,
+                batch_size=None,
+                environment=environment(backend.device),
+                origin=ctx.kind.origin,
+            ),
+        )
+        with ctx.lifecycle.attempt(run, snapshot.id) as attempt:
+            if hasattr(backend, "progress"):
+                backend.progress = ctx.progress(f"{snapshot.id} #{rep + 1} embedding", len(texts))
+            embedded = dict(zip(texts, backend.embed(texts), strict=True))
+            rows, vectors = term_rows(items, embedded, spec.name, spec.version)
+            for start in range(0, len(rows), BATCH):
+                ctx.store.add_scores(run.run_id, rows[start : start + BATCH])
+            ctx.store.add_embeddings(run.run_id, {k: v.tolist() for k, v in vectors.items()})
+            ctx.store.update_run_environment(run.run_id, {"embedding": backend.describe()})
+        if attempt.outcome is not None:
+            outcomes.append(attempt.outcome)
+            continue
+        outcomes.append(
+            ctx.lifecycle.finalise(
+                run.run_id,
+                items,
+                metric=spec.name,
+                snapshot_id=snapshot.id,
+                n_excluded=ctx.n_excluded,
+                resumed_from=attempt.resumed_from,
+            )
+        )
+    return outcomes
