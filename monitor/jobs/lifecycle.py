@@ -205,10 +205,13 @@ class RunLifecycle:
         item_axis = {it.item_id: (it.benchmark, it.axis) for it in items}
         rows = self.store.score_rows(run_id)
         measures = spec.aggregate(rows, item_axis)
-        self.store.finish_run(
-            run_id, "running", measures, n_scored=len(rows), n_excluded=n_excluded
-        )
-        verdict = self.gate(run_id, expected_item_ids=item_axis)
+        try:
+            self.store.finish_run(
+                run_id, "running", measures, n_scored=len(rows), n_excluded=n_excluded
+            )
+            verdict = self.gate(run_id, expected_item_ids=item_axis)
+        finally:
+            self.release(run_id)  # finished (or failed to finish): no longer this process's
         return RunOutcome(
             snapshot_id,
             run_id,
