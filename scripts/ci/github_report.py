@@ -12,8 +12,9 @@ comment on the pull request (found by a hidden marker), so reruns do not pile up
 
 Talks to the REST API at $GITHUB_API_URL for $GITHUB_REPOSITORY with $GITHUB_TOKEN (the
 workflow token: ``issues: write`` / ``pull-requests: write``); the token is sent as a header
-and never printed. ``--dry-run`` prints what it would do and sends nothing (used under act,
-which has no GitHub to talk to). Issue bodies hold only ids and numbers from the drift JSON
+and never printed. Standard library only, so the comment job installs nothing.
+``--dry-run`` prints what it would do and sends nothing (used under act, which has no
+GitHub to talk to). Issue bodies hold only ids and numbers from the drift JSON
 (snapshot ids, benchmark ids, rates, p-values), never a benchmark sentence or model output.
 
 Exit codes: 0 done; 1 GitHub refused a request; 2 bad input.
@@ -26,11 +27,12 @@ import json
 import os
 import re
 import sys
+import urllib.error
+import urllib.parse
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import httpx
 
 LABEL = "bias-regression"
 _ID = r"([a-z0-9._-]+)"
@@ -105,32 +107,40 @@ class GitHub:
     def __init__(self, dry_run: bool) -> None:
         self.dry_run = dry_run
         self.repo = os.environ.get("GITHUB_REPOSITORY", "")
-        if not dry_run:
-            token = os.environ.get("GITHUB_TOKEN")
-            if not token or not self.repo:
-                raise SystemExit("error: GITHUB_TOKEN and GITHUB_REPOSITORY must be set")
-            self.client = httpx.Client(
-                base_url=os.environ.get("GITHUB_API_URL", "https://api.github.com"),
-                headers={
-                    "Authorization": f"Bearer {token}",
-                    "Accept": "application/vnd.github+json",
-                    "X-GitHub-Api-Version": "2022-11-28",
-                },
-                timeout=30.0,
-            )
+        self.api = os.environ.get("GITHUB_API_URL", "https://api.github.com").rstrip("/")
+        self.token = os.environ.get("GITHUB_TOKEN", "")
+        if not dry_run and (not self.token or not self.repo):
+            raise ValueError("GITHUB_TOKEN and GITHUB_REPOSITORY must be set")
 
     def call(self, method: str, path: str, body: dict | None = None, **params: Any) -> Any:
         if self.dry_run:
             if method != "GET":
                 print(f"dry run: would {method} {path} {json.dumps(body or {})[:300]}")
             return []
-        resp = self.client.request(method, f"/repos/{self.repo}{path}", json=body, params=params)
-        if resp.status_code >= 400:
+        url = f"{self.api}/repos/{self.repo}{path}"
+        if params:
+            url += "?" + urllib.parse.urlencode(params)
+        request = urllib.request.Request(
+            url,
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={
+                "Authorization": f"Bearer {self.token}",
+                "Accept": "application/vnd.github+json",
+                "Content-Type": "application/json",
+                "X-GitHub-Api-Version": "2022-11-28",
+            },
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as resp:
+                data = resp.read()
+        except urllib.error.HTTPError as exc:
             # The response names the problem; the token is in a header and never echoed.
-            raise RuntimeError(
-                f"GitHub {method} {path}: HTTP {resp.status_code}: {resp.text[:200]}"
-            )
-        return resp.json() if resp.content else None
+            detail = exc.read()[:200].decode(errors="replace")
+            raise RuntimeError(f"GitHub {method} {path}: HTTP {exc.code}: {detail}") from None
+        except urllib.error.URLError as exc:
+            raise RuntimeError(f"GitHub {method} {path}: {exc.reason}") from None
+        return json.loads(data) if data else None
 
     def paged(self, path: str, **params: Any) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
@@ -216,7 +226,7 @@ def main(argv: list[str]) -> int:
     except (OSError, ValueError, KeyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except (RuntimeError, httpx.HTTPError) as exc:
+    except RuntimeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0

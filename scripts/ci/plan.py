@@ -9,7 +9,8 @@ Prints ``key=value`` lines for ``$GITHUB_OUTPUT``:
 * ``api``: JSON list of ``{"id", "secret"}`` for API snapshots, ``secret`` naming the one
   repository secret the job needs (the key, or for vLLM the server's URL); the job skips
   itself with a notice when that secret is not set;
-* ``changed`` (``changed`` only): JSON list of ``{"id", "kind", "baselines"}``.
+* ``changed`` (``changed`` only): JSON list of ``{"id", "kind", "baselines"}``, plus
+  ``alpha`` and ``fail_on``, the thresholds of the check from ``.github/bias-monitor.toml``.
 
 Standard library only (tomllib), so it runs before anything is installed. The snapshot
 files are validated properly by ``bias-monitor`` itself when the jobs score them.
@@ -26,6 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOTS = Path("snapshots")
+CONFIG = Path(".github/bias-monitor.toml")
 
 
 def load(path: Path) -> dict:
@@ -69,7 +71,7 @@ def changed_files(root: Path, base: str) -> list[Path]:
     return [Path(line) for line in out.splitlines() if line.endswith(".toml")]
 
 
-def changed(root: Path, base: str) -> dict[str, list]:
+def changed(root: Path, base: str) -> dict[str, object]:
     entries = []
     for rel in changed_files(root, base):
         snap = load(root / rel)
@@ -79,7 +81,11 @@ def changed(root: Path, base: str) -> dict[str, list]:
             {"id": snap["id"], "kind": snap["kind"], "baselines": list(snap.get("baselines", []))}
         )
     plan = nightly(root, [e["id"] for e in entries]) if entries else {"local": [], "api": []}
-    return {"changed": entries, **plan}
+    config = load(root / CONFIG).get("pr-check", {}) if (root / CONFIG).is_file() else {}
+    alpha, fail_on = float(config.get("alpha", 0.05)), str(config.get("fail_on", "regression"))
+    if not 0 < alpha <= 0.5 or fail_on not in ("regression", "any", "never"):
+        raise SystemExit(f"error: {CONFIG}: need 0 < alpha <= 0.5, fail_on regression/any/never")
+    return {"changed": entries, **plan, "alpha": alpha, "fail_on": fail_on}
 
 
 def main(argv: list[str]) -> int:
@@ -96,8 +102,9 @@ def main(argv: list[str]) -> int:
     else:
         plan = changed(ROOT, args.base)
     for key, value in plan.items():
-        print(f"{key}={json.dumps(value, separators=(',', ':'))}")
-    summary = ", ".join(f"{k}: {len(v)}" for k, v in plan.items())
+        text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+        print(f"{key}={text}")
+    summary = ", ".join(f"{k}: {len(v)}" for k, v in plan.items() if isinstance(v, list))
     print(f"plan: {summary}", file=sys.stderr)
     return 0
 
