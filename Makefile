@@ -37,7 +37,7 @@ run: install
 # second, so it does not compete for the 2 CPU cores with the local-model tests.
 test: install
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -m "not vllm"
+	$(BIN)/python -m pytest -q -m "not vllm and not act"
 	$(BIN)/python -m pytest -q -m vllm
 
 lint: install
