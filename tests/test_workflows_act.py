@@ -90,7 +90,7 @@ def test_nightly_scores_in_the_container_and_appends_to_the_history(state, night
         text=True,
         check=True,
     ).stdout.splitlines()
-    assert len(subjects) == 1 and subjects[0].endswith("1 run(s)")
+    assert len(subjects) == 1 and ": 1 run(s)" in subjects[0]
     checkout = tmp_path / "history"
     subprocess.run(
         ["git", "clone", "--quiet", "--branch", "monitor-history", str(remote), str(checkout)],
