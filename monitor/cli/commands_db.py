@@ -1,4 +1,4 @@
-"""`runs list`, `show`, `export`, `db merge`: reading and moving what the store holds."""
+"""`runs list`, `show`, `export`, `db merge`, `db rebuild`: reading and moving stored runs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from monitor.cli.output import Format, err, interval, out, pct, print_json
 
 runs_app = typer.Typer(help="Runs stored in the DuckDB file.", no_args_is_help=True)
 db_app = typer.Typer(
-    help="Database maintenance: merge shards from other machines.", no_args_is_help=True
+    help="Database maintenance: merge shards from other machines, rebuild from history.",
+    no_args_is_help=True,
 )
 
 DbOpt = Annotated[
@@ -257,3 +258,37 @@ def merge_cmd(
             err.print(f"quarantined {run_id}: {note}", style="red")
     if quarantined:
         raise typer.Exit(1)
+
+
+@db_app.command("rebuild")
+def rebuild_cmd(
+    history: Annotated[
+        Path,
+        typer.Argument(
+            help="History folder: run exports (from `export`) at any depth, e.g. a checkout "
+            "of the results branch."
+        ),
+    ],
+    db: DbOpt = None,
+    replace: Annotated[
+        bool,
+        typer.Option("--replace", help="Replace a store that already holds runs."),
+    ] = False,
+    fmt: FmtOpt = Format.table,
+) -> None:
+    """Rebuild the store from the durable history (a folder of run exports).
+
+    Every export's manifest is checked first; the new store is written beside the target
+    and renamed into place only when all of it merged, so a failure leaves the target as
+    it was. Exit 2 (nothing written) when the folder holds no export, an export is
+    damaged, or the target already holds runs and --replace was not given.
+    """
+    from monitor.paths import default_db_path
+    from monitor.store.rebuild import rebuild
+
+    target = Path(db) if db else default_db_path()
+    report = rebuild(target, history, replace=replace)
+    if fmt is Format.json:
+        print_json({**report.to_json(), "db": str(target)})
+    else:
+        out.print(f"rebuilt {target} from {history}: {report.summary()}")

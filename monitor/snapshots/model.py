@@ -204,6 +204,10 @@ class Snapshot(_Strict):
     licence: str | None = None
     notes: str | None = None
     max_length: int = 512
+    # What the pull-request check (pr-check.yml) compares this snapshot with when a PR adds
+    # or changes it: ids of other snapshots, e.g. the model it replaces. Empty: scored and
+    # reported without a comparison.
+    baselines: tuple[SnapshotId, ...] = ()
 
     @field_validator("kind")
     @classmethod
@@ -214,6 +218,8 @@ class Snapshot(_Strict):
 
     @model_validator(mode="after")
     def _kind_matches_source(self) -> Snapshot:
+        if self.id in self.baselines:
+            raise ValueError("a snapshot cannot be its own baseline")
         spec = KINDS[self.kind]
         if self.source.type not in spec.sources:
             raise ValueError(

