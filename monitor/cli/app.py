@@ -11,6 +11,7 @@ Exit codes (also in README):
 from __future__ import annotations
 
 import inspect
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -65,6 +66,11 @@ app.add_typer(commands_drift.import_app, name="import")
 
 def main() -> None:
     """Entry point: turn MonitorErrors into one line on stderr and their exit code."""
+    if not err.is_terminal:
+        # In a log, library progress bars (Hugging Face's tqdm) redraw with carriage
+        # returns that only make sense on a terminal; our own plain progress lines remain.
+        # Set before any backend imports huggingface_hub, which reads it once.
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     try:
         # In non-standalone mode click returns the code of a `typer.Exit` instead of exiting.
         code = app(standalone_mode=False)
