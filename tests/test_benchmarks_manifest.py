@@ -21,6 +21,10 @@ def test_real_manifest_loads_with_ids_from_keys():
         "bhed-gender",
         "bhed-race",
         "crows-pairs",
+        "bhed-neutral",
+        "indic-taxonomy",
+        "indic-taxonomy-mini",
+        "indic-taxonomy-full",
     ]
     assert all(spec.id == key for key, spec in m.benchmarks.items())
     caste = m.benchmarks["bhed-caste"]
@@ -30,8 +34,10 @@ def test_real_manifest_loads_with_ids_from_keys():
 
 def test_select_defaults_named_and_unknown():
     m = load_manifest(REAL_MANIFEST)
+    # bhed-caste brings its neutral control along, right after it.
     assert [s.id for s in m.select(None)] == [
         "bhed-caste",
+        "bhed-neutral",
         "bhed-religion",
         "bhed-gender",
         "bhed-race",
@@ -39,7 +45,9 @@ def test_select_defaults_named_and_unknown():
     assert [s.id for s in m.select(["crows-pairs", "bhed-caste", "crows-pairs"])] == [
         "crows-pairs",
         "bhed-caste",
+        "bhed-neutral",
     ]
+    assert [s.id for s in m.select(["bhed-caste"], controls=False)] == ["bhed-caste"]
     with pytest.raises(UserInputError) as err:
         m.select(["bhed-cast"])
     msg = str(err.value)

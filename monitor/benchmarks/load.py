@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from monitor.benchmarks import taxonomy
 from monitor.benchmarks.errata import ErrataFile, apply_errata, load_errata
 from monitor.benchmarks.fetch import read_verified
 from monitor.benchmarks.items import BenchmarkVersion, LoadedBenchmark
 from monitor.benchmarks.manifest import BenchmarkManifest, BenchmarkSpec, load_manifest
-from monitor.benchmarks.parse import check_row_count, parse_rows, read_table
+from monitor.benchmarks.parse import check_row_count, id_namespace, parse_rows, read_table
 from monitor.errors import UserInputError
 
 
@@ -57,6 +58,9 @@ def _resolve_errata(errata: str, errata_file: Path | None) -> ErrataFile | None:
     return loaded
 
 
+CSV_OPTIONS = {"indian-bhed": frozenset({"strip_sentences"}), "crows-pairs": frozenset()}
+
+
 def _load_one(
     manifest: BenchmarkManifest,
     spec: BenchmarkSpec,
@@ -65,17 +69,22 @@ def _load_one(
 ) -> LoadedBenchmark:
     data = read_verified(spec, data_dir)
     name = f"{spec.id} ({spec.path})"
-    rows = read_table(data, spec.format, name=name)
-    check_row_count(rows, spec.rows, name=name)
-    errata_by_row: dict[int, tuple[str, ...]] = {}
-    if corrections is not None:
-        rows, errata_by_row = apply_errata(rows, corrections.for_benchmark(spec.id), name=name)
     version = BenchmarkVersion(
         benchmark=spec.id,
         source_commit=manifest.source_of(spec).commit,
         sha256=spec.sha256,
         errata_version=corrections.version if corrections is not None else "none",
     )
+    if spec.format == "indic-taxonomy":
+        return _load_taxonomy(spec, data, version, data_dir, name)
+    unknown = sorted(set(spec.options) - CSV_OPTIONS.get(spec.format, frozenset()))
+    if unknown:
+        raise UserInputError(f"{name}: unknown option(s) {', '.join(unknown)}")
+    rows = read_table(data, spec.format, name=name)
+    check_row_count(rows, spec.rows, name=name)
+    errata_by_row: dict[int, tuple[str, ...]] = {}
+    if corrections is not None:
+        rows, errata_by_row = apply_errata(rows, corrections.for_benchmark(spec.id), name=name)
     parsed = parse_rows(
         rows,
         spec.format,
@@ -83,6 +92,8 @@ def _load_one(
         axis=spec.axis,
         region=spec.region,
         errata_by_row=errata_by_row,
+        # A normalisation of the input like an erratum: the raw file (errata none) keeps it.
+        strip_sentences=bool(spec.options.get("strip_sentences")) and corrections is not None,
     )
     return LoadedBenchmark(
         benchmark=spec.id,
@@ -92,4 +103,48 @@ def _load_one(
         items=parsed.items,
         exclusions=parsed.exclusions,
         source_rows=len(rows),
+        language=spec.language,
+        reference_rows=parsed.reference_rows,
+        sampling=dict(spec.options),
+    )
+
+
+def _load_taxonomy(
+    spec: BenchmarkSpec,
+    data: bytes,
+    version: BenchmarkVersion,
+    data_dir: Path | None,
+    name: str,
+) -> LoadedBenchmark:
+    missing = [c for c in taxonomy.COMPANIONS if c not in spec.companions]
+    if missing:
+        raise UserInputError(f"{name}: the manifest lacks companion file(s) {', '.join(missing)}")
+    options = taxonomy.TaxonomyOptions.from_options(spec.options, name=name)
+    parsed = taxonomy.read_taxonomy(
+        data,
+        read_verified(spec.companion_spec("identities"), data_dir),
+        read_verified(spec.companion_spec("tribe_pairs"), data_dir),
+        name=name,
+    )
+    check_row_count(parsed.stereotypes, spec.rows, name=name)
+    templates = taxonomy.load_templates()
+    built = taxonomy.build_items(
+        parsed,
+        templates,
+        options,
+        version=version,
+        namespace=id_namespace(version),
+        region=spec.region,
+    )
+    return LoadedBenchmark(
+        benchmark=spec.id,
+        axis=spec.axis,
+        region=spec.region,
+        version=version,
+        items=built.items,
+        exclusions=built.exclusions,
+        source_rows=len(parsed.stereotypes),
+        language=spec.language,
+        not_sampled=built.not_sampled,
+        sampling={**options.as_dict(), "templates_version": templates.version},
     )

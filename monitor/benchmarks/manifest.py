@@ -29,7 +29,9 @@ GitCommit = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")]
 BenchmarkId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*$")]
 HttpUrl = Annotated[str, StringConstraints(pattern=r"^https?://\S+$")]
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
-Format = Literal["indian-bhed", "crows-pairs"]
+Format = Literal["indian-bhed", "crows-pairs", "indic-taxonomy"]
+# Benchmark options: plain scalars only (they are recorded with every run that uses them).
+OptionValue = int | float | str | bool
 
 
 class _Strict(BaseModel):
@@ -45,8 +47,36 @@ class SourceSpec(_Strict):
     citation: NonEmpty
 
 
+class CompanionFile(_Strict):
+    """A further pinned file a benchmark needs besides its main one (the Indic-Bias
+    taxonomy's identity list and tribe pairings), fetched and verified the same way."""
+
+    path: NonEmpty
+    url: HttpUrl
+    sha256: Sha256
+
+    @model_validator(mode="after")
+    def _relative_path(self) -> CompanionFile:
+        _check_relative(self.path)
+        return self
+
+
+def _check_relative(path: str) -> None:
+    # The path is joined onto the cache dir; an absolute or ".." path would write outside it.
+    p = PurePosixPath(path)
+    if p.is_absolute() or ".." in p.parts or "\\" in path:
+        raise ValueError(f"path {path!r} must be a relative path without '..'")
+
+
 class BenchmarkSpec(_Strict):
-    """One benchmark file. ``id`` is the table's key in the TOML, filled in on load."""
+    """One benchmark file. ``id`` is the table's key in the TOML, filled in on load.
+
+    ``language`` is the BCP-47 code of the sentences (a model whose tokenizer cannot
+    represent them refuses the benchmark); ``controls`` are benchmarks scored in every
+    run that scores this one (the neutral control beside the caste axis); ``companions``
+    are further pinned files the parser reads; ``options`` parametrise the parser (the
+    taxonomy benchmark's sample size, partners per stereotype, seed and templates).
+    """
 
     id: BenchmarkId
     source: NonEmpty
@@ -58,14 +88,29 @@ class BenchmarkSpec(_Strict):
     sha256: Sha256
     rows: Annotated[int, Field(gt=0)]  # data rows as parsed by Python csv, header excluded
     default: bool = False
+    language: Annotated[str, StringConstraints(pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]+)*$")] = "en"
+    controls: tuple[BenchmarkId, ...] = ()
+    companions: dict[str, CompanionFile] = Field(default_factory=dict)
+    options: dict[str, OptionValue] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _relative_path(self) -> BenchmarkSpec:
-        # The path is joined onto the cache dir; an absolute or ".." path would write outside it.
-        p = PurePosixPath(self.path)
-        if p.is_absolute() or ".." in p.parts or "\\" in self.path:
-            raise ValueError(f"path {self.path!r} must be a relative path without '..'")
+        _check_relative(self.path)
         return self
+
+    def companion_spec(self, name: str) -> BenchmarkSpec:
+        """A companion file as a spec of its own, so fetching and verifying it is the same
+        code path as for the main file."""
+        c = self.companions[name]
+        return self.model_copy(
+            update={
+                "id": f"{self.id}:{name}",
+                "path": c.path,
+                "url": c.url,
+                "sha256": c.sha256,
+                "companions": {},
+            }
+        )
 
 
 class BenchmarkManifest(_Strict):
@@ -96,26 +141,39 @@ class BenchmarkManifest(_Strict):
                 raise ValueError(
                     f"benchmarks.{spec.id}: unknown source {spec.source!r} (sources: {known})"
                 )
+            for control in spec.controls:
+                if control not in self.benchmarks or control == spec.id:
+                    raise ValueError(f"benchmarks.{spec.id}: unknown control {control!r}")
         return self
 
     def source_of(self, spec: BenchmarkSpec) -> SourceSpec:
         return self.sources[spec.source]
 
-    def select(self, ids: list[str] | None = None) -> list[BenchmarkSpec]:
-        """The benchmarks a command should use: the named ones, or the defaults when none named.
+    def select(self, ids: list[str] | None = None, *, controls: bool = True) -> list[BenchmarkSpec]:
+        """The benchmarks a command should use: the named ones, or the defaults when none named,
+        each followed by its controls (unless ``controls`` is False).
 
         Raises ``UserInputError`` for an unknown id, listing the known ones, so a typo on
         the command line fails before any work starts.
         """
         if ids is None:
-            return [b for b in self.benchmarks.values() if b.default]
-        unknown = [i for i in ids if i not in self.benchmarks]
-        if unknown:
-            raise UserInputError(
-                f"unknown benchmark id(s) {', '.join(repr(u) for u in unknown)}; "
-                f"known ids: {', '.join(self.benchmarks)}"
-            )
-        return [self.benchmarks[i] for i in dict.fromkeys(ids)]
+            chosen = [b.id for b in self.benchmarks.values() if b.default]
+        else:
+            unknown = [i for i in ids if i not in self.benchmarks]
+            if unknown:
+                raise UserInputError(
+                    f"unknown benchmark id(s) {', '.join(repr(u) for u in unknown)}; "
+                    f"known ids: {', '.join(self.benchmarks)}"
+                )
+            chosen = list(ids)
+        if controls:
+            chosen = [x for i in chosen for x in (i, *self.benchmarks[i].controls)]
+        return [self.benchmarks[i] for i in dict.fromkeys(chosen)]
+
+    def controls_of(self, benchmark: str) -> tuple[str, ...]:
+        """The control benchmarks scored beside ``benchmark`` (none for an unknown id)."""
+        spec = self.benchmarks.get(benchmark)
+        return spec.controls if spec is not None else ()
 
 
 def default_manifest_path() -> Path:
