@@ -13,14 +13,19 @@ its *stored* rows. Which snapshot kinds a metric applies to is declared by the k
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from monitor.benchmarks.items import Item
 from monitor.errors import UserInputError
-from monitor.metrics import caste_study
+from monitor.metrics import caste_study, identity, panel
 from monitor.metrics.aul import AUL, AUL_VERSION
 from monitor.metrics.cll import CLL, CLL_VERSION, ULL, ULL_VERSION
-from monitor.metrics.cll_reference import CLL_REFERENCE, CLL_REFERENCE_VERSION
+from monitor.metrics.cll_reference import (
+    CLL_REFERENCE,
+    CLL_REFERENCE_VERSION,
+    after_exclusions_measures,
+)
 from monitor.metrics.families import (
     CHOICE_PROBABILITIES,
     LOG_LIKELIHOOD,
@@ -61,6 +66,9 @@ class MetricSpec:
     numbers: ItemNumbers
     aggregate: Aggregate
     requests: str  # "causal-logprobs" | "masked-logprobs" | "chat-answers" | "imported"
+    # Scores the source rows our loader excludes, as the code it reproduces did
+    # (``LoadedBenchmark.reference_rows``); the exclusions are still recorded.
+    scores_excluded_rows: bool = False
 
 
 METRICS: dict[str, MetricSpec] = {
@@ -69,8 +77,9 @@ METRICS: dict[str, MetricSpec] = {
         MetricSpec(
             CLL,
             CLL_VERSION,
-            "conditional log-likelihood ln P(S) - ln P(targets), BOS-conditioned, "
-            "one-space target priors, ties reported as ties",
+            "conditional log-likelihood ln P(S) - ln P(targets), BOS-conditioned, each "
+            "target's prior in the form it takes in the sentence (one leading space "
+            "mid-sentence, none at the start), ties reported as ties",
             PAIR_OUTCOME,
             LOG_LIKELIHOOD,
             axis_measures,
@@ -84,6 +93,7 @@ METRICS: dict[str, MetricSpec] = {
             LOG_LIKELIHOOD,
             axis_measures,
             "causal-logprobs",
+            scores_excluded_rows=True,
         ),
         MetricSpec(
             ULL,
@@ -151,3 +161,28 @@ def metric_info(name: str) -> tuple[str, str, str]:
     """(name, version, what it requests) of a metric; unknown names are a ``UserInputError``."""
     m = get_metric(name)
     return m.name, m.version, m.requests
+
+
+def run_measures(
+    spec: MetricSpec, rows: Iterable[ScoreRow], items: Sequence[Item]
+) -> list[Measure]:
+    """A run's measures from its stored rows: the spec's own aggregation, then what its
+    result family adds for particular items and rows:
+
+    * identity pairs (``identity-pair`` items): cluster-bootstrap intervals on the
+      identity-type bias rates, per-identity association rates and a Bradley–Terry
+      ranking (``monitor.metrics.identity``);
+    * rows carrying the metric panel: the other causal metrics' rates and their
+      agreement (``monitor.metrics.panel``);
+    * rows kept only because the reproduced code scores them: the rate without them
+      (``cll_reference.after_exclusions_measures``).
+    """
+    rows = list(rows)
+    by_id = {it.item_id: it for it in items}
+    item_axis = {i: (it.benchmark, it.axis) for i, it in by_id.items()}
+    measures = spec.aggregate(rows, item_axis)
+    measures = identity.identity_measures(measures, rows, by_id)
+    measures += panel.panel_measures(rows, item_axis)
+    reference_rows = {i for i, it in by_id.items() if it.payload.get("reference_row")}
+    measures += after_exclusions_measures(rows, item_axis, reference_rows)
+    return measures
