@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from monitor.cli.output import Format, interval, out, pct, print_json
+from monitor.cli.output import Format, out, print_json
 
 runs_app = typer.Typer(help="Runs stored in the DuckDB file.", no_args_is_help=True)
 db_app = typer.Typer(
@@ -93,11 +93,18 @@ def show(
     ] = False,
     fmt: FmtOpt = Format.table,
 ) -> None:
-    """Show one run: provenance, per-axis measures, exclusions, quality results."""
+    """Show one run: provenance, per-axis measures, each bias rate beside its neutral
+    control and the metric panel, per-identity rates and rankings, exclusions, quality."""
+    from monitor.cli import results_view
+    from monitor.metrics.context import score_contexts
+
     store = _store(db)
     run = store.get_run(run_id)
     rid = run["run_id"]
     measures = store.axis_measures(rid)
+    with store.read() as view:
+        records = view.measures(rid)
+    contexts = score_contexts(records, run["metric"], _controls())
     exclusions = store.exclusions(rid)
     validations = store.validations(rid)
     detail = None
@@ -107,6 +114,7 @@ def show(
         doc = {
             "run": run,
             "measures": measures,
+            "context": results_view.contexts_json(contexts),
             "exclusions": exclusions,
             "validations": validations,
         }
@@ -139,20 +147,11 @@ def show(
     out.print("  packages           " + ", ".join(f"{k} {v}" for k, v in sorted(pk.items())))
     for b, v in (run.get("dataset_versions") or {}).items():
         out.print(f"  dataset            {b}: {v.get('label', v)}")
-    table = Table(title="per-axis measures (95% Wilson intervals)", title_justify="left")
-    for col in ("benchmark", "axis", "measure", "value", "95% CI", "k", "n"):
-        table.add_column(col)
-    for m in measures:
-        table.add_row(
-            m["benchmark"],
-            m["axis"],
-            m["measure"],
-            pct(m["value"]),
-            interval(m["ci_low"], m["ci_high"]),
-            str(m["k"]),
-            str(m["n"]),
-        )
-    out.print(table)
+    out.print(results_view.measures_table(records))
+    if contexts:
+        out.print(results_view.context_table(contexts))
+    for table in results_view.identity_tables(records):
+        out.print(table)
     if exclusions:
         out.print(f"excluded rows: {len(exclusions)}")
         for e in exclusions:
@@ -167,6 +166,19 @@ def show(
         for row in detail:
             t2.add_row(*[f"{v:.4f}" if isinstance(v, float) else str(v) for v in row.values()])
         out.print(t2)
+
+
+def _controls() -> dict[str, tuple[str, ...]]:
+    """Benchmark -> its control benchmarks, from the manifest (none if it cannot be read:
+    a stored run is still shown, only without its control beside it)."""
+    from monitor.benchmarks.manifest import load_manifest
+    from monitor.errors import UserInputError
+
+    try:
+        manifest = load_manifest()
+    except UserInputError:
+        return {}
+    return {b: spec.controls for b, spec in manifest.benchmarks.items() if spec.controls}
 
 
 def export(
