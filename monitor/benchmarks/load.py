@@ -26,14 +26,16 @@ def load_benchmarks(
     manifest: BenchmarkManifest | None = None,
     errata_file: Path | None = None,
 ) -> list[LoadedBenchmark]:
-    """Parse the selected benchmarks (defaults when ``ids`` is None) from the data cache.
+    """Parse the selected benchmarks from the data cache: exactly ``ids``, or the defaults
+    with their controls when ``ids`` is None (the CLI expands controls itself, with
+    ``BenchmarkManifest.select``, before fetching and loading).
 
     ``errata``: ``"current"`` applies ``data/errata.toml`` (or ``errata_file``) at the
     version it declares; ``"none"`` uses the raw files; any other value must equal the
     declared version, so a run asking for an errata version that is not here fails.
     """
     manifest = manifest if manifest is not None else load_manifest()
-    specs = manifest.select(ids)
+    specs = manifest.select(ids, controls=ids is None)
     corrections = _resolve_errata(errata, errata_file)
     if corrections is not None:
         unknown = sorted({e.benchmark for e in corrections.erratum} - set(manifest.benchmarks))
