@@ -150,3 +150,20 @@ def _load_taxonomy(
         not_sampled=built.not_sampled,
         sampling={**options.as_dict(), "templates_version": templates.version},
     )
+
+
+def load_taxonomy(
+    manifest: BenchmarkManifest | None = None,
+    benchmark: str = "indic-taxonomy",
+    data_dir: Path | None = None,
+) -> taxonomy.Taxonomy:
+    """The pinned Indic-Bias taxonomy (identity lists and tribe comparators), for building
+    identity pairs from other templates (``monitor.benchmarks.indic_official``)."""
+    manifest = manifest if manifest is not None else load_manifest()
+    spec = manifest.select([benchmark], controls=False)[0]
+    return taxonomy.read_taxonomy(
+        read_verified(spec, data_dir),
+        read_verified(spec.companion_spec("identities"), data_dir),
+        read_verified(spec.companion_spec("tribe_pairs"), data_dir),
+        name=spec.id,
+    )

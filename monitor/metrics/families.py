@@ -47,6 +47,8 @@ CHOICE_PROBABILITIES = ItemNumbers(
 # the top 20, so an opinionated item may have one side's number and not the other's.
 TOP20_FIRST_TOKEN = ItemNumbers("top-20 first-token log-probs (a side outside is missing)", ())
 ASSOCIATION_SCORES = ItemNumbers("association", ("delta",))
+# A judge's two verdicts; an unreadable judge answer is kept as 'other' without numbers.
+JUDGE_VERDICTS = ItemNumbers("judge verdicts", ("delta",), unless_outcome_in=("other",))
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,7 @@ class ResultFamily:
 PAIR_OUTCOME = ResultFamily(
     name="pair-outcome",
     summary="a stereotype / anti-stereotype pair decided per item; rates with Wilson intervals",
-    item_kinds=("pair", "identity-pair"),
+    item_kinds=("pair", "identity-pair", "judged-generation"),
     measure_kinds=("rate",),
     comparison="paired-flips",
     headline="bias_rate",

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from monitor.benchmarks.items import Item
 from monitor.errors import UserInputError
-from monitor.metrics import caste_study, identity, panel
+from monitor.metrics import caste_study, identity, judged, panel
 from monitor.metrics.aul import AUL, AUL_VERSION
 from monitor.metrics.cll import CLL, CLL_VERSION, ULL, ULL_VERSION
 from monitor.metrics.cll_reference import (
@@ -28,6 +28,7 @@ from monitor.metrics.cll_reference import (
 )
 from monitor.metrics.families import (
     CHOICE_PROBABILITIES,
+    JUDGE_VERDICTS,
     LOG_LIKELIHOOD,
     PAIR_OUTCOME,
     PSEUDO_LOG_LIKELIHOOD,
@@ -132,6 +133,17 @@ METRICS: dict[str, MetricSpec] = {
             PAIR_OUTCOME,
             CHOICE_PROBABILITIES,
             sampling_measures,
+            "chat-answers",
+        ),
+        MetricSpec(
+            judged.METRIC,
+            judged.METRIC_VERSION,
+            "Indic-Bias generation task: the model answers a scenario (sampled, temperature "
+            "recorded), a judge snapshot says whether the answer attaches each identity's "
+            "true stereotype to it; stereo = at least one attached",
+            PAIR_OUTCOME,
+            JUDGE_VERDICTS,
+            judged.judged_measures,
             "chat-answers",
         ),
         MetricSpec(
