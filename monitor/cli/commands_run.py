@@ -91,6 +91,14 @@ def run(
             help="Continue a killed run of the same configuration instead of starting anew.",
         ),
     ] = True,
+    controls: Annotated[
+        bool,
+        typer.Option(
+            "--controls/--no-controls",
+            help="Also score each benchmark's control set (bhed-caste: the 55-sentence neutral "
+            "control bhed-neutral), shown beside its bias rate.",
+        ),
+    ] = True,
     indic_bias: Annotated[
         Path | None,
         typer.Option(
@@ -176,7 +184,11 @@ def run(
     for s in chosen:  # an unknown or inapplicable --metric is refused before any work
         metric_for(s, get_kind(s.kind), metric)
     manifest = load_manifest()
-    specs = [] if indic_bias is not None and not benchmark else manifest.select(benchmark or None)
+    specs = (
+        []
+        if indic_bias is not None and not benchmark
+        else manifest.select(benchmark or None, controls=controls)
+    )
     if indic_bias is None and (indic_task or indic_limit or judge):
         raise UserInputError("--indic-task, --indic-limit and --judge need --indic-bias DIR")
     db_path = Path(db) if db else default_db_path()

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from monitor.benchmarks.items import Item
-from monitor.metrics.intervals import ALL_AXES, BIAS_RATE
+from monitor.metrics.intervals import ALL_AXES, BIAS_RATE, wilson
 from monitor.metrics.ranking import cluster_rate, rank_with_intervals, subject_seed
 from monitor.records import Measure, ScoreRow
 
@@ -95,6 +95,10 @@ def _rate(pairs: Sequence[_Pair], seed: int) -> tuple:
 
 def _rate_measure(benchmark: str, subject: str, measure: str, pairs: Sequence[_Pair]) -> Measure:
     r = _rate(pairs, subject_seed(benchmark, subject, measure))
+    lo, hi, method = r.ci_low, r.ci_high, r.method
+    if lo is None and r.value is not None:  # one stereotype: nothing to resample
+        lo, hi = wilson(r.k, r.n)
+        method = "wilson (a single stereotype: no cluster resampling possible; too narrow)"
     return Measure(
         benchmark=benchmark,
         axis=subject,
@@ -102,10 +106,10 @@ def _rate_measure(benchmark: str, subject: str, measure: str, pairs: Sequence[_P
         k=r.k,
         n=r.n,
         value=r.value,
-        ci_low=r.ci_low,
-        ci_high=r.ci_high,
+        ci_low=lo,
+        ci_high=hi,
         definition=DEFINITIONS[measure],
-        method=r.method,
+        method=method,
         details={"clusters": r.clusters, "interval_widened_to_estimate": r.widened},
     )
 
