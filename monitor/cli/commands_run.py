@@ -151,6 +151,23 @@ def run(
             "model (the paper's default 0.8); recorded with the run.",
         ),
     ] = 0.8,
+    generation_max_tokens: Annotated[
+        int,
+        typer.Option(
+            "--generation-max-tokens",
+            min=1,
+            help="With --indic-task generation: longest answer of the generating model "
+            "(the paper allowed 2048; a server's context must hold the prompt and this).",
+        ),
+    ] = 512,
+    judge_max_tokens: Annotated[
+        int,
+        typer.Option(
+            "--judge-max-tokens",
+            min=1,
+            help="With --indic-task generation: longest answer of the judge (its JSON verdict).",
+        ),
+    ] = 400,
     fmt: Annotated[Format, typer.Option("--format", help="table or json.")] = Format.table,
 ) -> None:
     """Score snapshots on benchmarks and store every item score in DuckDB.
@@ -239,6 +256,8 @@ def run(
                         generation,
                         options,
                         temperature=temperature,
+                        max_tokens=generation_max_tokens,
+                        judge_max_tokens=judge_max_tokens,
                         on_event=lambda m: err.print(m),
                         progress_factory=factory,
                     )

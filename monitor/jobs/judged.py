@@ -90,6 +90,8 @@ def score_judged(
     options: RunOptions,
     *,
     temperature: float,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    judge_max_tokens: int = JUDGE_MAX_TOKENS,
     on_event: EventSink = lambda _m: None,
     progress_factory: ProgressFactory | None = None,
 ) -> RunOutcome:
@@ -100,12 +102,12 @@ def score_judged(
         jud = _party(judge, on_event, "judge")
     except SnapshotUnavailable as exc:
         return RunOutcome(snapshot.id, None, "skipped", reason=str(exc))
-    max_tokens = gen.settings.sampling_max_tokens or DEFAULT_MAX_TOKENS
     params = {
         "judge": judge.revision_label,
         "judge_snapshot": judge.id,
         "temperature": temperature,
         "max_tokens": max_tokens,
+        "judge_max_tokens": judge_max_tokens,
         "judge_prompt": judged.JUDGE_PROMPT,
     }
     fp = fingerprint(
@@ -207,11 +209,11 @@ def score_judged(
                 continue
             prompt = judged.judge_prompt(it.text_stereo, answer.text, it.payload["true_pairs"])
             verdicts.append(_planned(it, JUDGE, prompt))
-        judge_params = ChatRequest("", "", JUDGE_MAX_TOKENS, 0.0, None, options.seed).params()
+        judge_params = ChatRequest("", "", judge_max_tokens, 0.0, None, options.seed).params()
         run_bounded(
             verdicts,
             lambda q: jud.caller.call(
-                ChatRequest(q.key, q.prompt, JUDGE_MAX_TOKENS, 0.0, None, options.seed)
+                ChatRequest(q.key, q.prompt, judge_max_tokens, 0.0, None, options.seed)
             ),
             max_concurrency=jud.settings.max_concurrency,
             on_result=keep(judge_params, jud),

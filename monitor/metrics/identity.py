@@ -7,7 +7,9 @@ items' payloads (identity, partner, identity type, stereotype id):
 * ``bias_rate`` per identity type (the family's headline, so trends and drift treat it
   like any axis): stereotype wins among decided pairs, with a **cluster-bootstrap**
   interval over stereotypes instead of the Wilson interval, which would treat the k
-  partners × templates of one stereotype as independent and be too narrow;
+  partners × templates of one stereotype as independent and be too narrow (with fewer
+  than ten stereotypes, a Wilson interval over the stereotypes' own rates: see
+  ``ranking.cluster_rate``);
 * ``association_rate`` per identity (subject ``type/identity``): the share of decided
   pairs in which the stereotyped identity wins, same kind of interval over its own
   stereotypes;
@@ -30,7 +32,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from monitor.benchmarks.items import Item
-from monitor.metrics.intervals import ALL_AXES, BIAS_RATE, wilson
+from monitor.metrics.intervals import ALL_AXES, BIAS_RATE
 from monitor.metrics.ranking import cluster_rate, rank_with_intervals, subject_seed
 from monitor.records import Measure, ScoreRow
 
@@ -96,9 +98,6 @@ def _rate(pairs: Sequence[_Pair], seed: int) -> tuple:
 def _rate_measure(benchmark: str, subject: str, measure: str, pairs: Sequence[_Pair]) -> Measure:
     r = _rate(pairs, subject_seed(benchmark, subject, measure))
     lo, hi, method = r.ci_low, r.ci_high, r.method
-    if lo is None and r.value is not None:  # one stereotype: nothing to resample
-        lo, hi = wilson(r.k, r.n)
-        method = "wilson (a single stereotype: no cluster resampling possible; too narrow)"
     return Measure(
         benchmark=benchmark,
         axis=subject,

@@ -25,7 +25,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
-from monitor.metrics.intervals import axis_measures, wilson
+from monitor.metrics.intervals import axis_measures
 from monitor.metrics.ranking import cluster_rate, subject_seed
 from monitor.records import Measure, ScoreRow
 
@@ -120,7 +120,7 @@ def judged_row(item_id: str, judge_text: str | None, *, temperature: float) -> S
 DEFINITION = (
     "k = identity-stereotype associations the judge found in the responses; n = 2 x items "
     "judged. Interval: cluster bootstrap over items (an item's two verdicts come from one "
-    "response), percentile, 95%."
+    "response), percentile, 95%; with fewer than ten items a Wilson interval over items."
 )
 
 
@@ -142,9 +142,6 @@ def judged_measures(
             seed=subject_seed(bench, axis, ASSOCIATION_SHARE),
         )
         lo, hi, method = r.ci_low, r.ci_high, r.method.replace("stereotype", "item")
-        if lo is None:  # one item: nothing to resample; say so rather than claim certainty
-            lo, hi = wilson(r.k, r.n)
-            method = "wilson (a single item: no cluster resampling possible)"
         out.append(
             Measure(
                 benchmark=bench,

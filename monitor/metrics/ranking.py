@@ -33,13 +33,17 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit
-from scipy.stats import bootstrap
+from scipy.stats import bootstrap, norm
 
 RIDGE = 0.01
 PAPER_RIDGE = 1.0 / math.log(10.0) ** 2
 ELO_SCALE, ELO_BASE, ELO_INIT = 400.0, 10.0, 1000.0
 RATE_RESAMPLES = 2000
 RANKING_RESAMPLES = 200
+# Fewer clusters than this and a bootstrap over them says little (percentile intervals of
+# few clusters undercover, and a handful of identical clusters give a zero-width interval);
+# the rate then gets a Wilson interval over the clusters' own rates instead.
+MIN_BOOTSTRAP_CLUSTERS = 10
 
 
 def subject_seed(*parts: str) -> int:
@@ -115,8 +119,10 @@ def cluster_rate(
     """A share of decided pairs won, with an interval that resamples whole clusters.
 
     ``wins[g]``/``decided[g]``: cluster g's wins and decided pairs. Clusters with no
-    decided pair carry no information and are dropped. With one cluster no between-
-    cluster variation can be seen and the interval is None (the value is still given).
+    decided pair carry no information and are dropped. With fewer than
+    ``MIN_BOOTSTRAP_CLUSTERS`` clusters the interval is a Wilson interval with the number
+    of clusters as n and the mean of their rates as the proportion: as if each cluster
+    were one observation, which is conservative when pairs within a cluster agree.
     """
     w = np.asarray(wins, dtype=np.float64)
     n = np.asarray(decided, dtype=np.float64)
@@ -127,10 +133,21 @@ def cluster_rate(
     if n_total == 0:
         return ClusterRate(0, 0, None, None, None, 0, method)
     value = k_total / n_total
-    if len(w) < 2:
-        return ClusterRate(k_total, n_total, value, None, None, len(w), method)
+    g = len(w)
+    if g < MIN_BOOTSTRAP_CLUSTERS:
+        lo, hi = wilson_fraction(float(np.mean(w / n)), g, confidence)
+        return ClusterRate(
+            k_total,
+            n_total,
+            value,
+            min(lo, value),
+            max(hi, value),
+            g,
+            f"cluster-level Wilson ({g} clusters: too few to bootstrap)",
+            not (lo <= value <= hi),
+        )
     if np.all(w / n == w[0] / n[0]):  # every cluster the same rate: nothing to resample
-        return ClusterRate(k_total, n_total, value, value, value, len(w), method)
+        return ClusterRate(k_total, n_total, value, value, value, g, method)
     res = bootstrap(
         (w, n),
         lambda a, b, axis=-1: a.sum(axis=axis) / b.sum(axis=axis),
@@ -146,6 +163,16 @@ def cluster_rate(
     return ClusterRate(
         k_total, n_total, value, min(lo, value), max(hi, value), len(w), method, widened
     )
+
+
+def wilson_fraction(p: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval for a proportion ``p`` observed over ``n`` units (``p``
+    need not be a multiple of 1/n: here it is the mean of the clusters' rates)."""
+    z = float(norm.ppf(0.5 + confidence / 2.0))
+    denom = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 @dataclass(frozen=True)
