@@ -154,3 +154,14 @@ def test_score_contexts_put_control_and_panel_beside_the_rate() -> None:
     }
     assert ctx.control_panel["cll-reference"].k == 4
     assert (ctx.agreement.k, ctx.agreement.n) == (3, 6)
+
+
+def test_panel_rates_of_identity_types_get_cluster_intervals() -> None:
+    rows = [
+        _panel_row(it.item_id, o, "stereo", "anti") for it, o in zip(ITEMS, OUTCOMES, strict=True)
+    ]
+    by = {(m.axis, m.measure): m for m in run_measures(get_metric("cll"), rows, ITEMS)}
+    ref, ull = by[("caste", rate_name("cll-reference"))], by[("caste", rate_name("ull"))]
+    assert (ref.k, ref.n, ull.k, ull.n) == (9, 9, 0, 9)
+    assert ref.method.startswith("cluster-") and ull.method.startswith("cluster-")
+    assert by[("caste", AGREEMENT)].n == 9

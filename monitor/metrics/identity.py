@@ -33,6 +33,7 @@ import numpy as np
 
 from monitor.benchmarks.items import Item
 from monitor.metrics.intervals import ALL_AXES, BIAS_RATE
+from monitor.metrics.panel import PANEL_METRICS, panel_outcomes, rate_name
 from monitor.metrics.ranking import cluster_rate, rank_with_intervals, subject_seed
 from monitor.records import Measure, ScoreRow
 
@@ -70,17 +71,23 @@ class _Pair:
 
 
 def _decided_pairs(
-    rows: Iterable[ScoreRow], items: Mapping[str, Item]
+    rows: Iterable[ScoreRow], items: Mapping[str, Item], metric: str | None = None
 ) -> dict[tuple[str, str], list[_Pair]]:
-    """(benchmark, identity type) -> decided identity pairs."""
+    """(benchmark, identity type) -> decided identity pairs, by the row's own outcome or,
+    with ``metric``, by that metric's outcome in the row's metric panel."""
     out: dict[tuple[str, str], list[_Pair]] = defaultdict(list)
     for row in rows:
         item = items.get(row.item_id)
-        if item is None or item.kind != KIND or row.outcome not in ("stereo", "anti"):
+        if item is None or item.kind != KIND:
+            continue
+        outcome = row.outcome
+        if metric is not None:
+            outcome = (panel_outcomes(row) or {}).get(metric)
+        if outcome not in ("stereo", "anti"):
             continue
         p = item.payload
         out[(item.benchmark, item.axis)].append(
-            _Pair(p["identity"], p["other"], p["stereotype_id"], row.outcome == "stereo")
+            _Pair(p["identity"], p["other"], p["stereotype_id"], outcome == "stereo")
         )
     return dict(out)
 
@@ -152,9 +159,9 @@ def _ranking_measures(benchmark: str, type_: str, pairs: Sequence[_Pair]) -> lis
 def identity_measures(
     measures: list[Measure], rows: Sequence[ScoreRow], items: Mapping[str, Item]
 ) -> list[Measure]:
-    """``measures`` with the bias rates of identity-type axes given cluster intervals, plus
-    per-identity association rates and rankings. Runs without identity pairs are
-    returned unchanged."""
+    """``measures`` with the bias rates of identity-type axes (the run's own and the metric
+    panel's) given cluster intervals, plus per-identity association rates and rankings.
+    Runs without identity pairs are returned unchanged."""
     by_type = _decided_pairs(rows, items)
     if not by_type:
         return measures
@@ -174,9 +181,11 @@ def identity_measures(
         extra += _ranking_measures(benchmark, type_, pairs)
     for benchmark, pairs in benchmarks.items():
         replaced[(benchmark, ALL_AXES)] = _rate_measure(benchmark, ALL_AXES, BIAS_RATE, pairs)
+    by_key = {(m.benchmark, m.axis, m.measure): m for m in _panel_rates(rows, items)}
+    by_key.update({(b, a, BIAS_RATE): m for (b, a), m in replaced.items()})
     out = []
     for m in measures:
-        new = replaced.get((m.benchmark, m.axis)) if m.measure == BIAS_RATE else None
+        new = by_key.get((m.benchmark, m.axis, m.measure))
         if new is not None:
             # Keep what the run's own aggregation recorded (Wilson bounds, forced-choice
             # extras) beside the cluster interval, so nothing is silently dropped.
@@ -190,3 +199,14 @@ def identity_measures(
             )
         out.append(new or m)
     return out + extra
+
+
+def _panel_rates(rows: Sequence[ScoreRow], items: Mapping[str, Item]) -> list[Measure]:
+    """The metric panel's identity-type rates with the same cluster intervals."""
+    out = []
+    for metric in PANEL_METRICS:
+        by_type = _decided_pairs(rows, items, metric)
+        for (benchmark, type_), pairs in sorted(by_type.items()):
+            m = _rate_measure(benchmark, type_, BIAS_RATE, pairs)
+            out.append(replace(m, measure=rate_name(metric)))
+    return out

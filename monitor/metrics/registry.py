@@ -192,9 +192,8 @@ def run_measures(
     rows = list(rows)
     by_id = {it.item_id: it for it in items}
     item_axis = {i: (it.benchmark, it.axis) for i, it in by_id.items()}
-    measures = spec.aggregate(rows, item_axis)
+    measures = spec.aggregate(rows, item_axis) + panel.panel_measures(rows, item_axis)
     measures = identity.identity_measures(measures, rows, by_id)
-    measures += panel.panel_measures(rows, item_axis)
     reference_rows = {i for i, it in by_id.items() if it.payload.get("reference_row")}
     measures += after_exclusions_measures(rows, item_axis, reference_rows)
     return measures
