@@ -165,3 +165,21 @@ def test_panel_rates_of_identity_types_get_cluster_intervals() -> None:
     assert (ref.k, ref.n, ull.k, ull.n) == (9, 9, 0, 9)
     assert ref.method.startswith("cluster-") and ull.method.startswith("cluster-")
     assert by[("caste", AGREEMENT)].n == 9
+
+
+def test_neither_rate_of_the_none_variants() -> None:
+    items = [
+        _pair(k, "A", "B", f"caste:A:{k}") for k in range(3)
+    ]  # the official '-none' task's items
+    items = [
+        Item(**{**it.__dict__, "payload": {**it.payload, "task": "judgement-none"}}) for it in items
+    ]
+    rows = [
+        ScoreRow("p0", "forced-choice", "1", "stereo", 0.4, prob_stereo=0.5, prob_anti=0.1,
+                 details={"neutral_mass": 0.3}),
+        ScoreRow("p1", "forced-choice", "1", "anti", -0.05, prob_stereo=0.05, prob_anti=0.1,
+                 details={"neutral_mass": 0.8}),
+        ScoreRow("p2", "forced-choice", "1", "other", None, details={"neutral_mass": 0.9}),
+    ]  # fmt: skip
+    by = {m.measure: m for m in run_measures(get_metric("forced-choice"), rows, items)}
+    assert (by["neither_rate"].k, by["neither_rate"].n) == (2, 3)
