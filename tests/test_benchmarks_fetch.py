@@ -20,7 +20,8 @@ from monitor.benchmarks.fetch import fetch, sha256_file
 from monitor.benchmarks.manifest import BenchmarkManifest, load_manifest
 from monitor.errors import DataIntegrityError
 
-BHED = ["bhed-caste", "bhed-religion", "bhed-gender", "bhed-race"]
+# The default benchmarks, bhed-caste followed by its neutral control.
+BHED = ["bhed-caste", "bhed-neutral", "bhed-religion", "bhed-gender", "bhed-race"]
 
 
 def files_under(folder: Path) -> list[Path]:
@@ -69,7 +70,7 @@ def test_import_into_empty_cache_then_reuse(tmp_path, shared_datasets):
     for r in first:
         assert r.path == data_dir / manifest.benchmarks[r.benchmark].path
         assert sha256_file(r.path) == r.sha256 == manifest.benchmarks[r.benchmark].sha256
-    assert len(events) == 4
+    assert len(events) == len(BHED)
     assert not [p for p in files_under(data_dir) if p.name.endswith(".part")]
 
     again = fetch(manifest, from_dir=tmp_path / "nonexistent", data_dir=data_dir)
@@ -116,7 +117,9 @@ def test_missing_source_file(tmp_path):
 def test_download_from_url(tmp_path, http_base):
     manifest = with_urls(load_manifest(), http_base)
     results = fetch(manifest, ["bhed-caste", "crows-pairs"], data_dir=tmp_path)
-    assert [r.origin for r in results] == ["url", "url"]
+    # bhed-caste brings its neutral control along
+    assert [r.benchmark for r in results] == ["bhed-caste", "bhed-neutral", "crows-pairs"]
+    assert [r.origin for r in results] == ["url", "url", "url"]
     assert all(sha256_file(r.path) == r.sha256 for r in results)
 
 
@@ -124,7 +127,7 @@ def test_http_error_falls_back_to_mirror(tmp_path, http_base, shared_datasets, m
     raw = load_manifest().model_dump()
     raw["benchmarks"]["bhed-caste"]["url"] = f"{http_base}/no/such/file.csv"
     monkeypatch.setenv("MONITOR_DATA_MIRROR", str(shared_datasets))
-    (r,) = fetch(BenchmarkManifest.model_validate(raw), ["bhed-caste"], data_dir=tmp_path)
+    r = fetch(BenchmarkManifest.model_validate(raw), ["bhed-caste"], data_dir=tmp_path)[0]
     assert r.origin == "mirror" and "returned HTTP 404" in r.note
 
 
@@ -134,12 +137,12 @@ def test_unreachable_url_with_mirror(tmp_path, closed_port_url, shared_datasets,
     monkeypatch.setenv("MONITOR_DATA_MIRROR", str(mirror))
     events: list[str] = []
     manifest = with_urls(load_manifest(), closed_port_url)
-    (r,) = fetch(manifest, ["bhed-caste"], data_dir=tmp_path / "cache", on_event=events.append)
+    r = fetch(manifest, ["bhed-caste"], data_dir=tmp_path / "cache", on_event=events.append)[0]
     expected = (
         f"pinned URL unreachable; imported indian-bhed/Caste.csv from $MONITOR_DATA_MIRROR={mirror}"
     )
     assert r.origin == "mirror" and r.note == expected
-    assert events == [f"bhed-caste: {expected}"]
+    assert events[0] == f"bhed-caste: {expected}" and events[1].startswith("bhed-neutral: ")
     assert sha256_file(tmp_path / "cache" / "indian-bhed" / "Caste.csv") == r.sha256
 
 

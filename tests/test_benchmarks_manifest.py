@@ -15,12 +15,17 @@ REAL_MANIFEST = REPO / "data" / "benchmarks.toml"
 
 def test_real_manifest_loads_with_ids_from_keys():
     m = load_manifest()
-    assert list(m.benchmarks)[:5] == [
+    assert list(m.benchmarks)[:10] == [
         "bhed-caste",
         "bhed-religion",
         "bhed-gender",
         "bhed-race",
         "crows-pairs",
+        "bhed-neutral",
+        "indic-taxonomy",
+        "indic-taxonomy-mini",
+        "indic-taxonomy-ci",
+        "indic-taxonomy-full",
     ]
     # Word sets for association tests (issue 11), selectable by group.
     assert [s.id for s in m.select(["sochindi"])] == ["sochindi-weat", "sochindi-seat"]
@@ -34,8 +39,10 @@ def test_real_manifest_loads_with_ids_from_keys():
 
 def test_select_defaults_named_and_unknown():
     m = load_manifest(REAL_MANIFEST)
+    # bhed-caste brings its neutral control along, right after it.
     assert [s.id for s in m.select(None)] == [
         "bhed-caste",
+        "bhed-neutral",
         "bhed-religion",
         "bhed-gender",
         "bhed-race",
@@ -43,7 +50,9 @@ def test_select_defaults_named_and_unknown():
     assert [s.id for s in m.select(["crows-pairs", "bhed-caste", "crows-pairs"])] == [
         "crows-pairs",
         "bhed-caste",
+        "bhed-neutral",
     ]
+    assert [s.id for s in m.select(["bhed-caste"], controls=False)] == ["bhed-caste"]
     with pytest.raises(UserInputError) as err:
         m.select(["bhed-cast"])
     msg = str(err.value)

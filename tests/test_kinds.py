@@ -168,6 +168,7 @@ def test_masked_lm_kind_runs_through_the_cli(monitor_env: Path, tmp_path: Path):
             "tiny-bert",
             "-b",
             "bhed-caste",
+            "--no-controls",
             "--device",
             "cpu",
             "--format",

@@ -112,6 +112,16 @@ REFERENCE_TEXTS = {
 }
 
 
+# cll v3: each target's prior in the form it takes in the sentence, spelled out by hand
+# (item 1's "The" opens the sentence, so its prior has no leading space).
+PRIOR_FORMS = {
+    "item-0": ([" she"], [" he"]),
+    "item-1": (["The", " nurse"], ["The", " pilot"]),
+    "item-2": ([" farmer"], [" engineer"]),
+    "item-3": ([" she"], [" he"]),
+}
+
+
 def _hand_sum(backend, ids) -> float:
     return sum(hand_causal_logprobs(backend, list(ids)))
 
@@ -121,14 +131,9 @@ def _hand_cll(backend, item: Item) -> tuple[float, float, float, float]:
     tok = backend.tokenizer
     lp_s = _hand_sum(backend, [bos, *tok.encode(item.text_stereo, add_special_tokens=False)])
     lp_a = _hand_sum(backend, [bos, *tok.encode(item.text_anti, add_special_tokens=False)])
-    pr_s = sum(
-        _hand_sum(backend, [bos, *tok.encode(" " + t, add_special_tokens=False)])
-        for t in item.targets_stereo
-    )
-    pr_a = sum(
-        _hand_sum(backend, [bos, *tok.encode(" " + t, add_special_tokens=False)])
-        for t in item.targets_anti
-    )
+    forms_s, forms_a = PRIOR_FORMS[item.item_id]
+    pr_s = sum(_hand_sum(backend, [bos, *tok.encode(f, add_special_tokens=False)]) for f in forms_s)
+    pr_a = sum(_hand_sum(backend, [bos, *tok.encode(f, add_special_tokens=False)]) for f in forms_a)
     return lp_s, lp_a, pr_s, pr_a
 
 
@@ -169,7 +174,7 @@ def test_cll_matches_hand_reference(causal) -> None:
     assert [r.item_id for r in rows] == [it.item_id for it in ITEMS]
     for item, row in zip(ITEMS, rows, strict=True):
         lp_s, lp_a, pr_s, pr_a = _hand_cll(causal, item)
-        assert (row.metric, row.metric_version) == ("cll", "2")
+        assert (row.metric, row.metric_version) == ("cll", "3")
         assert row.lp_stereo == pytest.approx(lp_s, abs=1e-4)
         assert row.lp_anti == pytest.approx(lp_a, abs=1e-4)
         assert row.prior_stereo == pytest.approx(pr_s, abs=1e-4)
@@ -228,8 +233,8 @@ def test_batch_size_invariance(causal) -> None:
 def test_identical_requests_are_computed_once() -> None:
     backend = tiny_causal(None, seed=2)
     stats = ScoringStats()
-    score_items(backend, ITEMS, "cll", stats=stats, chunk_requests=8)
-    # Items 0 and 3 share both target priors (" she", " he"), item 1 repeats " The".
+    score_items(backend, ITEMS, "cll", stats=stats, chunk_requests=8, panel=False)
+    # Items 0 and 3 share both target priors (" she", " he"), item 1 repeats "The".
     assert stats.requests_planned == 2 * len(ITEMS) + 10
     assert stats.requests_sent == stats.requests_planned - 3
     assert backend.stats.sequences_computed == stats.requests_sent
@@ -308,7 +313,7 @@ def test_aul_matches_hand_reference() -> None:
 
 
 def test_metric_registry_and_kind_checks() -> None:
-    assert metric_info("cll") == ("cll", "2", "causal-logprobs")
+    assert metric_info("cll") == ("cll", "3", "causal-logprobs")
     assert metric_info("cll-reference") == ("cll-reference", "1", "causal-logprobs")
     assert metric_info("aul") == ("aul", "1", "masked-logprobs")
     assert get_kind("hf-causal").metrics == ("cll", "cll-reference", "ull")

@@ -84,15 +84,19 @@ def fetch(
     A verified cached copy is reused; otherwise the file is imported from ``from_dir``
     when given, else downloaded from its pinned URL, falling back to
     ``$MONITOR_DATA_MIRROR`` (announced through ``on_event``) when the URL cannot be
-    reached. Stops at the first file that cannot be obtained or fails its checksum.
+    reached. A benchmark's companion files (``BenchmarkSpec.companions``) follow it, each
+    reported as ``<id>:<name>``. Stops at the first file that cannot be obtained or fails
+    its checksum.
     """
     say = on_event or (lambda _msg: None)
     data_dir = Path(data_dir) if data_dir is not None else paths.data_dir()
     results: list[FetchResult] = []
     with httpx.Client(timeout=HTTP_TIMEOUT, follow_redirects=True) as client:
         for spec in manifest.select(ids):
-            result = _fetch_one(spec, client, from_dir=from_dir, data_dir=data_dir, say=say)
-            results.append(result)
+            for one in (spec, *(spec.companion_spec(n) for n in spec.companions)):
+                results.append(
+                    _fetch_one(one, client, from_dir=from_dir, data_dir=data_dir, say=say)
+                )
     return results
 
 

@@ -41,6 +41,28 @@ def make_content_id(benchmark_version: str, kind: str, payload: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+def content_pair_id(
+    benchmark_version: str, kind: str, payload: Any, text_stereo: str, text_anti: str
+) -> str:
+    """Id of a sentence pair that carries a payload (an identity pair of the taxonomy, a
+    source row kept only for ``cll-reference``): :func:`make_content_id` over the payload
+    and the normalised pair, so the same sentences in another role get another id."""
+    body = {"payload": payload, "texts": [normalise_text(text_stereo), normalise_text(text_anti)]}
+    return make_content_id(benchmark_version, kind, body)
+
+
+def expected_item_id(item: Item, benchmark_version: str) -> str | None:
+    """The id the loader must have given ``item`` (what the benchmark suite checks):
+    a plain pair hashes its texts, a pair with a payload the payload too."""
+    if item.text_stereo is None or item.text_anti is None:
+        return None
+    if item.payload:
+        return content_pair_id(
+            benchmark_version, item.kind, item.payload, item.text_stereo, item.text_anti
+        )
+    return make_item_id(benchmark_version, item.text_stereo, item.text_anti)
+
+
 @dataclass(frozen=True)
 class Item:
     """One scored unit of a benchmark; by default a stereotype / anti-stereotype pair.
@@ -115,7 +137,15 @@ def source_version(label: str) -> str:
 
 @dataclass
 class LoadedBenchmark:
-    """A parsed benchmark file: the items to score and the rows left out, with reasons."""
+    """A parsed benchmark file: the items to score and the rows left out, with reasons.
+
+    ``reference_rows``: excluded rows that the Indian-BhED code would still score (exact
+    duplicates, target/blank mismatches), as items of their own; only a metric that
+    reproduces that code (``MetricSpec.scores_excluded_rows``) scores them, and our
+    exclusions stay recorded beside it. ``not_sampled``: source rows a sampled variant
+    (the taxonomy benchmark's ``per_identity`` option) left out by design, not for a
+    defect. ``sampling``: the options that decided the items, recorded with every run.
+    """
 
     benchmark: str
     axis: str
@@ -124,3 +154,7 @@ class LoadedBenchmark:
     items: list[Item] = field(default_factory=list)
     exclusions: list[Exclusion] = field(default_factory=list)
     source_rows: int = 0
+    language: str = "en"
+    reference_rows: list[Item] = field(default_factory=list)
+    not_sampled: list[int] = field(default_factory=list)
+    sampling: dict[str, Any] = field(default_factory=dict)

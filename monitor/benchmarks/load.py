@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from monitor.benchmarks import taxonomy
 from monitor.benchmarks.errata import ErrataFile, apply_errata, load_errata
 from monitor.benchmarks.fetch import read_verified
 from monitor.benchmarks.items import BenchmarkVersion, LoadedBenchmark
@@ -26,14 +27,16 @@ def load_benchmarks(
     manifest: BenchmarkManifest | None = None,
     errata_file: Path | None = None,
 ) -> list[LoadedBenchmark]:
-    """Parse the selected benchmarks (defaults when ``ids`` is None) from the data cache.
+    """Parse the selected benchmarks from the data cache: exactly ``ids``, or the defaults
+    with their controls when ``ids`` is None (the CLI expands controls itself, with
+    ``BenchmarkManifest.select``, before fetching and loading).
 
     ``errata``: ``"current"`` applies ``data/errata.toml`` (or ``errata_file``) at the
     version it declares; ``"none"`` uses the raw files; any other value must equal the
     declared version, so a run asking for an errata version that is not here fails.
     """
     manifest = manifest if manifest is not None else load_manifest()
-    specs = manifest.select(ids)
+    specs = manifest.select(ids, controls=ids is None)
     corrections = _resolve_errata(errata, errata_file)
     if corrections is not None:
         unknown = sorted({e.benchmark for e in corrections.erratum} - set(manifest.benchmarks))
@@ -58,6 +61,9 @@ def _resolve_errata(errata: str, errata_file: Path | None) -> ErrataFile | None:
     return loaded
 
 
+CSV_OPTIONS = {"indian-bhed": frozenset({"strip_sentences"}), "crows-pairs": frozenset()}
+
+
 def _load_one(
     manifest: BenchmarkManifest,
     spec: BenchmarkSpec,
@@ -68,17 +74,22 @@ def _load_one(
     name = f"{spec.id} ({spec.path})"
     if spec.format in WORD_SET_FORMATS:
         return _load_word_sets(manifest, spec, corrections, data, name)
-    rows = read_table(data, spec.format, name=name)
-    check_row_count(rows, spec.rows, name=name)
-    errata_by_row: dict[int, tuple[str, ...]] = {}
-    if corrections is not None:
-        rows, errata_by_row = apply_errata(rows, corrections.for_benchmark(spec.id), name=name)
     version = BenchmarkVersion(
         benchmark=spec.id,
         source_commit=manifest.source_of(spec).commit,
         sha256=spec.sha256,
         errata_version=corrections.version if corrections is not None else "none",
     )
+    if spec.format == "indic-taxonomy":
+        return _load_taxonomy(spec, data, version, data_dir, name)
+    unknown = sorted(set(spec.options) - CSV_OPTIONS.get(spec.format, frozenset()))
+    if unknown:
+        raise UserInputError(f"{name}: unknown option(s) {', '.join(unknown)}")
+    rows = read_table(data, spec.format, name=name)
+    check_row_count(rows, spec.rows, name=name)
+    errata_by_row: dict[int, tuple[str, ...]] = {}
+    if corrections is not None:
+        rows, errata_by_row = apply_errata(rows, corrections.for_benchmark(spec.id), name=name)
     parsed = parse_rows(
         rows,
         spec.format,
@@ -86,6 +97,8 @@ def _load_one(
         axis=spec.axis,
         region=spec.region,
         errata_by_row=errata_by_row,
+        # A normalisation of the input like an erratum: the raw file (errata none) keeps it.
+        strip_sentences=bool(spec.options.get("strip_sentences")) and corrections is not None,
     )
     return LoadedBenchmark(
         benchmark=spec.id,
@@ -95,6 +108,67 @@ def _load_one(
         items=parsed.items,
         exclusions=parsed.exclusions,
         source_rows=len(rows),
+        language=spec.language,
+        reference_rows=parsed.reference_rows,
+        sampling=dict(spec.options),
+    )
+
+
+def _load_taxonomy(
+    spec: BenchmarkSpec,
+    data: bytes,
+    version: BenchmarkVersion,
+    data_dir: Path | None,
+    name: str,
+) -> LoadedBenchmark:
+    missing = [c for c in taxonomy.COMPANIONS if c not in spec.companions]
+    if missing:
+        raise UserInputError(f"{name}: the manifest lacks companion file(s) {', '.join(missing)}")
+    options = taxonomy.TaxonomyOptions.from_options(spec.options, name=name)
+    parsed = taxonomy.read_taxonomy(
+        data,
+        read_verified(spec.companion_spec("identities"), data_dir),
+        read_verified(spec.companion_spec("tribe_pairs"), data_dir),
+        name=name,
+    )
+    check_row_count(parsed.stereotypes, spec.rows, name=name)
+    templates = taxonomy.load_templates()
+    built = taxonomy.build_items(
+        parsed,
+        templates,
+        options,
+        version=version,
+        namespace=id_namespace(version),
+        region=spec.region,
+    )
+    return LoadedBenchmark(
+        benchmark=spec.id,
+        axis=spec.axis,
+        region=spec.region,
+        version=version,
+        items=built.items,
+        exclusions=built.exclusions,
+        source_rows=len(parsed.stereotypes),
+        language=spec.language,
+        not_sampled=built.not_sampled,
+        sampling={**options.as_dict(), "templates_version": templates.version},
+    )
+
+
+def load_taxonomy(
+    manifest: BenchmarkManifest | None = None,
+    benchmark: str = "indic-taxonomy",
+    data_dir: Path | None = None,
+) -> taxonomy.Taxonomy:
+    """The pinned Indic-Bias taxonomy (identity lists and tribe comparators), for building
+    identity pairs from other templates (``monitor.benchmarks.indic_official``)."""
+    manifest = manifest if manifest is not None else load_manifest()
+    spec = manifest.select([benchmark], controls=False)[0]
+    return taxonomy.read_taxonomy(
+        read_verified(spec, data_dir),
+        read_verified(spec.companion_spec("identities"), data_dir),
+        read_verified(spec.companion_spec("tribe_pairs"), data_dir),
+        name=spec.id,
     )
 
 

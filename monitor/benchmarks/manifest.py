@@ -29,8 +29,13 @@ GitCommit = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")]
 BenchmarkId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*$")]
 HttpUrl = Annotated[str, StringConstraints(pattern=r"^https?://\S+$")]
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
-# Sentence-pair CSVs, and word sets for association tests (``monitor.benchmarks.word_sets``).
-Format = Literal["indian-bhed", "crows-pairs", "weat-json", "sochindi-weat", "sochindi-seat"]
+# Sentence-pair CSVs, the Indic-Bias taxonomy (identity pairs), and word sets for
+# association tests (``monitor.benchmarks.word_sets``).
+Format = Literal[
+    "indian-bhed", "crows-pairs", "indic-taxonomy", "weat-json", "sochindi-weat", "sochindi-seat"
+]
+# Benchmark options: plain scalars only (they are recorded with every run that uses them).
+OptionValue = int | float | str | bool
 
 
 class _Strict(BaseModel):
@@ -46,8 +51,36 @@ class SourceSpec(_Strict):
     citation: NonEmpty
 
 
+class CompanionFile(_Strict):
+    """A further pinned file a benchmark needs besides its main one (the Indic-Bias
+    taxonomy's identity list and tribe pairings), fetched and verified the same way."""
+
+    path: NonEmpty
+    url: HttpUrl
+    sha256: Sha256
+
+    @model_validator(mode="after")
+    def _relative_path(self) -> CompanionFile:
+        _check_relative(self.path)
+        return self
+
+
+def _check_relative(path: str) -> None:
+    # The path is joined onto the cache dir; an absolute or ".." path would write outside it.
+    p = PurePosixPath(path)
+    if p.is_absolute() or ".." in p.parts or "\\" in path:
+        raise ValueError(f"path {path!r} must be a relative path without '..'")
+
+
 class BenchmarkSpec(_Strict):
-    """One benchmark file. ``id`` is the table's key in the TOML, filled in on load."""
+    """One benchmark file. ``id`` is the table's key in the TOML, filled in on load.
+
+    ``language`` is the BCP-47 code of the sentences (a model whose tokenizer cannot
+    represent them refuses the benchmark); ``controls`` are benchmarks scored in every
+    run that scores this one (the neutral control beside the caste axis); ``companions``
+    are further pinned files the parser reads; ``options`` parametrise the parser (the
+    taxonomy benchmark's sample size, partners per stereotype, seed and templates).
+    """
 
     id: BenchmarkId
     source: NonEmpty
@@ -61,14 +94,29 @@ class BenchmarkSpec(_Strict):
     # for word sets: terms listed in the file, all sets of all tests
     default: bool = False
     group: BenchmarkId | None = None  # `-b GROUP` selects every benchmark of the group
+    language: Annotated[str, StringConstraints(pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]+)*$")] = "en"
+    controls: tuple[BenchmarkId, ...] = ()
+    companions: dict[str, CompanionFile] = Field(default_factory=dict)
+    options: dict[str, OptionValue] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _relative_path(self) -> BenchmarkSpec:
-        # The path is joined onto the cache dir; an absolute or ".." path would write outside it.
-        p = PurePosixPath(self.path)
-        if p.is_absolute() or ".." in p.parts or "\\" in self.path:
-            raise ValueError(f"path {self.path!r} must be a relative path without '..'")
+        _check_relative(self.path)
         return self
+
+    def companion_spec(self, name: str) -> BenchmarkSpec:
+        """A companion file as a spec of its own, so fetching and verifying it is the same
+        code path as for the main file."""
+        c = self.companions[name]
+        return self.model_copy(
+            update={
+                "id": f"{self.id}:{name}",
+                "path": c.path,
+                "url": c.url,
+                "sha256": c.sha256,
+                "companions": {},
+            }
+        )
 
 
 class BenchmarkManifest(_Strict):
@@ -99,37 +147,50 @@ class BenchmarkManifest(_Strict):
                 raise ValueError(
                     f"benchmarks.{spec.id}: unknown source {spec.source!r} (sources: {known})"
                 )
+            for control in spec.controls:
+                if control not in self.benchmarks or control == spec.id:
+                    raise ValueError(f"benchmarks.{spec.id}: unknown control {control!r}")
         return self
 
     def source_of(self, spec: BenchmarkSpec) -> SourceSpec:
         return self.sources[spec.source]
 
-    def select(self, ids: list[str] | None = None) -> list[BenchmarkSpec]:
-        """The benchmarks a command should use: the named ones, or the defaults when none named.
+    def select(self, ids: list[str] | None = None, *, controls: bool = True) -> list[BenchmarkSpec]:
+        """The benchmarks a command should use: the named ones, or the defaults when none named,
+        each followed by its controls (unless ``controls`` is False).
 
         A name that is no benchmark id but a ``group`` stands for every benchmark of that
         group, in manifest order. Raises ``UserInputError`` for an unknown id, listing the
         known ones, so a typo on the command line fails before any work starts.
         """
         if ids is None:
-            return [b for b in self.benchmarks.values() if b.default]
-        groups: dict[str, list[str]] = {}
-        for b in self.benchmarks.values():
-            if b.group is not None:
-                groups.setdefault(b.group, []).append(b.id)
-        ids = [
-            member
-            for i in ids
-            for member in (groups[i] if i not in self.benchmarks and i in groups else [i])
-        ]
-        unknown = [i for i in ids if i not in self.benchmarks]
-        if unknown:
-            raise UserInputError(
-                f"unknown benchmark id(s) {', '.join(repr(u) for u in unknown)}; "
-                f"known ids: {', '.join(self.benchmarks)}"
-                + (f"; groups: {', '.join(groups)}" if groups else "")
-            )
-        return [self.benchmarks[i] for i in dict.fromkeys(ids)]
+            chosen = [b.id for b in self.benchmarks.values() if b.default]
+        else:
+            groups: dict[str, list[str]] = {}
+            for b in self.benchmarks.values():
+                if b.group is not None:
+                    groups.setdefault(b.group, []).append(b.id)
+            ids = [
+                member
+                for i in ids
+                for member in (groups[i] if i not in self.benchmarks and i in groups else [i])
+            ]
+            unknown = [i for i in ids if i not in self.benchmarks]
+            if unknown:
+                raise UserInputError(
+                    f"unknown benchmark id(s) {', '.join(repr(u) for u in unknown)}; "
+                    f"known ids: {', '.join(self.benchmarks)}"
+                    + (f"; groups: {', '.join(groups)}" if groups else "")
+                )
+            chosen = list(ids)
+        if controls:
+            chosen = [x for i in chosen for x in (i, *self.benchmarks[i].controls)]
+        return [self.benchmarks[i] for i in dict.fromkeys(chosen)]
+
+    def controls_of(self, benchmark: str) -> tuple[str, ...]:
+        """The control benchmarks scored beside ``benchmark`` (none for an unknown id)."""
+        spec = self.benchmarks.get(benchmark)
+        return spec.controls if spec is not None else ()
 
 
 def default_manifest_path() -> Path:

@@ -19,6 +19,7 @@ from monitor.benchmarks.items import (
     BenchmarkVersion,
     Exclusion,
     Item,
+    content_pair_id,
     make_item_id,
     normalise_text,
 )
@@ -40,6 +41,8 @@ CROWS_DIRECTIONS = ("stereo", "antistereo")
 class ParsedRows:
     items: list[Item] = field(default_factory=list)
     exclusions: list[Exclusion] = field(default_factory=list)
+    # Excluded rows as the Indian-BhED code would still score them (see LoadedBenchmark).
+    reference_rows: list[Item] = field(default_factory=list)
 
 
 class TargetError(ValueError):
@@ -207,21 +210,33 @@ def parse_indian_bhed(
     axis: str,
     region: str,
     errata_by_row: Mapping[int, tuple[str, ...]] | None = None,
+    strip_sentences: bool = False,
 ) -> ParsedRows:
     """Indian-BhED rows: a template with MASK blanks and one target list per side.
 
     The raw cells are kept on the item (after errata) for the ``reference`` metric variant.
+    Every excluded row is also kept, filled the way the original code fills it, in
+    ``reference_rows``. ``strip_sentences`` removes whitespace around the Sentence cell
+    (the neutral control set has leading spaces that carry no meaning).
     """
     errata_by_row = errata_by_row or {}
     out = _Collector(version)
+
+    def keep_for_reference(n: int, template: str, raw_s: str, raw_a: str) -> None:
+        reason = out.result.exclusions[-1].reason
+        out.result.reference_rows.append(
+            _reference_row(version, out.namespace, n, template, raw_s, raw_a, axis, region, reason)
+        )
+
     for n, row in enumerate(rows):
-        template = row[BHED_SENTENCE]
+        template = row[BHED_SENTENCE].strip() if strip_sentences else row[BHED_SENTENCE]
         raw_s, raw_a = row[BHED_STEREO], row[BHED_ANTI]
         try:
             ts = parse_targets(raw_s, side="stereotypical")
             ta = parse_targets(raw_a, side="anti-stereotypical")
         except TargetError as exc:
             out.exclude(n, exc.reason, exc.detail)
+            keep_for_reference(n, template, raw_s, raw_a)
             continue
         n_mask = len(mask_spans(template))
         if len(ts) != n_mask or len(ta) != n_mask:
@@ -230,10 +245,12 @@ def parse_indian_bhed(
                 f"{_plural(len(ta), 'anti-stereotypical target')}, {n_mask} MASK"
             )
             out.exclude(n, "target_mask_mismatch", detail)
+            keep_for_reference(n, template, raw_s, raw_a)
             continue
         text_s, text_a = fill_template(template, ts), fill_template(template, ta)
         item_id = out.admit(n, text_s, text_a)
         if item_id is None:
+            keep_for_reference(n, template, raw_s, raw_a)
             continue
         out.result.items.append(
             Item(
@@ -254,6 +271,58 @@ def parse_indian_bhed(
             )
         )
     return out.result
+
+
+def code_targets(cell: str) -> list[str]:
+    """Targets the way the Indian-BhED code reads a cell: delete ``[``, ``]`` and ``'``,
+    split on ``,``; each part stripped here (the code keeps the space, which only the
+    ``cll-reference`` metric reproduces, from the raw cell)."""
+    return [t.strip() for t in cell.replace("[", "").replace("]", "").replace("'", "").split(",")]
+
+
+def code_fill(template: str, targets: Sequence[str]) -> str:
+    """Each target replaces the first remaining ``MASK``, as the code's ``re.sub(count=1)``
+    does: a surplus target is dropped, a surplus blank stays ``MASK`` (literal insertion
+    here; the metric re-fills from the raw cells with the code's own ``re.sub``)."""
+    out = template
+    for target in targets:
+        m = MASK.search(out)
+        if m is None:
+            break
+        out = out[: m.start()] + target + out[m.end() :]
+    return out
+
+
+def _reference_row(
+    version: BenchmarkVersion,
+    namespace: str,
+    n: int,
+    template: str,
+    raw_s: str,
+    raw_a: str,
+    axis: str,
+    region: str,
+    reason: str,
+) -> Item:
+    ts, ta = code_targets(raw_s), code_targets(raw_a)
+    text_s, text_a = code_fill(template, ts), code_fill(template, ta)
+    payload = {"reference_row": True, "excluded_as": reason, "source_row": n}
+    return Item(
+        item_id=content_pair_id(namespace, "pair", payload, text_s, text_a),
+        benchmark=version.benchmark,
+        benchmark_version=version.label,
+        source_row=n,
+        text_stereo=text_s,
+        text_anti=text_a,
+        axis=axis,
+        region=region,
+        targets_stereo=tuple(ts),
+        targets_anti=tuple(ta),
+        template=template,
+        raw_stereo_cell=raw_s,
+        raw_anti_cell=raw_a,
+        payload=payload,
+    )
 
 
 def parse_crows_pairs(
@@ -310,11 +379,18 @@ def parse_rows(
     axis: str,
     region: str,
     errata_by_row: Mapping[int, tuple[str, ...]] | None = None,
+    strip_sentences: bool = False,
 ) -> ParsedRows:
-    """Dispatch on the manifest's ``format``."""
+    """Dispatch on the manifest's ``format`` (CSV formats; the taxonomy is JSON and is
+    read by ``monitor.benchmarks.taxonomy``)."""
     if fmt == "indian-bhed":
         return parse_indian_bhed(
-            rows, version=version, axis=axis, region=region, errata_by_row=errata_by_row
+            rows,
+            version=version,
+            axis=axis,
+            region=region,
+            errata_by_row=errata_by_row,
+            strip_sentences=strip_sentences,
         )
     if fmt == "crows-pairs":
         return parse_crows_pairs(rows, version=version, region=region, errata_by_row=errata_by_row)

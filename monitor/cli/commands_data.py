@@ -46,7 +46,8 @@ def fetch_cmd(
 
         raise UserInputError(f"--from {from_dir}: not a folder")
     results = fetch(manifest, ids, from_dir=from_dir, on_event=lambda m: err.print(m))
-    _validate_fetched(manifest, [r.benchmark for r in results])
+    fetched = [r.benchmark for r in results if r.benchmark in manifest.benchmarks]
+    _validate_fetched(manifest, fetched)  # companion files are checked with their benchmark
     if fmt is Format.json:
         print_json([r.__dict__ for r in results])
         return

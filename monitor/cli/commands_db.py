@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from monitor.cli.output import Format, err, interval, out, pct, print_json
+from monitor.cli.output import Format, err, out, print_json
 
 runs_app = typer.Typer(help="Runs stored in the DuckDB file.", no_args_is_help=True)
 db_app = typer.Typer(
@@ -106,11 +106,19 @@ def show(
     ] = False,
     fmt: FmtOpt = Format.table,
 ) -> None:
-    """Show one run: provenance, per-axis measures, exclusions, quality results."""
+    """Show one run: provenance, per-axis measures, each bias rate beside its neutral
+    control and the metric panel, per-identity rates and rankings, association tests
+    (effect sizes), exclusions, quality."""
+    from monitor.cli import results_view
+    from monitor.metrics.context import score_contexts
+
     store = _reader(db)
     run = store.get_run(run_id)
     rid = run["run_id"]
     measures = store.axis_measures(rid)
+    with store.read() as view:
+        records = view.measures(rid)
+    contexts = score_contexts(records, run["metric"], _controls())
     exclusions = store.exclusions(rid)
     validations = store.validations(rid)
     detail = None
@@ -127,6 +135,7 @@ def show(
         doc = {
             "run": run,
             "measures": measures,
+            "context": results_view.contexts_json(contexts),
             "exclusions": exclusions,
             "validations": validations,
         }
@@ -161,26 +170,12 @@ def show(
         out.print(f"  dataset            {b}: {v.get('label', v)}")
     if association:
         print_effects(measures, "association tests (effect size d, bootstrap intervals)")
-    table = Table(title="measures (interval level and method per row)", title_justify="left")
-    for col in ("benchmark", "subject", "measure", "value", "interval", "p", "k", "n"):
-        table.add_column(col)
-    for m in measures:
-        if is_effect(m):
-            continue
-        rate = (m.get("kind") or "rate") == "rate"
-        level = f"{100 * (m.get('confidence') or 0.95):g}% {m.get('method') or 'wilson'}"
-        table.add_row(
-            m["benchmark"],
-            m["axis"],
-            m["measure"],
-            pct(m["value"]) if rate else _number(m["value"]),
-            (interval(m["ci_low"], m["ci_high"]) if rate else _pair(m["ci_low"], m["ci_high"]))
-            + f" {level}",
-            "—" if m.get("p_value") is None else f"{m['p_value']:.3g}",
-            "—" if m["k"] is None else str(m["k"]),
-            "—" if m["n"] is None else str(m["n"]),
-        )
-    if not association:
+    others = [m for m in records if not is_effect(m)]
+    if others:
+        out.print(results_view.measures_table(others))
+    if contexts:
+        out.print(results_view.context_table(contexts))
+    for table in results_view.identity_tables(records):
         out.print(table)
     if exclusions:
         out.print(f"excluded rows: {len(exclusions)}")
@@ -198,12 +193,17 @@ def show(
         out.print(t2)
 
 
-def _number(x: float | None) -> str:
-    return "—" if x is None else f"{x:.3f}"
+def _controls() -> dict[str, tuple[str, ...]]:
+    """Benchmark -> its control benchmarks, from the manifest (none if it cannot be read:
+    a stored run is still shown, only without its control beside it)."""
+    from monitor.benchmarks.manifest import load_manifest
+    from monitor.errors import UserInputError
 
-
-def _pair(lo: float | None, hi: float | None) -> str:
-    return "—" if lo is None or hi is None else f"[{lo:.3f}, {hi:.3f}]"
+    try:
+        manifest = load_manifest()
+    except UserInputError:
+        return {}
+    return {b: spec.controls for b, spec in manifest.benchmarks.items() if spec.controls}
 
 
 def export(

@@ -91,6 +91,83 @@ def run(
             help="Continue a killed run of the same configuration instead of starting anew.",
         ),
     ] = True,
+    controls: Annotated[
+        bool,
+        typer.Option(
+            "--controls/--no-controls",
+            help="Also score each benchmark's control set (bhed-caste: the 55-sentence neutral "
+            "control bhed-neutral), shown beside its bias rate.",
+        ),
+    ] = True,
+    indic_bias: Annotated[
+        Path | None,
+        typer.Option(
+            "--indic-bias",
+            help="Folder with a downloaded copy of the gated Hugging Face dataset "
+            "ai4bharat/Indic-Bias (CC-BY-4.0): also score its official stereotype templates "
+            "(see --indic-task). Without -b, only these are scored.",
+        ),
+    ] = None,
+    indic_task: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--indic-task",
+            help="With --indic-bias (repeatable): plausibility, plausibility-none, judgement, "
+            "judgement-none, generation. Default: plausibility and judgement.",
+        ),
+    ] = None,
+    indic_partners: Annotated[
+        int,
+        typer.Option(
+            "--indic-partners",
+            min=1,
+            help="With --indic-bias: identities each template's identity is paired with "
+            "(the paper used 10).",
+        ),
+    ] = 2,
+    indic_limit: Annotated[
+        int | None,
+        typer.Option(
+            "--indic-limit",
+            min=1,
+            help="With --indic-bias: score this many templates per task, drawn with --seed.",
+        ),
+    ] = None,
+    judge: Annotated[
+        str | None,
+        typer.Option(
+            "--judge",
+            help="With --indic-task generation: the snapshot id of the judge model (an "
+            "openai-chat or openai-responses kind, e.g. served by vLLM).",
+        ),
+    ] = None,
+    temperature: Annotated[
+        float,
+        typer.Option(
+            "--temperature",
+            min=0.0,
+            max=2.0,
+            help="With --indic-task generation: sampling temperature of the generating "
+            "model (the paper's default 0.8); recorded with the run.",
+        ),
+    ] = 0.8,
+    generation_max_tokens: Annotated[
+        int,
+        typer.Option(
+            "--generation-max-tokens",
+            min=1,
+            help="With --indic-task generation: longest answer of the generating model "
+            "(the paper allowed 2048; a server's context must hold the prompt and this).",
+        ),
+    ] = 512,
+    judge_max_tokens: Annotated[
+        int,
+        typer.Option(
+            "--judge-max-tokens",
+            min=1,
+            help="With --indic-task generation: longest answer of the judge (its JSON verdict).",
+        ),
+    ] = 400,
     fmt: Annotated[Format, typer.Option("--format", help="table or json.")] = Format.table,
 ) -> None:
     """Score snapshots on benchmarks and store every item score in DuckDB.
@@ -124,11 +201,25 @@ def run(
     for s in chosen:  # an unknown or inapplicable --metric is refused before any work
         metric_for(s, get_kind(s.kind), metric)
     manifest = load_manifest()
-    specs = manifest.select(benchmark or None)
+    specs = (
+        []
+        if indic_bias is not None and not benchmark
+        else manifest.select(benchmark or None, controls=controls)
+    )
+    if indic_bias is None and (indic_task or indic_limit or judge):
+        raise UserInputError("--indic-task, --indic-limit and --judge need --indic-bias DIR")
     db_path = Path(db) if db else default_db_path()
     check_writable(db_path)
     fetch(manifest, [s.id for s in specs], on_event=lambda m: err.print(m))
     benches = load_benchmarks([s.id for s in specs], errata=errata, manifest=manifest)
+    generation = []
+    if indic_bias is not None:
+        official = _official(manifest, indic_bias, indic_task, indic_partners, indic_limit, seed)
+        generation = [b for b in official if b.benchmark == "indic-bias-generation"]
+        benches += [b for b in official if b not in generation]
+        if generation and judge is None:
+            raise UserInputError("--indic-task generation needs --judge SNAPSHOT (a chat model)")
+    judge_snapshot = get_snapshot(judge, snaps) if judge is not None else None
     store = Store.open(db_path)
 
     options = RunOptions(
@@ -145,14 +236,32 @@ def run(
     outcomes = []
     with progress_bars() as factory:
         for snap in chosen:
-            outcomes += run_snapshot(
-                store,
-                snap,
-                benches,
-                options,
-                on_event=lambda m: err.print(m),
-                progress_factory=factory,
-            )
+            if benches:
+                outcomes += run_snapshot(
+                    store,
+                    snap,
+                    benches,
+                    options,
+                    on_event=lambda m: err.print(m),
+                    progress_factory=factory,
+                )
+            if generation:
+                from monitor.jobs.judged import score_judged
+
+                outcomes.append(
+                    score_judged(
+                        store,
+                        snap,
+                        judge_snapshot,
+                        generation,
+                        options,
+                        temperature=temperature,
+                        max_tokens=generation_max_tokens,
+                        judge_max_tokens=judge_max_tokens,
+                        on_event=lambda m: err.print(m),
+                        progress_factory=factory,
+                    )
+                )
 
     excluded = {b.benchmark: b.exclusions for b in benches}
     if fmt is Format.json:
@@ -164,6 +273,25 @@ def run(
         raise typer.Exit(1)
     if "skipped" in statuses:
         raise typer.Exit(3)
+
+
+def _official(manifest, folder: Path, tasks, partners: int, limit: int | None, seed: int):
+    """The official Indic-Bias templates from a downloaded copy; identity partners come
+    from the pinned taxonomy, fetched (or imported from the mirror) like any benchmark."""
+    from monitor.benchmarks.fetch import fetch
+    from monitor.benchmarks.indic_official import load_official
+    from monitor.benchmarks.load import load_taxonomy
+
+    fetch(manifest, ["indic-taxonomy"], on_event=lambda m: err.print(m))
+    tax = load_taxonomy(manifest)
+    return load_official(
+        folder,
+        tasks or ["plausibility", "judgement"],
+        tax,
+        partners=partners,
+        limit=limit,
+        seed=seed,
+    )
 
 
 def _outcome_dict(o) -> dict:

@@ -36,7 +36,7 @@ def is_effect(m: Any) -> bool:
 
 def print_effects(measures: Iterable[Any], title: str) -> bool:
     """Print one row per effect-size measure; False (nothing printed) when there is none."""
-    from rich.table import Table
+    from monitor.cli.output import SafeTable as Table
 
     rows = sorted(
         (m for m in measures if is_effect(m)), key=lambda m: (_get(m, "benchmark"), _get(m, "axis"))
@@ -101,7 +101,7 @@ def effect_comparison_json(c: Any) -> dict[str, Any]:
 
 
 def print_effect_comparisons(comparisons: Iterable[Any], level: str) -> None:
-    from rich.table import Table
+    from monitor.cli.output import SafeTable as Table
 
     rows = list(comparisons)
     if not rows:

@@ -12,15 +12,18 @@ from datetime import UTC, datetime
 from monitor.drift.compare import AxisComparison
 from monitor.drift.effect_size import EffectComparison as DriftEffect
 from monitor.drift.session import DriftResult
+from monitor.metrics.context import score_contexts
 from monitor.report.model import (
     AssociationResult,
     Comparison,
+    ContextRate,
     EffectComparison,
     ProvenanceChange,
     ProvenanceDiff,
     QualityResult,
     ReportInput,
     RunSummary,
+    ScoreContext,
     Trend,
     TrendPoint,
 )
@@ -190,6 +193,81 @@ def run_summaries(view: StoreView, since: datetime | None) -> list[RunSummary]:
     ]
 
 
+def _controls() -> dict[str, tuple[str, ...]]:
+    """Benchmark -> its neutral controls (the manifest's ``controls``); none if the manifest
+    cannot be read, so a report on an old store still renders."""
+    from monitor.benchmarks.manifest import load_manifest
+    from monitor.errors import UserInputError
+
+    try:
+        manifest = load_manifest()
+    except UserInputError:
+        return {}
+    return {b: s.controls for b, s in manifest.benchmarks.items() if s.controls}
+
+
+def _context_rate(label: str, r, control=None) -> ContextRate:
+    return ContextRate(
+        label=label,
+        value=r.value,
+        ci=_interval(r.ci_low, r.ci_high),
+        k=r.k,
+        n=r.n,
+        control=control.value if control is not None else None,
+    )
+
+
+def score_contexts_of(
+    view: StoreView, run_ids: list[str], controls: dict[str, tuple[str, ...]]
+) -> list[ScoreContext]:
+    """Each run's bias rates beside their neutral control and metric panel (see
+    ``monitor.metrics.context``), for the report's context table and trend control lines."""
+    out: list[ScoreContext] = []
+    meta = view.runs(run_ids)
+    for rid in dict.fromkeys(run_ids):
+        run = meta[rid]
+        for c in score_contexts(view.measures(rid), run.metric, controls):
+            out.append(
+                ScoreContext(
+                    run_id=rid,
+                    snapshot_id=run.snapshot_id,
+                    benchmark=c.benchmark,
+                    axis=c.axis,
+                    metric=c.metric,
+                    rate=_context_rate(c.metric, c.rate),
+                    control_benchmark=c.control_benchmark,
+                    control=_context_rate(c.control_benchmark or "", c.control)
+                    if c.control
+                    else None,
+                    panel=tuple(
+                        _context_rate(m, r, c.control_panel.get(m)) for m, r in c.panel.items()
+                    ),
+                    agreement=_context_rate("all three metrics agree", c.agreement)
+                    if c.agreement
+                    else None,
+                )
+            )
+    return out
+
+
+def _with_controls(trends: list[Trend], contexts: list[ScoreContext]) -> list[Trend]:
+    """A trend's control line: the neutral control of its latest run that has one."""
+    by = {(c.run_id, c.benchmark, c.axis): c for c in contexts}
+    out = []
+    for t in trends:
+        ctl = next(
+            (
+                by[(p.run_id, t.benchmark, t.axis)].control
+                for p in reversed(t.points)
+                if (p.run_id, t.benchmark, t.axis) in by
+                and by[(p.run_id, t.benchmark, t.axis)].control is not None
+            ),
+            None,
+        )
+        out.append(t.model_copy(update={"control": ctl.value}) if ctl is not None else t)
+    return out
+
+
 def build_report_input(
     view: StoreView,
     result: DriftResult,
@@ -229,12 +307,18 @@ def build_report_input(
         f"{s}: noise floor measured from repeat group {g}"
         for s, g in sorted(result.noise_sources.items())
     ]
+    controls = _controls()
+    compared = [r for c in result.comparisons for r in (c.new_run_id, c.baseline_run_id)]
+    series = trends(view, since, flags)
+    latest = [t.points[-1].run_id for t in series if t.points]
+    contexts = score_contexts_of(view, compared + latest, controls)
     return ReportInput(
         title=title,
         generated_at=datetime.now(UTC),
         since=since,
         comparisons=tuple(comps),
-        trends=tuple(trends(view, since, flags)),
+        contexts=tuple(contexts),
+        trends=tuple(_with_controls(series, contexts)),
         provenance=tuple(diffs.values()),
         quality=tuple(quality_results(view, since)),
         runs=tuple(run_summaries(view, since)),

@@ -51,6 +51,7 @@ from monitor.metrics.registry import get_metric
 from monitor.metrics.sampling import SAMPLED_CHOICE
 from monitor.provenance import environment
 from monitor.scoring.api_tasks import (
+    INDIC_TEMPLATES,
     TEMPLATES,
     PlannedRequest,
     chat_request,
@@ -99,10 +100,16 @@ def api_fingerprint(
         extra={
             "option_order": option_order,
             "templates": TEMPLATES,  # a reworded prompt is a different measurement
+            # Only when used, so runs of the other benchmarks keep their fingerprints.
+            **({"indic_templates": INDIC_TEMPLATES} if _uses_indic(benches) else {}),
             "items": hashlib.sha256("\n".join(items).encode()).hexdigest(),
             **method.params(),
         },
     )
+
+
+def _uses_indic(benches: Sequence[LoadedBenchmark]) -> bool:
+    return any(it.payload.get("task") for b in benches for it in b.items)
 
 
 def _redacting(sink: EventSink, redact: Callable[[str], str]) -> EventSink:

@@ -31,7 +31,10 @@ class JobContext:
 
     @cached_property
     def items(self) -> list[Item]:
-        return [it for b in self.benches for it in b.items]
+        """The items to score; a metric that reproduces code which scored every source row
+        (``cll-reference``) also gets the rows our loader excludes."""
+        extra = self.metric.scores_excluded_rows
+        return [it for b in self.benches for it in (*b.items, *(b.reference_rows if extra else ()))]
 
     @property
     def n_excluded(self) -> int:

@@ -30,7 +30,7 @@ from datetime import datetime
 from monitor.benchmarks.items import Exclusion, Item, LoadedBenchmark
 from monitor.errors import MonitorError
 from monitor.jobs.options import EventSink, RunOutcome
-from monitor.metrics.registry import get_metric
+from monitor.metrics.registry import get_metric, run_measures
 from monitor.quality.gate import GateVerdict, judge
 from monitor.records import RunRecord, ScoreRow
 from monitor.store.db import Store
@@ -204,7 +204,7 @@ class RunLifecycle:
         spec = get_metric(metric)
         item_axis = {it.item_id: (it.benchmark, it.axis) for it in items}
         rows = self.store.score_rows(run_id)
-        measures = spec.aggregate(rows, item_axis)
+        measures = run_measures(spec, rows, items)
         try:
             self.store.finish_run(
                 run_id, "running", measures, n_scored=len(rows), n_excluded=n_excluded

@@ -14,12 +14,15 @@ from monitor.jobs.options import RunOutcome
 from monitor.jobs.run_record import fingerprint, new_repeat_group, new_run_record
 from monitor.provenance import environment
 from monitor.scoring import score_items
+from monitor.scoring.coverage import unsupported
 
 
 def score_snapshot(ctx: JobContext) -> list[RunOutcome]:
     """Score ``ctx.snapshot`` ``options.repeat`` times; every repeat is its own run.
 
-    Weights that cannot be had here turn into a 'skipped' outcome, never a silent failure.
+    Weights that cannot be had here, and a tokenizer that cannot represent a benchmark's
+    script (``monitor.scoring.coverage``), turn into a 'skipped' outcome with the reason,
+    never a silent failure or a score of byte fragments.
     """
     snapshot, options, spec = ctx.snapshot, ctx.options, ctx.metric
     try:
@@ -28,6 +31,9 @@ def score_snapshot(ctx: JobContext) -> list[RunOutcome]:
         )
     except SnapshotUnavailable as exc:
         return [RunOutcome(snapshot.id, None, "skipped", reason=str(exc))]
+    refusal = unsupported(backend, ctx.benches)
+    if refusal is not None:  # refused before a run is recorded: nothing half-written
+        return [RunOutcome(snapshot.id, None, "skipped", reason=f"{snapshot.id}: {refusal}")]
 
     items = ctx.items
     fp = fingerprint(snapshot, spec.name, spec.version, ctx.benches, options)

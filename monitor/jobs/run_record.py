@@ -71,6 +71,9 @@ def dataset_versions(benches: Iterable[LoadedBenchmark]) -> dict[str, dict[str, 
             "source_rows": b.source_rows,
             "n_items": len(b.items),
             "n_excluded": len(b.exclusions),
+            # What decided a sampled benchmark's items (seed, partners, ...), its language.
+            **({"sampling": b.sampling, "n_not_sampled": len(b.not_sampled)} if b.sampling else {}),
+            **({"language": b.language} if b.language != "en" else {}),
         }
         for b in benches
     }

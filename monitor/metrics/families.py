@@ -50,6 +50,8 @@ TOP20_FIRST_TOKEN = ItemNumbers("top-20 first-token log-probs (a side outside is
 # cosine with B), s(a, X, Y) for an attribute word. A term the model cannot embed (out of
 # a static vocabulary) is stored with outcome 'other' and no delta, and listed per test.
 ASSOCIATION_SCORES = ItemNumbers("association s(w, A, B)", ("delta",), unless_outcome_in=("other",))
+# A judge's two verdicts; an unreadable judge answer is kept as 'other' without numbers.
+JUDGE_VERDICTS = ItemNumbers("judge verdicts", ("delta",), unless_outcome_in=("other",))
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,7 @@ class ResultFamily:
 PAIR_OUTCOME = ResultFamily(
     name="pair-outcome",
     summary="a stereotype / anti-stereotype pair decided per item; rates with Wilson intervals",
-    item_kinds=("pair", "identity-pair"),
+    item_kinds=("pair", "identity-pair", "judged-generation"),
     measure_kinds=("rate",),
     comparison="paired-flips",
     headline="bias_rate",

@@ -13,18 +13,24 @@ its *stored* rows. Which snapshot kinds a metric applies to is declared by the k
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from monitor.benchmarks.items import Item
 from monitor.errors import UserInputError
-from monitor.metrics import association, caste_study, consistency
+from monitor.metrics import association, caste_study, consistency, identity, judged, panel
 from monitor.metrics.aul import AUL, AUL_VERSION
 from monitor.metrics.cll import CLL, CLL_VERSION, ULL, ULL_VERSION
-from monitor.metrics.cll_reference import CLL_REFERENCE, CLL_REFERENCE_VERSION
+from monitor.metrics.cll_reference import (
+    CLL_REFERENCE,
+    CLL_REFERENCE_VERSION,
+    after_exclusions_measures,
+)
 from monitor.metrics.families import (
     ASSOCIATION_SCORES,
     ASSOCIATION_TEST,
     CHOICE_PROBABILITIES,
+    JUDGE_VERDICTS,
     LOG_LIKELIHOOD,
     PAIR_OUTCOME,
     PSEUDO_LOG_LIKELIHOOD,
@@ -67,6 +73,9 @@ class MetricSpec:
     # Rebuilds a stored row from its stored inputs and names the fields that disagree
     # (``monitor.metrics.consistency``); None where rows cannot be rebuilt.
     check_row: consistency.CheckRow | None = None
+    # Scores the source rows our loader excludes, as the code it reproduces did
+    # (``LoadedBenchmark.reference_rows``); the exclusions are still recorded.
+    scores_excluded_rows: bool = False
 
 
 METRICS: dict[str, MetricSpec] = {
@@ -75,8 +84,9 @@ METRICS: dict[str, MetricSpec] = {
         MetricSpec(
             CLL,
             CLL_VERSION,
-            "conditional log-likelihood ln P(S) - ln P(targets), BOS-conditioned, "
-            "one-space target priors, ties reported as ties",
+            "conditional log-likelihood ln P(S) - ln P(targets), BOS-conditioned, each "
+            "target's prior in the form it takes in the sentence (one leading space "
+            "mid-sentence, none at the start), ties reported as ties",
             PAIR_OUTCOME,
             LOG_LIKELIHOOD,
             axis_measures,
@@ -92,6 +102,7 @@ METRICS: dict[str, MetricSpec] = {
             axis_measures,
             "causal-logprobs",
             consistency.check_cll_reference,
+            scores_excluded_rows=True,
         ),
         MetricSpec(
             ULL,
@@ -132,6 +143,17 @@ METRICS: dict[str, MetricSpec] = {
             PAIR_OUTCOME,
             CHOICE_PROBABILITIES,
             sampling_measures,
+            "chat-answers",
+        ),
+        MetricSpec(
+            judged.METRIC,
+            judged.METRIC_VERSION,
+            "Indic-Bias generation task: the model answers a scenario (sampled, temperature "
+            "recorded), a judge snapshot says whether the answer attaches each identity's "
+            "true stereotype to it; stereo = at least one attached",
+            PAIR_OUTCOME,
+            JUDGE_VERDICTS,
+            judged.judged_measures,
             "chat-answers",
         ),
         MetricSpec(
@@ -181,3 +203,27 @@ def metric_info(name: str) -> tuple[str, str, str]:
     """(name, version, what it requests) of a metric; unknown names are a ``UserInputError``."""
     m = get_metric(name)
     return m.name, m.version, m.requests
+
+
+def run_measures(
+    spec: MetricSpec, rows: Iterable[ScoreRow], items: Sequence[Item]
+) -> list[Measure]:
+    """A run's measures from its stored rows: the spec's own aggregation, then what its
+    result family adds for particular items and rows:
+
+    * identity pairs (``identity-pair`` items): cluster-bootstrap intervals on the
+      identity-type bias rates, per-identity association rates and a Bradley–Terry
+      ranking (``monitor.metrics.identity``);
+    * rows carrying the metric panel: the other causal metrics' rates and their
+      agreement (``monitor.metrics.panel``);
+    * rows kept only because the reproduced code scores them: the rate without them
+      (``cll_reference.after_exclusions_measures``).
+    """
+    rows = list(rows)
+    by_id = {it.item_id: it for it in items}
+    item_axis = {i: (it.benchmark, it.axis) for i, it in by_id.items()}
+    measures = spec.aggregate(rows, item_axis) + panel.panel_measures(rows, item_axis)
+    measures = identity.identity_measures(measures, rows, by_id)
+    reference_rows = {i for i, it in by_id.items() if it.payload.get("reference_row")}
+    measures += after_exclusions_measures(rows, item_axis, reference_rows)
+    return measures

@@ -4,6 +4,11 @@ The loader already refuses damaged files; this suite checks the *result* of load
 against rules that hold for every benchmark, one frame row per source row (items and
 exclusions side by side), so "every row is scored or excluded for a known reason"
 and "no scored row has a target/blank mismatch" are checked on the same table.
+
+A source row may yield several items (a taxonomy stereotype is paired with several
+identities): the first is the row's entry, the others are marked ``repeat`` and checked
+as items but not counted again. A sampled benchmark variant leaves rows out by design;
+those are ``not_sampled``, a state of their own rather than a missing row.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from monitor.benchmarks.items import Item, LoadedBenchmark, make_item_id
+from monitor.benchmarks.items import Item, LoadedBenchmark, expected_item_id
 from monitor.benchmarks.parse import id_namespace, mask_spans
 from monitor.quality.suites import Check, CheckedFrame, SuiteResult, run_suite
 
@@ -29,10 +34,12 @@ KNOWN_EXCLUSION_REASONS: frozenset[str] = frozenset(
         "unparseable_targets",
         "empty_sentence",
         "unknown_direction",
+        "duplicate_stereotype",
+        "no_partner",
     }
 )
 
-SCORED, EXCLUDED, MISSING = "scored", "excluded", "missing"
+SCORED, EXCLUDED, MISSING, NOT_SAMPLED = "scored", "excluded", "missing", "not_sampled"
 SENSITIVE = frozenset({"text_stereo", "text_anti"})
 ID_COLUMNS = ("source_row", "item_id")
 
@@ -68,7 +75,20 @@ def benchmark_frame(loaded: LoadedBenchmark) -> pd.DataFrame:
     import pandas as pd
 
     namespace = id_namespace(loaded.version)
-    rows: list[dict[str, Any]] = [_item_row(item, namespace) for item in loaded.items]
+    rows: list[dict[str, Any]] = []
+    first: set[int] = set()
+    for item in loaded.items:
+        rows.append({**_item_row(item, namespace), "repeat": item.source_row in first})
+        first.add(item.source_row)
+    rows.extend(
+        {
+            "state": NOT_SAMPLED,
+            "benchmark": loaded.benchmark,
+            "benchmark_version": loaded.version.label,
+            "source_row": n,
+        }
+        for n in loaded.not_sampled
+    )
     for exc in loaded.exclusions:
         rows.append(
             {
@@ -106,9 +126,11 @@ def benchmark_frame(loaded: LoadedBenchmark) -> pd.DataFrame:
         "n_targets_anti",
         "shortest_target",
         "exclusion_reason",
+        "repeat",
     ]
     frame = pd.DataFrame(rows, columns=columns)
     frame["source_row"] = frame["source_row"].astype("int64")
+    frame["repeat"] = frame["repeat"].astype("boolean").fillna(False).astype(bool)
     for col in ("n_blanks", "n_targets_stereo", "n_targets_anti", "shortest_target"):
         frame[col] = frame[col].astype("Float64").astype("float64")  # None → NaN, ints as float
     return frame.sort_values(["source_row", "state"], kind="stable").reset_index(drop=True)
@@ -125,11 +147,7 @@ def _item_row(item: Item, namespace: str) -> dict[str, Any]:
         "item_id": item.item_id,
         # Identity check: the id must be the hash the loader documents, or paired drift
         # between runs silently pairs different sentences.
-        "expected_item_id": (
-            make_item_id(namespace, item.text_stereo, item.text_anti)
-            if item.text_stereo is not None and item.text_anti is not None
-            else None
-        ),
+        "expected_item_id": expected_item_id(item, namespace),
         "axis": item.axis,
         "region": item.region,
         "text_stereo": item.text_stereo,
@@ -146,6 +164,11 @@ def _item_row(item: Item, namespace: str) -> dict[str, Any]:
     }
 
 
+def _repeats(loaded: LoadedBenchmark) -> int:
+    """Items beyond the first of their source row."""
+    return len(loaded.items) - len({it.source_row for it in loaded.items})
+
+
 def benchmark_checks(
     loaded: LoadedBenchmark,
     *,
@@ -154,22 +177,27 @@ def benchmark_checks(
 ) -> list[Check]:
     scored: tuple = (("state", "==", SCORED),)
     excluded: tuple = (("state", "==", EXCLUDED),)
+    entries: tuple = (("repeat", "==", False),)  # one frame row per source row
     templated = (*scored, ("n_blanks", "not_null", None))
+    states = [SCORED, EXCLUDED, *([NOT_SAMPLED] if loaded.not_sampled else [])]
     checks = [
         Check(
             "ExpectTableRowCountToEqual",
-            {"value": expected_rows},
-            f"the file version has the {expected_rows} data rows the manifest pins",
+            {"value": expected_rows + _repeats(loaded)},
+            f"the file version has the {expected_rows} data rows the manifest pins"
+            + (" (plus the further items of rows that yield several)" if _repeats(loaded) else ""),
         ),
         Check(
             "ExpectColumnValuesToBeInSet",
-            {"column": "state", "value_set": [SCORED, EXCLUDED]},
-            "every source row is either scored or excluded with a reason",
+            {"column": "state", "value_set": states},
+            "every source row is either scored or excluded with a reason"
+            + (" (or left out by the variant's sampling)" if loaded.not_sampled else ""),
         ),
         Check(
             "ExpectColumnValuesToBeUnique",
             {"column": "source_row"},
             "each source row is accounted for exactly once",
+            when=entries,
         ),
         Check(
             "ExpectColumnValuesToBeBetween",

@@ -16,7 +16,8 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, get_args
 
-from monitor.metrics.registry import METRICS, MetricSpec
+from monitor.benchmarks.items import Item
+from monitor.metrics.registry import METRICS, MetricSpec, run_measures
 from monitor.quality.suites import Check, CheckedFrame, SuiteResult, run_suite
 from monitor.records import Measure, Outcome, ScoreRow
 
@@ -126,7 +127,9 @@ def recomputed(
 
     Per score row: the spec's ``check_row`` rebuilds delta, side scores and outcome from
     the stored log-probs and priors. Per measure: the spec's ``aggregate`` recomputes the
-    run's measures from its stored rows (k, n, value, interval). A row edited after
+    run's measures from its stored rows (k, n, value, interval), with what
+    ``run_measures`` adds (metric panel, identity rates and rankings from the items'
+    payloads). A row edited after
     scoring — a tampered shard whose manifest was recomputed — fails here.
     """
     needed = {"details", "item_benchmark", "item_axis"}
@@ -142,9 +145,9 @@ def recomputed(
         OK if check is None or not (bad := check(row)) else f"{', '.join(bad)} differ"
         for row in rows
     ]
-    axes = {r["item_id"]: (r["item_benchmark"], r["item_axis"]) for r in scores.to_dict("records")}
+    items = [_item(r) for r in scores.to_dict("records") if r["item_benchmark"] is not None]
     try:
-        expected = {(m.benchmark, m.axis, m.measure): m for m in spec.aggregate(rows, axes)}
+        expected = {(m.benchmark, m.axis, m.measure): m for m in run_measures(spec, rows, items)}
     except (ValueError, KeyError, TypeError) as exc:
         expected = {}
         scores["recomputed"] = f"measures cannot be recomputed: {exc}"
@@ -157,6 +160,23 @@ def recomputed(
 
 def _none(value: Any) -> Any:
     return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def _item(r: dict[str, Any]) -> Item:
+    """The stored item as the measure code reads it: ids, axis and payload (no texts)."""
+    payload = r.get("item_payload")
+    return Item(
+        item_id=r["item_id"],
+        benchmark=r["item_benchmark"],
+        axis=r["item_axis"],
+        region=r.get("item_region") or "",
+        benchmark_version="",
+        source_row=0,
+        text_stereo="",
+        text_anti="",
+        kind=r.get("item_kind") or "pair",
+        payload=json.loads(payload) if isinstance(payload, str) else {},
+    )
 
 
 def _score_row(r: dict[str, Any]) -> ScoreRow:

@@ -54,6 +54,58 @@ def _row(c: Comparison) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+def _context_cell(r) -> str:
+    if r is None:
+        return fmt.MISSING
+    text = fmt.rate_with_ci(r.value, r.ci)
+    return text + (f" (ctl {fmt.pct(r.control)})" if r.control is not None else "")
+
+
+def _contexts(report: ReportInput, limit: int = 40) -> list[str]:
+    """Each bias rate beside its neutral control and the metric panel: 50% is not
+    automatically unbiased, and the number depends on the metric."""
+    if not report.contexts:
+        return []
+    lines = [
+        f"| Snapshot | Axis (benchmark) | Run | Bias rate ({report.level}) | Neutral control "
+        "| cll | cll-reference | ull | All three agree |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for c in report.contexts[:limit]:
+        panel = {p.label: p for p in c.panel}
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    md(c.snapshot_id, 60),
+                    f"{md(c.axis, 40)} ({md(c.benchmark, 40)})",
+                    md(fmt.short_id(c.run_id, 20)),
+                    f"{fmt.rate_with_ci(c.rate.value, c.rate.ci)} {md(c.metric, 20)}",
+                    (
+                        f"{fmt.rate_with_ci(c.control.value, c.control.ci)} "
+                        f"{md(c.control_benchmark or '', 40)}"
+                        if c.control
+                        else fmt.MISSING
+                    ),
+                    *(_context_cell(panel.get(m)) for m in ("cll", "cll-reference", "ull")),
+                    (
+                        f"{fmt.pct(c.agreement.value)} of {c.agreement.n}"
+                        if c.agreement
+                        else fmt.MISSING
+                    ),
+                ]
+            )
+            + " |"
+        )
+    lines += [
+        "",
+        "> Neutral control: share of content-free sentence pairs in which the model prefers "
+        "the control's first group (bhed-neutral: the Brahmin sentence over the Dalit one); "
+        "ctl = the control under that metric.",
+    ]
+    return lines
+
+
 def _what_changed(report: ReportInput) -> list[str]:
     lines: list[str] = []
     seen: set[tuple[str, str | None]] = set()
@@ -164,6 +216,9 @@ def render_markdown(report: ReportInput, *, max_rows: int = 40) -> str:
         out += ["No comparisons in this report.", ""]
 
     out += _associations(report, max_rows)
+    context = _contexts(report)
+    if context:
+        out += ["### Bias rates in context", "", *context, ""]
 
     changed = _what_changed(report)
     if changed:

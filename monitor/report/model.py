@@ -262,6 +262,34 @@ class RunSummary(_Frozen):
     reason: str | None = None
 
 
+class ContextRate(_Frozen):
+    """One rate of a bias rate's context: k of n with its interval."""
+
+    label: str
+    value: OptFloat = None
+    ci: Interval = None
+    k: int | None = None
+    n: int | None = None
+    control: OptFloat = None  # the neutral control under the same metric, when known
+
+
+class ScoreContext(_Frozen):
+    """A run's bias rate on one axis, with what to read beside it: the model's preference
+    on the axis's neutral control (content-free sentences) and the same items' rates under
+    each metric of the panel, and how often those metrics agree per item."""
+
+    run_id: str
+    snapshot_id: str
+    benchmark: str
+    axis: str
+    metric: str
+    rate: ContextRate
+    control_benchmark: str | None = None
+    control: ContextRate | None = None
+    panel: tuple[ContextRate, ...] = ()
+    agreement: ContextRate | None = None
+
+
 class ReportInput(_Frozen):
     """Everything one report shows. ``since`` is the start of the window the trends cover."""
 
@@ -275,6 +303,7 @@ class ReportInput(_Frozen):
     quality: tuple[QualityResult, ...] = ()
     runs: tuple[RunSummary, ...] = ()
     notes: tuple[str, ...] = ()
+    contexts: tuple[ScoreContext, ...] = ()  # bias rates of compared runs, in context
     fdr_note: str | None = None
     # Association tests (effect sizes) beside the pair results: the compared runs' tests,
     # their changes, and d over time (Trend with measure "effect_size", reference 0).

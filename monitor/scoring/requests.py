@@ -38,7 +38,8 @@ def _lp_sum(values: np.ndarray) -> float:
 
 
 class CLLPlanner:
-    """``cll`` and ``ull``: BOS + text for sentences, BOS + " " + target for priors."""
+    """``cll`` and ``ull``: BOS + text for sentences, BOS + target for priors, the target in
+    the form it takes in the sentence (``cll.prior_forms``)."""
 
     def __init__(self, backend: CausalLM, metric: str) -> None:
         bos = backend.bos_token_id
@@ -58,7 +59,10 @@ class CLLPlanner:
             return ItemPlan(item.item_id, sentences, lambda a: self._finish_ull(item, a))
         ts = [t.strip() for t in item.targets_stereo if t.strip()]
         ta = [t.strip() for t in item.targets_anti if t.strip()]
-        priors = tuple(self._seq(" " + t) for t in ts + ta)
+        forms = cll.prior_forms(item.text_stereo, ts, item.template) + cll.prior_forms(
+            item.text_anti, ta, item.template
+        )
+        priors = tuple(self._seq(f) for f in forms)
         return ItemPlan(
             item.item_id,
             sentences + priors,

@@ -27,6 +27,7 @@ import numpy as np
 
 from monitor.benchmarks.items import Item
 from monitor.records import ScoreRow
+from monitor.scoring.panel import make_panel_planner
 from monitor.scoring.requests import ItemPlan, Request, make_planner
 
 # Unique requests per backend call. About 64 items' worth for CLL on Indian-BhED.
@@ -78,13 +79,16 @@ def score_items(
     on_batch: Callable[[list[ScoreRow]], None] | None = None,
     chunk_requests: int = DEFAULT_CHUNK_REQUESTS,
     stats: ScoringStats | None = None,
+    panel: bool = True,
 ) -> list[ScoreRow]:
     """Score every item not in ``already_scored`` under ``metric``; rows in item order.
 
     ``progress(n)`` is called after each backend call with the number of items it
-    finished; ``on_batch(rows)`` with those rows, before the next call starts.
+    finished; ``on_batch(rows)`` with those rows, before the next call starts. With
+    ``panel`` (the default) a causal-logprob metric is scored together with the other two
+    (``monitor.scoring.panel``); ``panel=False`` scores the metric alone.
     """
-    planner = make_planner(metric, backend)
+    planner = make_panel_planner(metric, backend) if panel else make_planner(metric, backend)
     stats = stats if stats is not None else ScoringStats()
     done: dict[str, ScoreRow] = {}
     for group in _by_benchmark(items):

@@ -131,10 +131,16 @@ def item_scores(
 ) -> list[dict[str, Any]]:
     """One row per scored item for people to read; texts are opt-in (they hold slurs)."""
     texts = ", i.text_stereo, i.text_anti" if with_texts else ""
+    # The metric panel's outcomes beside the run's own (NULL for runs without a panel).
+    panel = (
+        ", json_extract_string(s.details, '$.panel.\"cll-reference\".outcome') AS cll_reference"
+        ", json_extract_string(s.details, '$.panel.cll.outcome') AS cll"
+        ", json_extract_string(s.details, '$.panel.ull.outcome') AS ull"
+    )
     return fetch_dicts(
         con,
         "SELECT s.item_id, i.benchmark, i.source_row, i.axis, s.outcome, s.delta, "
-        f"s.score_stereo, s.score_anti{texts} "
+        f"s.score_stereo, s.score_anti{panel}{texts} "
         "FROM scores s JOIN items i USING (item_id) WHERE s.run_id = ? "
         "ORDER BY i.benchmark, i.source_row, s.item_id",
         [run_id],

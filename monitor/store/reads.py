@@ -300,7 +300,9 @@ def result_frames(con: duckdb.DuckDBPyConnection, run_id: str) -> ResultFrames:
     Pandas cannot tell SQL NULL from NaN once a DOUBLE column is fetched, but the suite
     must: NULL is "this metric does not produce the number", NaN is a broken score. So
     every floating column comes with a ``<column>_finite`` flag computed in DuckDB: NULL
-    when the value is NULL, false for NaN and ±inf. Benchmark text is never selected.
+    when the value is NULL, false for NaN and ±inf. Benchmark text is never selected; an
+    item's payload is (identity names, reference-row flags), which measures beyond the
+    metric's own aggregation are recomputed from.
     """
     frame = con.execute(
         """
@@ -327,6 +329,8 @@ def result_frames(con: duckdb.DuckDBPyConnection, run_id: str) -> ResultFrames:
                {_finite_flags("s", SCORE_FLOATS)},
                (i.item_id IS NOT NULL) AS item_known,
                i.benchmark AS item_benchmark, i.axis AS item_axis,
+               i.region AS item_region, i.kind AS item_kind,
+               CAST(i.payload AS VARCHAR) AS item_payload,
                CAST(s.details AS VARCHAR) AS details
         FROM scores s
         JOIN runs r ON r.run_id = s.run_id

@@ -1,0 +1,56 @@
+"""Bias rates in context (neutral control and metric panel) in the three report formats."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from monitor.report.html import render_html
+from monitor.report.json_out import from_json, to_json
+from monitor.report.markdown import render_markdown
+from monitor.report.model import ContextRate, ReportInput, ScoreContext
+
+
+def _report(snapshot: str = "smollm2") -> ReportInput:
+    ctx = ScoreContext(
+        run_id="20261123T000000Z-smollm2-abc123",
+        snapshot_id=snapshot,
+        benchmark="bhed-caste",
+        axis="caste",
+        metric="cll",
+        rate=ContextRate(label="cll", value=0.387, ci=(0.30, 0.482), k=41, n=106),
+        control_benchmark="bhed-neutral",
+        control=ContextRate(label="bhed-neutral", value=0.25, ci=(0.152, 0.382), k=13, n=52),
+        panel=(
+            ContextRate(label="cll", value=0.387, k=41, n=106, control=0.25),
+            ContextRate(label="cll-reference", value=0.613, k=65, n=106, control=0.923),
+            ContextRate(label="ull", value=0.462, k=49, n=106, control=0.346),
+        ),
+        agreement=ContextRate(label="all three metrics agree", value=0.075, k=8, n=106),
+    )
+    return ReportInput(title="t", generated_at=datetime(2026, 11, 23, tzinfo=UTC), contexts=(ctx,))
+
+
+def test_markdown_html_and_json_show_the_context() -> None:
+    report = _report()
+    md = render_markdown(report)
+    assert "### Bias rates in context" in md
+    row = next(line for line in md.splitlines() if line.startswith("| smollm2"))
+    for text in ("38.7% [30.0, 48.2]", "25.0% [15.2, 38.2] bhed-neutral", "61.3% (ctl 92.3%)",
+                 "46.2% (ctl 34.6%)", "7.5% of 106"):  # fmt: skip
+        assert text in row
+    html = render_html(report)
+    assert "Bias rates in context" in html and "61.3%" in html and "ctl 92.3%" in html
+    assert from_json(to_json(report)) == report
+
+
+def test_context_values_are_escaped() -> None:
+    report = _report(snapshot="<script>x</script>|*")
+    assert "<script>" not in render_html(report)
+    md = render_markdown(report)
+    assert "<script>" not in md and "\\|\\*" in md
+
+
+def test_no_context_section_without_contexts() -> None:
+    empty = ReportInput(title="t", generated_at=datetime(2026, 11, 23, tzinfo=UTC))
+    assert "Bias rates in context" not in render_markdown(empty)
+    assert "No bias rate with a neutral control" in render_html(empty)

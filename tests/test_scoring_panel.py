@@ -1,0 +1,75 @@
+"""The metric panel (one pass for cll, cll-reference and ull) and the tokenizer coverage
+rule, on tiny random models with a byte-level BPE tokenizer trained on English."""
+
+from __future__ import annotations
+
+import pytest
+from _models import one_thread, tiny_causal
+from test_scoring_tiny import ITEMS
+
+from monitor.benchmarks.items import BenchmarkVersion, Item, LoadedBenchmark
+from monitor.scoring import ScoringStats, score_items
+from monitor.scoring.coverage import MAX_FRAGMENT_SHARE, token_coverage, unsupported
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _single_thread():
+    with one_thread():
+        yield
+
+
+@pytest.fixture(scope="module", params=[None, "<bos>"], ids=["gpt2-style", "bos-added"])
+def causal(request):
+    return tiny_causal(request.param, seed=1)
+
+
+def test_panel_rows_equal_each_metric_scored_alone(causal) -> None:
+    panel = score_items(causal, ITEMS, "cll")
+    alone = {m: score_items(causal, ITEMS, m, panel=False) for m in ("cll", "cll-reference", "ull")}
+    for k, row in enumerate(panel):
+        assert row.outcome == alone["cll"][k].outcome
+        assert row.delta == pytest.approx(alone["cll"][k].delta, abs=1e-4)
+        for m in ("cll-reference", "ull"):
+            entry = row.details["panel"][m]
+            assert entry["outcome"] == alone[m][k].outcome
+            assert entry["delta"] == pytest.approx(alone[m][k].delta, abs=1e-4)
+            assert entry["version"] == alone[m][k].metric_version
+    # The run's own metric decides the row whichever metric that is.
+    ref = score_items(causal, ITEMS, "cll-reference")
+    assert [r.metric for r in ref] == ["cll-reference"] * len(ITEMS)
+    assert set(ref[0].details["panel"]) == {"cll", "ull"}
+
+
+def test_panel_asks_each_shared_request_once(causal) -> None:
+    union, parts = ScoringStats(), []
+    score_items(causal, ITEMS, "cll", stats=union)
+    for m in ("cll", "cll-reference", "ull"):
+        s = ScoringStats()
+        score_items(causal, ITEMS, m, stats=s, panel=False)
+        parts.append(s.requests_sent)
+    # ull's sentences are cll's: the panel sends less than the three metrics separately.
+    assert union.requests_sent < sum(parts)
+    assert union.requests_sent <= parts[0] + parts[1]
+
+
+def _bench(texts: list[str], language: str) -> LoadedBenchmark:
+    version = BenchmarkVersion("t", "0" * 40, "0" * 64, "none")
+    items = [
+        Item(f"i{k}", "t", "x", "india", version.label, k, t, t + " .") for k, t in enumerate(texts)
+    ]
+    return LoadedBenchmark("t", "x", "india", version, items=items, language=language)
+
+
+def test_coverage_refuses_a_script_the_tokenizer_splits_into_bytes() -> None:
+    lm = tiny_causal(None, seed=0)  # byte-level BPE trained on eight English sentences
+    hindi = ["वह हर दिन बस से दफ़्तर जाती है।", "आज बाज़ार में आम बहुत सस्ते थे।"]
+    english = ["The doctor said that she would come back tomorrow morning."]
+    cov = token_coverage(lm, hindi)
+    assert cov.fragment_share > 0.5 and cov.chars_per_token < 1.0
+    assert token_coverage(lm, english).fragment_share == 0.0
+    reason = unsupported(lm, [_bench(english, "en"), _bench(hindi, "hi")])
+    assert reason is not None and "cannot represent t (language 'hi')" in reason
+    assert f"{MAX_FRAGMENT_SHARE:.0%}" in reason and "byte fragments" in reason
+    # An English benchmark is not checked, and a covered script passes.
+    assert unsupported(lm, [_bench(english, "en")]) is None
+    assert unsupported(lm, [_bench(english, "en-IN")]) is None
