@@ -307,8 +307,10 @@ def import_caste_bias_cmd(
     folder: Annotated[
         Path,
         typer.Argument(
-            help="A results folder of jeqcho/caste-bias, e.g. "
-            "../shared/datasets/caste-bias/results/april."
+            help="A results folder of jeqcho/caste-bias (e.g. "
+            "../shared/datasets/caste-bias/results/april), or a history folder holding "
+            "history.json and one folder per committed run "
+            "(../shared/datasets/caste-bias/history)."
         ),
     ],
     snapshot: Annotated[
@@ -317,16 +319,36 @@ def import_caste_bias_cmd(
             "--snapshot", help="Snapshot name to file the run under (e.g. gpt-4o-caste-study)."
         ),
     ],
-    on_date: Annotated[str, typer.Option("--date", help="When the study ran (YYYY-MM-DD).")],
+    on_date: Annotated[
+        str | None,
+        typer.Option(
+            "--date",
+            help="When the study ran (YYYY-MM-DD); required for a results folder. A history "
+            "folder dates each run by its commit time.",
+        ),
+    ] = None,
     db: DbOpt = None,
     fmt: FmtOpt = Format.table,
 ) -> None:
-    """Import the GPT-4o caste study's result CSVs as runs (origin 'imported')."""
-    from monitor.importers.caste_bias import import_caste_bias
+    """Import the GPT-4o caste study's result CSVs as runs (origin 'imported').
+
+    A history folder gives one run per committed result, in commit order; runs already
+    in the store are skipped, so importing the same history twice adds nothing (exit 0).
+    Exit 1 when a newly imported run is quarantined by the quality gate.
+    """
+    from monitor.importers.caste_history import is_history_folder
 
     if not folder.is_dir():
         raise UserInputError(f"{folder}: not a folder")
-    _parse_since(on_date)
+    history = is_history_folder(folder)
+    if history and on_date is not None:
+        raise UserInputError(
+            f"{folder} is a history folder: each run is dated by its commit time; drop --date"
+        )
+    if not history:
+        if on_date is None:
+            raise UserInputError("--date is required for a results folder (YYYY-MM-DD)")
+        _parse_since(on_date)
     # Study rows are mapped to our item ids, so the pinned Indian-BhED files must be here.
     from monitor.benchmarks.fetch import fetch
     from monitor.benchmarks.manifest import load_manifest
@@ -334,12 +356,24 @@ def import_caste_bias_cmd(
     manifest = load_manifest()
     fetch(manifest, [s.id for s in manifest.select(None)], on_event=lambda m: err.print(m))
     store = _store(db, must_exist=False)
-    run_ids = import_caste_bias(store, folder, snapshot=snapshot, date=on_date)
+    if history:
+        from monitor.importers.caste_history import import_caste_history
+
+        done = import_caste_history(
+            store, folder, snapshot=snapshot, on_event=lambda m: err.print(m, markup=False)
+        )
+        run_ids, skipped = done.new, done.skipped
+    else:
+        from monitor.importers.caste_bias import import_caste_bias
+
+        assert on_date is not None
+        run_ids, skipped = import_caste_bias(store, folder, snapshot=snapshot, date=on_date), []
     runs = [store.get_run(rid) for rid in run_ids]
     if fmt is Format.json:
         print_json(
             {
                 "run_ids": run_ids,
+                "skipped": skipped,
                 "runs": [
                     {"run_id": r["run_id"], "status": r["status"], "notes": r["notes"]}
                     for r in runs
@@ -347,6 +381,10 @@ def import_caste_bias_cmd(
             }
         )
     else:
+        if skipped and not runs:
+            out.print(f"nothing new: all {len(skipped)} runs of {folder} are already in the store")
+        elif skipped:
+            out.print(f"{len(skipped)} runs of {folder} were already in the store (skipped)")
         for run in runs:
             rid = run["run_id"]
             out.print(
