@@ -111,6 +111,34 @@ def configuration_key(config: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
+# Fields short enough to quote old → new in a sentence; the others are named only.
+_QUOTED = ("model", "api", "option_order", "metric")
+
+
+def describe_changes(
+    old: Mapping[str, Any], new: Mapping[str, Any]
+) -> list[tuple[str, str | None, str | None]]:
+    """(reader's label, old, new) for every configuration field that differs; old/new are
+    None for fields too long to quote (a prompt, a parameter set)."""
+    out: list[tuple[str, str | None, str | None]] = []
+    seen: set[str] = set()
+    for field, label in FIELD_LABELS.items():
+        if field == "kind" or label in seen or old.get(field) == new.get(field):
+            continue
+        seen.add(label)
+        if field in _QUOTED:
+            out.append((label, _text(old.get(field)), _text(new.get(field))))
+        else:
+            out.append((label, None, None))
+    if "model" not in seen and old.get("revision") != new.get("revision"):
+        out.insert(0, ("model", _text(old.get("revision")), _text(new.get("revision"))))
+    return out
+
+
+def _text(value: Any) -> str:
+    return "none" if value is None else str(value)
+
+
 def changed_fields(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     """The reader's names of what differs between two configurations, in a fixed order,
     without repeats ("model", "API", "prompt", ...)."""
