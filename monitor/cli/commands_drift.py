@@ -180,8 +180,18 @@ def _drift_json(result, show_flips: bool) -> dict:
             "p_mcnemar": c.p_value,
             "p_bh": c.p_adjusted,
             "noise_floor": c.noise.upper if c.noise else None,
+            "noise": _noise_json(c),
+            "mde": c.detectable.__dict__ if c.detectable else None,
+            "clusters": c.clusters.__dict__ if c.clusters else None,
+            "delta_test": c.delta_test.__dict__ if c.delta_test else None,
+            "role": c.role,
+            "configuration_changes": [
+                {"label": label, "old": old, "new": new}
+                for label, old, new in c.configuration_changes
+            ],
             "verdict": c.verdict.label,
             "reason": c.verdict.reason,
+            "summary": c.summary,
             "attribution": c.attribution,
             "provenance_diff": [f.__dict__ for f in c.provenance.changes if f.category != "run"],
         }
@@ -196,6 +206,29 @@ def _drift_json(result, show_flips: bool) -> dict:
         "fdr_note": result.fdr_note(),
         "pairs": [p.__dict__ for p in result.pairs],
         "comparisons": [comp(c) for c in result.comparisons],
+    }
+
+
+def _noise_json(c) -> dict | None:
+    """The repeat groups a comparison was judged against, each as a distribution."""
+    ctx = c.noise_context
+    if ctx is None:
+        return None
+    return {
+        "unknown": ctx.unknown,
+        "rate_bound": ctx.rate_bound,
+        "sides": [
+            {
+                "side": s.side,
+                "group": s.group_key,
+                "description": s.description,
+                "run_ids": list(s.run_ids),
+                "pair_flip_rates": list(s.floor.pair_rates),
+                "flip_floor": s.floor.upper,
+                "bias_rates": list(s.rates),
+            }
+            for s in ctx.sides
+        ],
     }
 
 
@@ -217,6 +250,7 @@ def _drift_table(result, show_flips: bool) -> None:
         "old",
         "new",
         f"Δ [{level} CI]",
+        "MDE",
         "b/c",
         "p",
         "p(BH)",
@@ -233,6 +267,9 @@ def _drift_table(result, show_flips: bool) -> None:
             f"{pct(c.rate_old.value)} {interval(c.rate_old.ci_low, c.rate_old.ci_high)}",
             f"{pct(c.rate_new.value)} {interval(c.rate_new.ci_low, c.rate_new.ci_high)}",
             delta,
+            "—"
+            if c.detectable is None or c.detectable.mde is None
+            else f"±{100 * c.detectable.mde:.1f}",
             f"{c.b}/{c.c}",
             "—" if c.p_value is None else f"{c.p_value:.3g}",
             "—" if c.p_adjusted is None else f"{c.p_adjusted:.3g}",
@@ -240,6 +277,12 @@ def _drift_table(result, show_flips: bool) -> None:
         )
     out.print(table)
     out.print(result.fdr_note())
+    for c in result.comparisons:
+        if c.summary:
+            out.print(
+                f"{c.benchmark}/{c.axis} {c.baseline_run_id} → {c.new_run_id}: {c.summary}",
+                markup=False,
+            )
     seen = set()
     for c in result.comparisons:
         key = (c.baseline_run_id, c.new_run_id)

@@ -13,6 +13,7 @@ from statistics import median
 
 from monitor.drift.compare import CONFIGURATION_CHANGE, AxisComparison
 from monitor.drift.noise import GroupNoise
+from monitor.report.fmt import pvalue
 
 _SIDE_NAMES = {
     "baseline": "the baseline's configuration",
@@ -133,9 +134,12 @@ def _clears_noise(c: AxisComparison) -> bool | None:
 def _test(c: AxisComparison, n_tests: int) -> str:
     if c.p_value is None:
         return ""
-    text = f"The paired test gives p = {c.p_value:.3g}"
+    text = f"The paired test (exact McNemar) gives p = {pvalue(c.p_value)}"
     if c.p_adjusted is not None and n_tests > 1:
-        text += f" ({c.p_adjusted:.3g} after correcting for the report's {n_tests} tests)"
+        text += (
+            f" ({pvalue(c.p_adjusted)} after the Benjamini–Hochberg correction for the "
+            f"report's {n_tests} tests)"
+        )
     return text + "."
 
 
