@@ -180,18 +180,8 @@ def _drift_json(result, show_flips: bool) -> dict:
             "p_mcnemar": c.p_value,
             "p_bh": c.p_adjusted,
             "noise_floor": c.noise.upper if c.noise else None,
-            "noise": _noise_json(c),
-            "mde": c.detectable.__dict__ if c.detectable else None,
-            "clusters": c.clusters.__dict__ if c.clusters else None,
-            "delta_test": c.delta_test.__dict__ if c.delta_test else None,
-            "role": c.role,
-            "configuration_changes": [
-                {"label": label, "old": old, "new": new}
-                for label, old, new in c.configuration_changes
-            ],
             "verdict": c.verdict.label,
             "reason": c.verdict.reason,
-            "summary": c.summary,
             "attribution": c.attribution,
             "provenance_diff": [f.__dict__ for f in c.provenance.changes if f.category != "run"],
         }
@@ -200,12 +190,40 @@ def _drift_json(result, show_flips: bool) -> dict:
             d["flipped_to_stereo"] = list(c.flipped_to_stereo)
         return d
 
+    def details(c):
+        # What each comparison could have detected and the noise it was judged against.
+        # Kept beside "comparisons" (same order) so that those entries read as before.
+        return {
+            "new_run_id": c.new_run_id,
+            "baseline_run_id": c.baseline_run_id,
+            "benchmark": c.benchmark,
+            "axis": c.axis,
+            "role": c.role,
+            "mde": c.detectable.__dict__ if c.detectable else None,
+            "flip_rate": c.flip_rate,
+            "noise": _noise_json(c),
+            "clusters": c.clusters.__dict__ if c.clusters else None,
+            "delta_test": c.delta_test.__dict__ if c.delta_test else None,
+            "configuration_changes": [
+                {"label": label, "old": old, "new": new}
+                for label, old, new in c.configuration_changes
+            ],
+            "summary": c.summary,
+        }
+
+    def pair(p):
+        d = dict(p.__dict__)
+        if d.get("role") == "previous run":
+            del d["role"]  # the default; only a configuration-change pair says so
+        return d
+
     return {
         "alpha": result.alpha,
         "confidence": result.confidence,
         "fdr_note": result.fdr_note(),
-        "pairs": [p.__dict__ for p in result.pairs],
+        "pairs": [pair(p) for p in result.pairs],
         "comparisons": [comp(c) for c in result.comparisons],
+        "comparison_details": [details(c) for c in result.comparisons],
     }
 
 
@@ -443,3 +461,100 @@ def import_caste_bias_cmd(
                     )
     if any(r["status"] != "complete" for r in runs):
         raise typer.Exit(1)  # a quarantined import, like a quarantined run
+
+
+@import_app.command("caste-bias-gpt-5")
+def import_caste_gpt5_cmd(
+    folder: Annotated[
+        Path,
+        typer.Argument(
+            help="The results folder of jeqcho/caste-bias-gpt-5 (results-<model>.csv files), "
+            "e.g. ../shared/datasets/caste-bias-gpt-5/results."
+        ),
+    ],
+    on_date: Annotated[
+        str, typer.Option("--date", help="When the study ran (YYYY-MM-DD), e.g. 2025-08-14.")
+    ],
+    suffix: Annotated[
+        str,
+        typer.Option(
+            "--suffix",
+            help="Each model's runs are filed under the snapshot <model><suffix>; the default "
+            "puts gpt-4o beside the forced-choice runs of gpt-4o-caste-study.",
+        ),
+    ] = "-caste-study",
+    snapshot_for: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--snapshot", help="MODEL=SNAPSHOT: file one model's run under another snapshot."
+        ),
+    ] = None,
+    db: DbOpt = None,
+    fmt: FmtOpt = Format.table,
+) -> None:
+    """Import the GPT-5 follow-up (100 samples per question, five models) as sampled runs.
+
+    Runs already in the store are skipped (exit 0). Exit 1 when a newly imported run is
+    quarantined by the quality gate.
+    """
+    from monitor.importers.caste_gpt5 import import_caste_gpt5
+
+    if not folder.is_dir():
+        raise UserInputError(f"{folder}: not a folder")
+    _parse_since(on_date)
+    mapping: dict[str, str] = {}
+    for pair in snapshot_for or []:
+        model, sep, snap = pair.partition("=")
+        if not sep or not model or not snap:
+            raise UserInputError(f"--snapshot {pair!r}: use MODEL=SNAPSHOT")
+        mapping[model] = snap
+    from monitor.benchmarks.fetch import fetch
+    from monitor.benchmarks.manifest import load_manifest
+
+    manifest = load_manifest()
+    fetch(manifest, ["bhed-caste"], on_event=lambda m: err.print(m))
+    store = _store(db, must_exist=False)
+    done = import_caste_gpt5(store, folder, date=on_date, suffix=suffix, snapshots=mapping)
+    runs = [store.get_run(rid) for rid in done.new]
+    if fmt is Format.json:
+        print_json(
+            {
+                "run_ids": done.new,
+                "skipped": done.skipped,
+                "runs": [
+                    {
+                        "run_id": r["run_id"],
+                        "snapshot_id": r["snapshot_id"],
+                        "model": r["snapshot_revision"],
+                        "status": r["status"],
+                        "notes": r["notes"],
+                        "measures": [
+                            {k: m[k] for k in ("axis", "measure", "k", "n", "value")}
+                            for m in store.axis_measures(r["run_id"])
+                        ],
+                    }
+                    for r in runs
+                ],
+            }
+        )
+    else:
+        if done.skipped and not runs:
+            out.print(f"nothing new: all {len(done.skipped)} runs of {folder} are already stored")
+        for run in runs:
+            rid = run["run_id"]
+            measures = {m["measure"]: m for m in store.axis_measures(rid)}
+            b = measures.get("bias_rate")
+            figure = (
+                f"{b['value']:.3f} ({b['k']}/{b['n']}) {interval(b['ci_low'], b['ci_high'])}"
+                if b
+                else "—"
+            )
+            out.print(
+                f"imported run {rid} ({run['snapshot_revision']} → {run['snapshot_id']}, "
+                f"{run['metric']}): {run['status']}; bias rate {figure}",
+                markup=False,
+            )
+            if run["status"] != "complete":
+                err.print(f"  {run['notes']}", style="red", markup=False)
+    if any(r["status"] != "complete" for r in runs):
+        raise typer.Exit(1)

@@ -1,8 +1,10 @@
 """The longitudinal shapes of a report: repeat groups, configuration breaks, quarantined
 runs and methods side by side, read through the store's typed view.
 
-A history is not a line through every run. Runs of one measurement configuration made
-close together are replicates and are drawn as one point with their spread; a change of
+A history is not a line through every run. Repeat runs of one measurement configuration
+made close together are replicates and are drawn as one point with their spread (for a
+local snapshot only a ``--repeat`` group: its separate runs are deterministic, and a
+difference between them is drift, not noise; see ``drift.noise``); a change of
 model, API, prompt or metric is a break in the series, named; a quarantined run is a
 measurement failure and is shown apart from the line with its reason; and a snapshot
 measured by two methods (forced choice by log-probabilities, sampling) is shown side by
@@ -14,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from monitor.drift.noise import MAX_RUNS, describe_group
+from monitor.drift.noise import MAX_RUNS, describe_group, replicate_units
 from monitor.drift.stats import noise_floor
 from monitor.metrics.registry import METRICS
 from monitor.report.model import (
@@ -48,6 +50,14 @@ def trend_history(view: StoreView, trend: Trend, since: datetime | None) -> Tren
     """``trend`` with its repeat groups, configuration breaks and quarantined runs."""
     pts = trend.points
     runs = view.runs(p.run_id for p in pts)
+
+    def unit(i: int) -> str | None:
+        """Points with one non-None unit id, next to each other, are one repeat group."""
+        r = runs[pts[i].run_id]
+        if r.origin != "local":
+            return pts[i].group
+        return f"{pts[i].group}:{r.repeat_group}" if r.repeat_group else None
+
     groups: list[TrendGroup] = []
     breaks: list[TrendBreak] = []
     segment: list[int] = []
@@ -63,15 +73,15 @@ def trend_history(view: StoreView, trend: Trend, since: datetime | None) -> Tren
         what = str(cfg.get("model") or "?") + (f" via {cfg['api']}" if cfg.get("api") else "")
         groups.append(
             TrendGroup(
-                key=first.group or "",
+                key=unit(seg[0]) or "",
                 label=f"{len(seg)} runs of {what}",
                 run_ids=tuple(pts[i].run_id for i in seg),
             )
         )
 
     for i, p in enumerate(pts):
-        if segment and pts[segment[-1]].group != p.group:
-            prev = pts[segment[-1]]
+        if i and pts[i - 1].group != p.group:
+            prev = pts[i - 1]
             breaks.append(
                 TrendBreak(
                     at=p.started_at,
@@ -80,9 +90,11 @@ def trend_history(view: StoreView, trend: Trend, since: datetime | None) -> Tren
                     changes=_change_texts(runs[prev.run_id], runs[p.run_id]),
                 )
             )
+        if segment and (unit(i) is None or unit(segment[-1]) != unit(i)):
             close(segment)
             segment = []
-        segment.append(i)
+        if unit(i) is not None:
+            segment.append(i)
     close(segment)
     quarantined = [
         TrendQuarantined(run_id=r.run_id, started_at=r.started_at, reason=r.notes)
@@ -116,10 +128,18 @@ def repeat_groups(view: StoreView, snapshot_id: str, since: datetime | None) -> 
     """Every repeat group (≥ 2 complete runs of one configuration) of the snapshot with a
     run in the window, with its noise per axis as distributions."""
     out: list[RepeatGroup] = []
-    for g in view.configuration_groups(snapshot_id):
-        if not g.is_repeat_group or (since is not None and g.started_at[-1] < since):
+    cache: dict[str, StoredRun] = {}
+
+    def run(rid: str) -> StoredRun:
+        if rid not in cache:
+            cache[rid] = view.run(rid)
+        return cache[rid]
+
+    for g, unit in replicate_units(view.configuration_groups(snapshot_id), run):
+        span = [run(unit[0]).started_at, run(unit[-1]).started_at]
+        if since is not None and span[-1] < since:
             continue
-        members = g.run_ids[-MAX_RUNS:]
+        members = unit[-MAX_RUNS:]
         outcomes = [view.axis_outcomes(r) for r in members]
         axes = []
         for key in sorted({k for o in outcomes for k in o}):
@@ -141,16 +161,16 @@ def repeat_groups(view: StoreView, snapshot_id: str, since: datetime | None) -> 
                     bias_rates=tuple(rates),
                 )
             )
-        description = describe_group(g)
-        if len(members) < len(g.run_ids):
+        description = describe_group(g, len(unit), span)
+        if len(members) < len(unit):
             description += f" (noise from the latest {len(members)})"
         out.append(
             RepeatGroup(
                 snapshot_id=snapshot_id,
                 key=g.key,
                 description=description,
-                run_ids=g.run_ids,
-                configuration=_configuration_rows(view.run(g.run_ids[-1])),
+                run_ids=unit,
+                configuration=_configuration_rows(run(unit[-1])),
                 axes=tuple(axes),
             )
         )

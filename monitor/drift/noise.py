@@ -23,6 +23,13 @@ Which groups judge a comparison of a new run with its baseline:
   which the verdict says instead of assuming none. A pinned local snapshot reruns
   bit-identically, so there no floor means zero noise, as before.
 
+Local runs are deterministic: in one environment a rerun is bit-identical, so two local
+runs of one configuration that disagree have *changed* (environment drift, which the
+provenance diff names), they are not noise. For local runs a repeat group is therefore a
+``--repeat`` group (one process, one environment), not every run of the configuration;
+for API and imported runs, whose answers vary from call to call, it is every complete
+run of the configuration (``replicates``).
+
 A group's floor uses its ``MAX_RUNS`` most recent runs, so a year of nightly runs costs 45
 pairs, not 66,000. Quarantined runs are never members (the store's groups hold complete
 runs only).
@@ -30,7 +37,7 @@ runs only).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
@@ -43,14 +50,19 @@ MAX_RUNS = 10
 Side = Literal["baseline", "new", "same configuration", "nearest"]
 
 
-def describe_group(group: ConfigurationGroup, n_runs: int | None = None) -> str:
+def describe_group(
+    group: ConfigurationGroup,
+    n_runs: int | None = None,
+    span: Sequence[datetime] | None = None,
+) -> str:
     """ "6 runs of gpt-4 via chat.completions, 2025-04-23" — what a reader needs to place it."""
     cfg = group.configuration
     n = n_runs if n_runs is not None else len(group.run_ids)
     what = str(cfg.get("model") or "?")
     if cfg.get("api"):
         what += f" via {cfg['api']}"
-    first, last = group.started_at[0], group.started_at[-1]
+    times = span or group.started_at
+    first, last = times[0], times[-1]
     when = (
         f"{first:%Y-%m-%d}" if first.date() == last.date() else f"{first:%Y-%m-%d}–{last:%Y-%m-%d}"
     )
@@ -113,6 +125,7 @@ class NoiseBook:
     max_runs: int = MAX_RUNS
     _groups: dict[str, list[ConfigurationGroup]] = field(default_factory=dict)
     _outcomes: dict[str, dict[AxisKey, AxisOutcomes]] = field(default_factory=dict)
+    _runs: dict[str, StoredRun] = field(default_factory=dict)
 
     def groups(self, snapshot_id: str) -> list[ConfigurationGroup]:
         if snapshot_id not in self._groups:
@@ -124,8 +137,21 @@ class NoiseBook:
             self._outcomes[run_id] = self.view.axis_outcomes(run_id)
         return self._outcomes[run_id]
 
+    def run(self, run_id: str) -> StoredRun:
+        if run_id not in self._runs:
+            self._runs[run_id] = self.view.run(run_id)
+        return self._runs[run_id]
+
     def group_of(self, run: StoredRun) -> ConfigurationGroup | None:
         return next((g for g in self.groups(run.snapshot_id) if run.run_id in g.run_ids), None)
+
+    def replicates(self, group: ConfigurationGroup, anchor: StoredRun) -> tuple[str, ...]:
+        """The runs of ``group`` that are replicates of ``anchor`` (see the module docstring)."""
+        return replicates(group, anchor, self.run)
+
+    def units(self, snapshot_id: str) -> list[tuple[ConfigurationGroup, tuple[str, ...]]]:
+        """Every repeat group of the snapshot: (its configuration group, its runs)."""
+        return replicate_units(self.groups(snapshot_id), self.run)
 
     def _sources(
         self, new: StoredRun, base: StoredRun
@@ -153,11 +179,13 @@ class NoiseBook:
 
     def _nearest(self, new: StoredRun) -> tuple[Side, ConfigurationGroup, tuple[str, ...]] | None:
         best: tuple[float, ConfigurationGroup, tuple[str, ...]] | None = None
-        for g in self.groups(new.snapshot_id):
-            members = tuple(r for r in g.run_ids if r != new.run_id)
+        for g, unit in self.units(new.snapshot_id):
+            members = tuple(r for r in unit if r != new.run_id)
             if len(members) < 2:
                 continue
-            distance = _distance(new.started_at, g.started_at)
+            distance = _distance(
+                new.started_at, [self.run(members[0]).started_at, self.run(members[-1]).started_at]
+            )
             if best is None or distance < best[0]:
                 best = (distance, g, members)
         return ("nearest", best[1], best[2]) if best else None
@@ -180,7 +208,11 @@ class NoiseBook:
                     GroupNoise(
                         side=side,
                         group_key=group.key,
-                        description=describe_group(group, len(members)),
+                        description=describe_group(
+                            group,
+                            len(members),
+                            [self.run(members[0]).started_at, self.run(members[-1]).started_at],
+                        ),
                         run_ids=members,
                         floor=floor,
                         rates=rates,
@@ -203,6 +235,33 @@ class NoiseBook:
                     "(score it with --repeat, or import repeated runs, to measure it)"
                 )
         return out
+
+
+def replicates(
+    group: ConfigurationGroup, anchor: StoredRun, run: Callable[[str], StoredRun]
+) -> tuple[str, ...]:
+    """The runs of ``group`` that repeat ``anchor``'s measurement: every run for an API or
+    imported run; for a local run only its ``--repeat`` group (none without one)."""
+    if anchor.origin != "local":
+        return group.run_ids
+    if anchor.repeat_group is None:
+        return ()
+    return tuple(r for r in group.run_ids if run(r).repeat_group == anchor.repeat_group)
+
+
+def replicate_units(
+    groups: Sequence[ConfigurationGroup], run: Callable[[str], StoredRun]
+) -> list[tuple[ConfigurationGroup, tuple[str, ...]]]:
+    """Every repeat group (≥ 2 runs) among ``groups``, oldest first."""
+    out: list[tuple[ConfigurationGroup, tuple[str, ...]]] = []
+    for g in groups:
+        seen: set[tuple[str, ...]] = set()
+        for rid in g.run_ids:
+            unit = replicates(g, run(rid), run)
+            if len(unit) >= 2 and unit not in seen:
+                seen.add(unit)
+                out.append((g, unit))
+    return out
 
 
 def _distance(t: datetime, span: Sequence[datetime]) -> float:

@@ -321,7 +321,7 @@ def check_snapshot_id(snapshot: str) -> None:
         )
 
 
-def _parse_date(date: str) -> datetime:
+def parse_date(date: str) -> datetime:
     try:
         parsed = datetime.fromisoformat(date)
     except ValueError:
@@ -413,7 +413,7 @@ def import_caste_bias(
     are recorded as exclusions ("no_matching_item"), never dropped silently.
     """
     check_snapshot_id(snapshot)
-    started = _parse_date(date)
+    started = parse_date(date)
     folder = Path(folder)
     present = {axis: folder / name for axis, name in FILES.items() if (folder / name).is_file()}
     if not present:

@@ -47,6 +47,8 @@ CHOICE_PROBABILITIES = ItemNumbers(
 # the top 20, so an opinionated item may have one side's number and not the other's.
 TOP20_FIRST_TOKEN = ItemNumbers("top-20 first-token log-probs (a side outside is missing)", ())
 ASSOCIATION_SCORES = ItemNumbers("association", ("delta",))
+# Shares of N sampled answers per item (the GPT-5 follow-up): both shares always present.
+SAMPLE_SHARES = ItemNumbers("sample shares", ("prob_stereo", "prob_anti"))
 
 
 @dataclass(frozen=True)

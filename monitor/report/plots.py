@@ -211,14 +211,14 @@ def layout(trend: Trend) -> TrendPlot:
                 / 2
             )
             mean = sum(values) / len(values) if values else None
-            shown.append(_Shown(at, mean, None, (g.label, values)))
+            shown.append(_Shown(at, mean, None, (g.key, g.label, values)))
     shown.sort(key=lambda d: d.at)
     after_break = {b.after_run_id for b in trend.breaks}
 
     def starts_segment(d: _Shown) -> bool:
         first = d.point.run_id if d.point else None
         if d.group is not None:
-            g = next(g for g in trend.groups if g.label == d.group[0])
+            g = next(g for g in trend.groups if g.key == d.group[0])
             first = g.run_ids[0]
         return first in after_break
 
@@ -249,7 +249,7 @@ def layout(trend: Trend) -> TrendPlot:
         plot.dots = [Marker(x(d.at), y(d.value), "") for d in singles]
     for d in shown:
         if d.group is not None and d.value is not None:
-            label, values = d.group
+            _, label, values = d.group
             plot.groups.append(
                 GroupMarker(
                     x(d.at),
@@ -293,10 +293,10 @@ def layout(trend: Trend) -> TrendPlot:
 
 @dataclass(frozen=True)
 class _Shown:
-    """One drawn point: a single run (``point``) or a repeat group (``group``: its label
-    and its members' values)."""
+    """One drawn point: a single run (``point``) or a repeat group (``group``: its key,
+    its label and its members' values)."""
 
     at: datetime
     value: float | None
     point: TrendPoint | None
-    group: tuple[str, list[float]] | None
+    group: tuple[str, str, list[float]] | None
