@@ -203,6 +203,7 @@ def _drift_json(result, show_flips: bool) -> dict:
             "flip_rate": c.flip_rate,
             "noise": _noise_json(c),
             "clusters": c.clusters.__dict__ if c.clusters else None,
+            "delta_ci_clustered": list(c.delta_ci_clustered) if c.delta_ci_clustered else None,
             "delta_test": c.delta_test.__dict__ if c.delta_test else None,
             "configuration_changes": [
                 {"label": label, "old": old, "new": new}
@@ -277,7 +278,8 @@ def _drift_table(result, show_flips: bool) -> None:
         table.add_column(col)
     for c in result.comparisons:
         d = c.paired
-        delta = "—" if d.delta is None else f"{100 * d.delta:+.1f} {interval(d.ci_low, d.ci_high)}"
+        low, high = c.delta_ci_clustered or (d.ci_low, d.ci_high)  # clusters widen it
+        delta = "—" if d.delta is None else f"{100 * d.delta:+.1f} {interval(low, high)}"
         table.add_row(
             c.new_run_id,
             c.baseline_run_id,

@@ -52,11 +52,13 @@ class AxisComparison:
     """One (benchmark, axis) of a new run against its baseline.
 
     ``rate_old``/``rate_new`` are each run's own bias rate (stereo among decided) over all
-    its decided items; ``paired`` is the change over items decided in both (its interval
-    widened for template clusters, see ``clusters``). ``b``: stereo→anti flips, ``c``:
-    anti→stereo. ``p_value`` is exact McNemar, ``p_adjusted`` its Benjamini–Hochberg
-    value within the family the comparison was adjusted in; both are None when the runs
-    are not comparable. ``noise`` is the noise floor the verdict used (the strictest
+    its decided items; ``paired`` is the change over items decided in both, with
+    Newcombe's interval, which treats items as independent; ``delta_ci_clustered`` is that
+    interval widened by the design effect where items share a template (``clusters``),
+    and is the interval reports show. ``b``: stereo→anti flips, ``c``: anti→stereo.
+    ``p_value`` is exact McNemar, ``p_adjusted`` its Benjamini–Hochberg value within the
+    family the comparison was adjusted in; both are None when the runs are not
+    comparable. ``noise`` is the noise floor the verdict used (the strictest
     side of ``noise_context``); ``detectable`` the minimum detectable change;
     ``delta_test`` the paired test on continuous per-item scores (local metrics);
     ``configuration_changes`` what differs in the measurement configuration, as
@@ -84,6 +86,7 @@ class AxisComparison:
     noise_context: NoiseContext | None = None
     detectable: DetectableChange | None = None
     clusters: ClusterSummary | None = None
+    delta_ci_clustered: tuple[float, float] | None = None
     delta_test: DeltaTest | None = None
     configuration_changes: tuple[tuple[str, str | None, str | None], ...] = ()
     role: str = PREVIOUS_RUN
@@ -123,23 +126,18 @@ def _paired_extras(
     alpha: float,
     confidence: float,
     continuous: bool,
-) -> tuple[PairedDifference, ClusterSummary, DetectableChange, DeltaTest | None]:
-    """The cluster-aware interval, the MDE and the delta test of one axis."""
+) -> tuple[tuple[float, float] | None, ClusterSummary, DetectableChange, DeltaTest | None]:
+    """The cluster-aware interval (None when no template holds two paired items), the
+    MDE and the delta test of one axis."""
     d = {i: 0 for i in _decided_both(a_old.outcomes, a_new.outcomes)}
     d.update({i: -1 for i in flips.to_anti})
     d.update({i: 1 for i in flips.to_stereo})
     templates = {**a_old.templates, **a_new.templates}
     clusters = design_effect(d, templates)
+    clustered: tuple[float, float] | None = None
     if clusters.design_effect > 1 and paired.delta is not None:
         assert paired.ci_low is not None and paired.ci_high is not None
-        low, high = widen(paired.delta, paired.ci_low, paired.ci_high, clusters.design_effect)
-        paired = replace(
-            paired,
-            ci_low=low,
-            ci_high=high,
-            method=f"{paired.method}, widened by √{clusters.design_effect:.2f} (design effect "
-            f"of {clusters.n_clusters} template clusters)",
-        )
+        clustered = widen(paired.delta, paired.ci_low, paired.ci_high, clusters.design_effect)
     detectable = mcnemar_mde(
         flips.n_paired, flips.b, flips.c, alpha=alpha, design_effect=clusters.design_effect
     )
@@ -148,7 +146,7 @@ def _paired_extras(
         if continuous
         else None
     )
-    return paired, clusters, detectable, delta_test
+    return clustered, clusters, detectable, delta_test
 
 
 def _decided_both(old: Mapping[str, str], new: Mapping[str, str]) -> list[str]:
@@ -211,7 +209,7 @@ def compare_runs(
             n_paired=flips.n_paired,
             min_overlap=min_overlap,
         )
-        paired, clusters, detectable, delta_test = _paired_extras(
+        clustered, clusters, detectable, delta_test = _paired_extras(
             flips,
             a_old,
             a_new,
@@ -244,6 +242,7 @@ def compare_runs(
                 noise_context=context,
                 detectable=None if blocked else detectable,
                 clusters=clusters,
+                delta_ci_clustered=clustered,
                 delta_test=delta_test,
                 configuration_changes=changes,
                 role=role,

@@ -164,14 +164,14 @@ class NoiseBook:
             and g_new.key == g_base.key
             and (new.snapshot_id == base.snapshot_id)
         ):
-            members = tuple(r for r in g_new.run_ids if r != new.run_id)
+            members = tuple(r for r in self.replicates(g_base, base) if r != new.run_id)
             if len(members) >= 2:
                 out.append(("same configuration", g_new, members))
         else:
-            if g_base is not None and len(g_base.run_ids) >= 2:
-                out.append(("baseline", g_base, g_base.run_ids))
-            if g_new is not None and len(g_new.run_ids) >= 2:
-                out.append(("new", g_new, g_new.run_ids))
+            if g_base is not None and len(members := self.replicates(g_base, base)) >= 2:
+                out.append(("baseline", g_base, members))
+            if g_new is not None and len(members := self.replicates(g_new, new)) >= 2:
+                out.append(("new", g_new, members))
         if out:
             return out
         nearest = self._nearest(new)

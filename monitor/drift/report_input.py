@@ -81,7 +81,8 @@ def comparison_model(c: AxisComparison, metric: str | None, *, with_flips: bool)
         rate_new=c.rate_new.value,
         ci_new=_interval(c.rate_new.ci_low, c.rate_new.ci_high),
         delta=c.paired.delta,
-        delta_ci=_interval(c.paired.ci_low, c.paired.ci_high),
+        # Where items share a template the interval shown is the cluster-aware one.
+        delta_ci=c.delta_ci_clustered or _interval(c.paired.ci_low, c.paired.ci_high),
         b_to_anti=c.b,
         c_to_stereo=c.c,
         p_value=c.p_value,
