@@ -100,7 +100,11 @@ def test_sampling_is_shown_beside_forced_choice_with_the_method_marked(imported)
     assert [round(r["value"], 3) for r in method["runs"]] == [0.676, 0.695]
     assert "method change" in method["note"]
     # The comparison of the two runs says they measure different things.
-    [c] = [c for c in data["comparisons"] if c["snapshot_id"] == "gpt-4o-caste-study"]
+    [c] = [
+        c
+        for c in data["comparisons"]
+        if c["snapshot_id"] == "gpt-4o-caste-study" and c["axis"] == "caste"
+    ]
     assert c["verdict"] == "not comparable" and "different metrics" in c["reason"]
     md = (out / "report.md").read_text()
     section = md.split("### Methods side by side", 1)[1]

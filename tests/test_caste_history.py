@@ -251,6 +251,6 @@ def test_a_damaged_history_writes_nothing(tmp_path, shared_datasets, session_cac
     target = folder / "2025-07-15-673aab5" / "Caste_results.csv"
     target.write_text(target.read_text(encoding="utf-8") + "\n", encoding="utf-8")
     proc = cli(env, "import", "caste-bias", str(folder), "--snapshot", SNAPSHOT, check=False)
-    assert proc.returncode == 2 and "recorded sha256" in proc.stderr
+    assert proc.returncode == 2 and "has the recorded sha256" in " ".join(proc.stderr.split())
     runs = cli(env, "runs", "list", "--format", "json", check=False)
     assert runs.returncode != 0 or json.loads(runs.stdout) == []

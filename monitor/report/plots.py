@@ -262,8 +262,18 @@ def layout(trend: Trend) -> TrendPlot:
             )
     when = {p.run_id: _utc(p.started_at) for p in pts}
     for b in trend.breaks:
-        bx = round((x(when[b.before_run_id]) + x(when[b.after_run_id])) / 2, 1)
-        plot.breaks.append(Marker(bx, plot.y0, "configuration change: " + ", ".join(b.changes)))
+        # Just before the first run of the new configuration (when exactly the change
+        # happened between the two runs is not known; the label gives both dates).
+        before, after = x(when[b.before_run_id]), x(when[b.after_run_id])
+        bx = round(max(before + (after - before) / 2, after - 6), 1)
+        plot.breaks.append(
+            Marker(
+                bx,
+                plot.y0,
+                f"configuration change between {fmt.day(when[b.before_run_id])} and "
+                f"{fmt.day(when[b.after_run_id])}: " + ", ".join(b.changes),
+            )
+        )
     plot.quarantined = [
         Marker(
             x(q.started_at),
