@@ -46,8 +46,25 @@ def _change_texts(old: StoredRun, new: StoredRun) -> tuple[str, ...]:
     )
 
 
-def trend_history(view: StoreView, trend: Trend, since: datetime | None) -> Trend:
-    """``trend`` with its repeat groups, configuration breaks and quarantined runs."""
+def quarantined_runs(
+    view: StoreView, since: datetime | None
+) -> list[tuple[StoredRun, set[tuple[str, str]]]]:
+    """Quarantined runs of the window with the (benchmark, axis) they have measures on;
+    read once per report, not once per trend."""
+    return [
+        (r, {(m.benchmark, m.axis) for m in view.measures(r.run_id)})
+        for r in view.runs_since(since)
+        if r.status == "quarantined"
+    ]
+
+
+def trend_history(
+    view: StoreView,
+    trend: Trend,
+    quarantined: Sequence[tuple[StoredRun, set[tuple[str, str]]]] = (),
+) -> Trend:
+    """``trend`` with its repeat groups, configuration breaks and the ``quarantined`` runs
+    (from :func:`quarantined_runs`) of its snapshot, metric and axis."""
     pts = trend.points
     runs = view.runs(p.run_id for p in pts)
 
@@ -96,18 +113,15 @@ def trend_history(view: StoreView, trend: Trend, since: datetime | None) -> Tren
         if unit(i) is not None:
             segment.append(i)
     close(segment)
-    quarantined = [
+    apart = [
         TrendQuarantined(run_id=r.run_id, started_at=r.started_at, reason=r.notes)
-        for r in view.runs_since(since)
-        if r.status == "quarantined"
-        and r.snapshot_id == trend.snapshot_id
+        for r, axes in quarantined
+        if r.snapshot_id == trend.snapshot_id
         and r.metric == trend.metric
-        and any(
-            m.benchmark == trend.benchmark and m.axis == trend.axis for m in view.measures(r.run_id)
-        )
+        and (trend.benchmark, trend.axis) in axes
     ]
     return trend.model_copy(
-        update={"groups": tuple(groups), "breaks": tuple(breaks), "quarantined": tuple(quarantined)}
+        update={"groups": tuple(groups), "breaks": tuple(breaks), "quarantined": tuple(apart)}
     )
 
 

@@ -10,7 +10,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from monitor.drift.compare import AxisComparison
-from monitor.drift.history_view import method_comparisons, repeat_groups, trend_history
+from monitor.drift.history_view import (
+    method_comparisons,
+    quarantined_runs,
+    repeat_groups,
+    trend_history,
+)
 from monitor.drift.session import DriftResult
 from monitor.report.model import (
     Comparison,
@@ -130,9 +135,10 @@ def trends(
                 group=keys.get(r.run_id),
             )
         )
+    apart = quarantined_runs(view, since)
     return [
         trend_history(
-            view, Trend(snapshot_id=s, benchmark=b, axis=a, metric=m, points=tuple(pts)), since
+            view, Trend(snapshot_id=s, benchmark=b, axis=a, metric=m, points=tuple(pts)), apart
         )
         for (s, b, a, m), pts in series.items()
     ]

@@ -99,7 +99,7 @@ def measurement_configuration(run: Mapping[str, Any]) -> dict[str, Any]:
         "prompt": env.get("prompt_template"),
         "option_order": option_order,
         "parameters": parameters,
-        "metric": f"{run.get('metric')} v{run.get('metric_version')}",
+        "metric": f"{run.get('metric')}@{run.get('metric_version')}",
         "benchmarks": _benchmarks(run.get("dataset_versions")),
         "scorer": run.get("fingerprint") if origin == "api" else None,
     }
@@ -111,8 +111,10 @@ def configuration_key(config: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-# Fields short enough to quote old → new in a sentence; the others are named only.
+# Fields short enough to quote old → new in a sentence; the others (and any value longer
+# than MAX_QUOTED characters) are named only.
 _QUOTED = ("model", "api", "option_order", "metric")
+MAX_QUOTED = 60
 
 
 def describe_changes(
@@ -126,8 +128,9 @@ def describe_changes(
         if field == "kind" or label in seen or old.get(field) == new.get(field):
             continue
         seen.add(label)
-        if field in _QUOTED:
-            out.append((label, _text(old.get(field)), _text(new.get(field))))
+        a, b = _text(old.get(field)), _text(new.get(field))
+        if field in _QUOTED and len(a) <= MAX_QUOTED and len(b) <= MAX_QUOTED:
+            out.append((label, a, b))
         else:
             out.append((label, None, None))
     if "model" not in seen and old.get("revision") != new.get("revision"):
