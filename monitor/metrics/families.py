@@ -50,6 +50,8 @@ TOP20_FIRST_TOKEN = ItemNumbers("top-20 first-token log-probs (a side outside is
 # cosine with B), s(a, X, Y) for an attribute word. A term the model cannot embed (out of
 # a static vocabulary) is stored with outcome 'other' and no delta, and listed per test.
 ASSOCIATION_SCORES = ItemNumbers("association s(w, A, B)", ("delta",), unless_outcome_in=("other",))
+# Shares of N sampled answers per item (the GPT-5 follow-up): both shares always present.
+SAMPLE_SHARES = ItemNumbers("sample shares", ("prob_stereo", "prob_anti"))
 
 
 @dataclass(frozen=True)
