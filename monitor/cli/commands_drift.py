@@ -192,13 +192,65 @@ def _drift_json(result, show_flips: bool) -> dict:
 
     from monitor.cli.output_effects import effect_comparison_json
 
+    def details(c):
+        # What each comparison could have detected and the noise it was judged against.
+        # Kept beside "comparisons" (same order) so that those entries read as before.
+        return {
+            "new_run_id": c.new_run_id,
+            "baseline_run_id": c.baseline_run_id,
+            "benchmark": c.benchmark,
+            "axis": c.axis,
+            "role": c.role,
+            "mde": c.detectable.__dict__ if c.detectable else None,
+            "flip_rate": c.flip_rate,
+            "noise": _noise_json(c),
+            "clusters": c.clusters.__dict__ if c.clusters else None,
+            "delta_ci_clustered": list(c.delta_ci_clustered) if c.delta_ci_clustered else None,
+            "delta_test": c.delta_test.__dict__ if c.delta_test else None,
+            "configuration_changes": [
+                {"label": label, "old": old, "new": new}
+                for label, old, new in c.configuration_changes
+            ],
+            "summary": c.summary,
+        }
+
+    def pair(p):
+        d = dict(p.__dict__)
+        if d.get("role") == "previous run":
+            del d["role"]  # the default; only a configuration-change pair says so
+        return d
+
     return {
         "alpha": result.alpha,
         "confidence": result.confidence,
         "fdr_note": result.fdr_note(),
-        "pairs": [p.__dict__ for p in result.pairs],
+        "pairs": [pair(p) for p in result.pairs],
         "comparisons": [comp(c) for c in result.comparisons],
         "association_tests": [effect_comparison_json(c) for c in result.effect_sizes],
+        "comparison_details": [details(c) for c in result.comparisons],
+    }
+
+
+def _noise_json(c) -> dict | None:
+    """The repeat groups a comparison was judged against, each as a distribution."""
+    ctx = c.noise_context
+    if ctx is None:
+        return None
+    return {
+        "unknown": ctx.unknown,
+        "rate_bound": ctx.rate_bound,
+        "sides": [
+            {
+                "side": s.side,
+                "group": s.group_key,
+                "description": s.description,
+                "run_ids": list(s.run_ids),
+                "pair_flip_rates": list(s.floor.pair_rates),
+                "flip_floor": s.floor.upper,
+                "bias_rates": list(s.rates),
+            }
+            for s in ctx.sides
+        ],
     }
 
 
@@ -220,6 +272,7 @@ def _drift_table(result, show_flips: bool) -> None:
         "old",
         "new",
         f"Δ [{level} CI]",
+        "MDE",
         "b/c",
         "p",
         "p(BH)",
@@ -230,7 +283,8 @@ def _drift_table(result, show_flips: bool) -> None:
         table.add_column(col, no_wrap=whole, min_width=width if whole else None)
     for c in result.comparisons:
         d = c.paired
-        delta = "—" if d.delta is None else f"{100 * d.delta:+.1f} {interval(d.ci_low, d.ci_high)}"
+        low, high = c.delta_ci_clustered or (d.ci_low, d.ci_high)  # clusters widen it
+        delta = "—" if d.delta is None else f"{100 * d.delta:+.1f} {interval(low, high)}"
         table.add_row(
             c.new_run_id,
             c.baseline_run_id,
@@ -238,6 +292,9 @@ def _drift_table(result, show_flips: bool) -> None:
             f"{pct(c.rate_old.value)} {interval(c.rate_old.ci_low, c.rate_old.ci_high)}",
             f"{pct(c.rate_new.value)} {interval(c.rate_new.ci_low, c.rate_new.ci_high)}",
             delta,
+            "—"
+            if c.detectable is None or c.detectable.mde is None
+            else f"±{100 * c.detectable.mde:.1f}",
             f"{c.b}/{c.c}",
             "—" if c.p_value is None else f"{c.p_value:.3g}",
             "—" if c.p_adjusted is None else f"{c.p_adjusted:.3g}",
@@ -249,6 +306,12 @@ def _drift_table(result, show_flips: bool) -> None:
 
     print_effect_comparisons(result.effect_sizes, level)
     out.print(result.fdr_note())
+    for c in result.comparisons:
+        if c.summary:
+            out.print(
+                f"{c.benchmark}/{c.axis} {c.baseline_run_id} → {c.new_run_id}: {c.summary}",
+                markup=False,
+            )
     seen = set()
     for c in [*result.comparisons, *result.effect_sizes]:
         key = (c.baseline_run_id, c.new_run_id)
@@ -329,8 +392,10 @@ def import_caste_bias_cmd(
     folder: Annotated[
         Path,
         typer.Argument(
-            help="A results folder of jeqcho/caste-bias, e.g. "
-            "../shared/datasets/caste-bias/results/april."
+            help="A results folder of jeqcho/caste-bias (e.g. "
+            "../shared/datasets/caste-bias/results/april), or a history folder holding "
+            "history.json and one folder per committed run "
+            "(../shared/datasets/caste-bias/history)."
         ),
     ],
     snapshot: Annotated[
@@ -339,16 +404,36 @@ def import_caste_bias_cmd(
             "--snapshot", help="Snapshot name to file the run under (e.g. gpt-4o-caste-study)."
         ),
     ],
-    on_date: Annotated[str, typer.Option("--date", help="When the study ran (YYYY-MM-DD).")],
+    on_date: Annotated[
+        str | None,
+        typer.Option(
+            "--date",
+            help="When the study ran (YYYY-MM-DD); required for a results folder. A history "
+            "folder dates each run by its commit time.",
+        ),
+    ] = None,
     db: DbOpt = None,
     fmt: FmtOpt = Format.table,
 ) -> None:
-    """Import the GPT-4o caste study's result CSVs as runs (origin 'imported')."""
-    from monitor.importers.caste_bias import import_caste_bias
+    """Import the GPT-4o caste study's result CSVs as runs (origin 'imported').
+
+    A history folder gives one run per committed result, in commit order; runs already
+    in the store are skipped, so importing the same history twice adds nothing (exit 0).
+    Exit 1 when a newly imported run is quarantined by the quality gate.
+    """
+    from monitor.importers.caste_history import is_history_folder
 
     if not folder.is_dir():
         raise UserInputError(f"{folder}: not a folder")
-    _parse_since(on_date, "--date")
+    history = is_history_folder(folder)
+    if history and on_date is not None:
+        raise UserInputError(
+            f"{folder} is a history folder: each run is dated by its commit time; drop --date"
+        )
+    if not history:
+        if on_date is None:
+            raise UserInputError("--date is required for a results folder (YYYY-MM-DD)")
+        _parse_since(on_date, "--date")
     # Study rows are mapped to our item ids, so the pinned Indian-BhED files must be here.
     from monitor.benchmarks.fetch import fetch
     from monitor.benchmarks.manifest import load_manifest
@@ -356,12 +441,24 @@ def import_caste_bias_cmd(
     manifest = load_manifest()
     fetch(manifest, [s.id for s in manifest.select(None)], on_event=lambda m: err.print(m))
     store = _store(db, must_exist=False)
-    run_ids = import_caste_bias(store, folder, snapshot=snapshot, date=on_date)
+    if history:
+        from monitor.importers.caste_history import import_caste_history
+
+        done = import_caste_history(
+            store, folder, snapshot=snapshot, on_event=lambda m: err.print(m, markup=False)
+        )
+        run_ids, skipped = done.new, done.skipped
+    else:
+        from monitor.importers.caste_bias import import_caste_bias
+
+        assert on_date is not None
+        run_ids, skipped = import_caste_bias(store, folder, snapshot=snapshot, date=on_date), []
     runs = [store.get_run(rid) for rid in run_ids]
     if fmt is Format.json:
         print_json(
             {
                 "run_ids": run_ids,
+                "skipped": skipped,
                 "runs": [
                     {"run_id": r["run_id"], "status": r["status"], "notes": r["notes"]}
                     for r in runs
@@ -369,6 +466,10 @@ def import_caste_bias_cmd(
             }
         )
     else:
+        if skipped and not runs:
+            out.print(f"nothing new: all {len(skipped)} runs of {folder} are already in the store")
+        elif skipped:
+            out.print(f"{len(skipped)} runs of {folder} were already in the store (skipped)")
         for run in runs:
             rid = run["run_id"]
             out.print(
@@ -384,3 +485,100 @@ def import_caste_bias_cmd(
                     )
     if any(r["status"] != "complete" for r in runs):
         raise typer.Exit(1)  # a quarantined import, like a quarantined run
+
+
+@import_app.command("caste-bias-gpt-5")
+def import_caste_gpt5_cmd(
+    folder: Annotated[
+        Path,
+        typer.Argument(
+            help="The results folder of jeqcho/caste-bias-gpt-5 (results-<model>.csv files), "
+            "e.g. ../shared/datasets/caste-bias-gpt-5/results."
+        ),
+    ],
+    on_date: Annotated[
+        str, typer.Option("--date", help="When the study ran (YYYY-MM-DD), e.g. 2025-08-14.")
+    ],
+    suffix: Annotated[
+        str,
+        typer.Option(
+            "--suffix",
+            help="Each model's runs are filed under the snapshot <model><suffix>; the default "
+            "puts gpt-4o beside the forced-choice runs of gpt-4o-caste-study.",
+        ),
+    ] = "-caste-study",
+    snapshot_for: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--snapshot", help="MODEL=SNAPSHOT: file one model's run under another snapshot."
+        ),
+    ] = None,
+    db: DbOpt = None,
+    fmt: FmtOpt = Format.table,
+) -> None:
+    """Import the GPT-5 follow-up (100 samples per question, five models) as sampled runs.
+
+    Runs already in the store are skipped (exit 0). Exit 1 when a newly imported run is
+    quarantined by the quality gate.
+    """
+    from monitor.importers.caste_gpt5 import import_caste_gpt5
+
+    if not folder.is_dir():
+        raise UserInputError(f"{folder}: not a folder")
+    _parse_since(on_date)
+    mapping: dict[str, str] = {}
+    for pair in snapshot_for or []:
+        model, sep, snap = pair.partition("=")
+        if not sep or not model or not snap:
+            raise UserInputError(f"--snapshot {pair!r}: use MODEL=SNAPSHOT")
+        mapping[model] = snap
+    from monitor.benchmarks.fetch import fetch
+    from monitor.benchmarks.manifest import load_manifest
+
+    manifest = load_manifest()
+    fetch(manifest, ["bhed-caste"], on_event=lambda m: err.print(m))
+    store = _store(db, must_exist=False)
+    done = import_caste_gpt5(store, folder, date=on_date, suffix=suffix, snapshots=mapping)
+    runs = [store.get_run(rid) for rid in done.new]
+    if fmt is Format.json:
+        print_json(
+            {
+                "run_ids": done.new,
+                "skipped": done.skipped,
+                "runs": [
+                    {
+                        "run_id": r["run_id"],
+                        "snapshot_id": r["snapshot_id"],
+                        "model": r["snapshot_revision"],
+                        "status": r["status"],
+                        "notes": r["notes"],
+                        "measures": [
+                            {k: m[k] for k in ("axis", "measure", "k", "n", "value")}
+                            for m in store.axis_measures(r["run_id"])
+                        ],
+                    }
+                    for r in runs
+                ],
+            }
+        )
+    else:
+        if done.skipped and not runs:
+            out.print(f"nothing new: all {len(done.skipped)} runs of {folder} are already stored")
+        for run in runs:
+            rid = run["run_id"]
+            measures = {m["measure"]: m for m in store.axis_measures(rid)}
+            b = measures.get("bias_rate")
+            figure = (
+                f"{b['value']:.3f} ({b['k']}/{b['n']}) {interval(b['ci_low'], b['ci_high'])}"
+                if b
+                else "—"
+            )
+            out.print(
+                f"imported run {rid} ({run['snapshot_revision']} → {run['snapshot_id']}, "
+                f"{run['metric']}): {run['status']}; bias rate {figure}",
+                markup=False,
+            )
+            if run["status"] != "complete":
+                err.print(f"  {run['notes']}", style="red", markup=False)
+    if any(r["status"] != "complete" for r in runs):
+        raise typer.Exit(1)

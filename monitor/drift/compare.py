@@ -2,30 +2,47 @@
 
 For each (benchmark, axis) the comparison pairs items by id, counts the items that
 changed side, tests them with exact McNemar, controls the false discovery rate across
-all axes with Benjamini–Hochberg, checks the flip rate against the snapshot's noise
-floor and says what in the runs' provenance changed. It returns data (flipped item
-ids included) and never prints: rendering is the report's job.
+all axes with Benjamini–Hochberg, checks the flip rate and the rate change against the
+noise of the runs' repeat groups (``monitor.drift.noise``), says what the comparison
+could have detected (``monitor.drift.power``), widens its interval where items share a
+template (``monitor.drift.clusters``), adds a paired test on continuous per-item scores
+where the metric has them (``monitor.drift.deltas``), and says what in the runs'
+provenance and measurement configuration changed. It returns data (flipped item ids
+included) and never prints: rendering is the report's job.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
 
+from monitor.drift.clusters import ClusterSummary, design_effect, widen
+from monitor.drift.deltas import DeltaTest, paired_delta_test
+from monitor.drift.noise import NoiseBook, NoiseContext
+from monitor.drift.power import DetectableChange, mcnemar_mde
 from monitor.drift.provenance_diff import ProvenanceDiff, diff_runs
 from monitor.drift.stats import (
+    Flips,
     NoiseFloor,
     PairedDifference,
     bh_adjust,
     count_flips,
     mcnemar_exact,
-    noise_floor,
     paired_difference,
 )
 from monitor.drift.verdicts import MIN_ITEM_OVERLAP, Verdict, comparability, decide
 from monitor.metrics.intervals import Rate, wilson_rate
+from monitor.metrics.registry import METRICS
+from monitor.store.configuration import describe_changes
 from monitor.store.models import AxisKey, AxisOutcomes
 from monitor.store.view import StoreView
+
+# What a comparison is: the latest run against the one before it, or a run against the
+# last run of the previous measurement configuration (see ``drift.session``).
+PREVIOUS_RUN = "previous run"
+CONFIGURATION_CHANGE = "configuration change"
 
 ALPHA = 0.05  # false discovery rate of a drift session (Benjamini–Hochberg)
 CONFIDENCE = 0.95  # level of every interval drift shows; not tied to ALPHA
@@ -36,10 +53,17 @@ class AxisComparison:
     """One (benchmark, axis) of a new run against its baseline.
 
     ``rate_old``/``rate_new`` are each run's own bias rate (stereo among decided) over all
-    its decided items; ``paired`` is the change over items decided in both. ``b``:
-    stereo→anti flips, ``c``: anti→stereo. ``p_value`` is exact McNemar, ``p_adjusted``
-    its Benjamini–Hochberg value within the family the comparison was adjusted in; both
-    are None when the runs are not comparable.
+    its decided items; ``paired`` is the change over items decided in both, with
+    Newcombe's interval, which treats items as independent; ``delta_ci_clustered`` is that
+    interval widened by the design effect where items share a template (``clusters``),
+    and is the interval reports show. ``b``: stereo→anti flips, ``c``: anti→stereo.
+    ``p_value`` is exact McNemar, ``p_adjusted`` its Benjamini–Hochberg value within the
+    family the comparison was adjusted in; both are None when the runs are not
+    comparable. ``noise`` is the noise floor the verdict used (the strictest
+    side of ``noise_context``); ``detectable`` the minimum detectable change;
+    ``delta_test`` the paired test on continuous per-item scores (local metrics);
+    ``configuration_changes`` what differs in the measurement configuration, as
+    (label, old, new); ``summary`` the verdict in plain words (``drift.explain``).
     """
 
     benchmark: str
@@ -60,6 +84,16 @@ class AxisComparison:
     verdict: Verdict
     provenance: ProvenanceDiff
     attribution: str
+    noise_context: NoiseContext | None = None
+    detectable: DetectableChange | None = None
+    clusters: ClusterSummary | None = None
+    delta_ci_clustered: tuple[float, float] | None = None
+    delta_test: DeltaTest | None = None
+    configuration_changes: tuple[tuple[str, str | None, str | None], ...] = ()
+    role: str = PREVIOUS_RUN
+    started_old: datetime | None = None
+    started_new: datetime | None = None
+    summary: str = ""
 
     @property
     def b(self) -> int:
@@ -82,6 +116,7 @@ class AxisComparison:
         in) and the verdict that follows; not-comparable axes keep theirs."""
         if self.p_value is None or p_adjusted is None:
             return replace(self, p_adjusted=None)
+        context = self.noise_context
         verdict = decide(
             b=self.b,
             c=self.c,
@@ -89,6 +124,9 @@ class AxisComparison:
             p_adjusted=p_adjusted,
             alpha=alpha,
             noise=self.noise,
+            delta=self.paired.delta,
+            rate_noise=context.rate_bound if context else None,
+            noise_note=context.unknown if context else None,
         )
         return replace(self, p_adjusted=p_adjusted, verdict=verdict)
 
@@ -99,29 +137,41 @@ def _bias_rate(outcomes: Mapping[str, str], confidence: float) -> Rate:
     return wilson_rate(stereo, decided, confidence)
 
 
-def repeat_outcomes(view: StoreView, run_id: str) -> dict[AxisKey, list[dict[str, str]]]:
-    """Outcomes of every complete run in ``run_id``'s repeat group (including itself).
+def _paired_extras(
+    flips: Flips,
+    a_old: AxisOutcomes,
+    a_new: AxisOutcomes,
+    paired: PairedDifference,
+    *,
+    alpha: float,
+    confidence: float,
+    continuous: bool,
+) -> tuple[tuple[float, float] | None, ClusterSummary, DetectableChange, DeltaTest | None]:
+    """The cluster-aware interval (None when no template holds two paired items), the
+    MDE and the delta test of one axis."""
+    d = {i: 0 for i in _decided_both(a_old.outcomes, a_new.outcomes)}
+    d.update({i: -1 for i in flips.to_anti})
+    d.update({i: 1 for i in flips.to_stereo})
+    templates = {**a_old.templates, **a_new.templates}
+    clusters = design_effect(d, templates)
+    clustered: tuple[float, float] | None = None
+    if clusters.design_effect > 1 and paired.delta is not None:
+        assert paired.ci_low is not None and paired.ci_high is not None
+        clustered = widen(paired.delta, paired.ci_low, paired.ci_high, clusters.design_effect)
+    detectable = mcnemar_mde(
+        flips.n_paired, flips.b, flips.c, alpha=alpha, design_effect=clusters.design_effect
+    )
+    delta_test = (
+        paired_delta_test(a_old.deltas, a_new.deltas, templates, confidence=confidence)
+        if continuous
+        else None
+    )
+    return clustered, clusters, detectable, delta_test
 
-    Empty when the run has no repeat group. Repeats share snapshot, metric and items by
-    construction, so their disagreements are the measurement's own noise.
-    """
-    out: dict[AxisKey, list[dict[str, str]]] = {}
-    for rid in view.repeat_group_runs(run_id):
-        for key, axis in view.axis_outcomes(rid).items():
-            out.setdefault(key, []).append(axis.outcomes)
-    return out
 
-
-def _noise_floors(
-    view: StoreView, run_ids: Sequence[str], alpha: float
-) -> dict[AxisKey, NoiseFloor]:
-    """Noise floor per axis from the first of ``run_ids`` whose repeat group has ≥2 runs."""
-    out: dict[AxisKey, NoiseFloor] = {}
-    for rid in run_ids:
-        for key, repeats in repeat_outcomes(view, rid).items():
-            if key not in out and (floor := noise_floor(repeats, alpha)) is not None:
-                out[key] = floor
-    return out
+def _decided_both(old: Mapping[str, str], new: Mapping[str, str]) -> list[str]:
+    decided = ("stereo", "anti")
+    return [i for i in old if i in new and old[i] in decided and new[i] in decided]
 
 
 def compare_runs(
@@ -132,7 +182,9 @@ def compare_runs(
     alpha: float = ALPHA,
     confidence: float = CONFIDENCE,
     min_overlap: float = MIN_ITEM_OVERLAP,
-    noise: Mapping[AxisKey, NoiseFloor] | None = None,
+    noise: Mapping[AxisKey, NoiseContext] | None = None,
+    noise_book: NoiseBook | None = None,
+    role: str = PREVIOUS_RUN,
 ) -> list[AxisComparison]:
     """Paired comparison of ``new_run_id`` with ``baseline_run_id`` on every axis of either run.
 
@@ -142,8 +194,8 @@ def compare_runs(
     their comparisons, so that the false discovery rate is controlled over everything
     it shows.
 
-    ``noise`` overrides the noise floors; by default they are measured from the new
-    run's repeat group, else the baseline's (axes with neither have no floor).
+    ``noise`` overrides the noise contexts; by default they come from the runs' repeat
+    groups (``drift.noise``; ``noise_book`` shares its reads across a session).
     """
     new, old = view.run(new_run_id), view.run(baseline_run_id)
     provenance = diff_runs(old.fields, new.fields)
@@ -151,11 +203,14 @@ def compare_runs(
         new.origin == old.origin == "local" and new.snapshot_revision == old.snapshot_revision
     )
     attribution = provenance.attribution(pinned_local=pinned_local)
-    floors = (
+    contexts = (
         dict(noise)
         if noise is not None
-        else _noise_floors(view, [new_run_id, baseline_run_id], alpha)
+        else (noise_book or NoiseBook(view, alpha=alpha)).for_pair(new, old)
     )
+    changes = tuple(describe_changes(old.configuration, new.configuration))
+    spec = METRICS.get(new.metric)
+    continuous = new.metric == old.metric and spec is not None and "delta" in spec.numbers.required
     axes_new, axes_old = view.axis_outcomes(new_run_id), view.axis_outcomes(baseline_run_id)
     empty = AxisOutcomes()
     comparisons: list[AxisComparison] = []
@@ -174,6 +229,16 @@ def compare_runs(
             n_paired=flips.n_paired,
             min_overlap=min_overlap,
         )
+        clustered, clusters, detectable, delta_test = _paired_extras(
+            flips,
+            a_old,
+            a_new,
+            paired,
+            alpha=alpha,
+            confidence=confidence,
+            continuous=continuous and not blocked,
+        )
+        context = contexts.get(key)
         comparisons.append(
             AxisComparison(
                 benchmark=key[0],
@@ -190,19 +255,28 @@ def compare_runs(
                 flipped_to_stereo=flips.to_stereo,
                 p_value=None if blocked else mcnemar_exact(flips.b, flips.c),
                 p_adjusted=None,
-                noise=floors.get(key),
+                noise=context.floor if context else None,
                 verdict=blocked or Verdict("no significant change", "not yet adjusted"),
                 provenance=provenance,
                 attribution=attribution,
+                noise_context=context,
+                detectable=None if blocked else detectable,
+                clusters=clusters,
+                delta_ci_clustered=clustered,
+                delta_test=delta_test,
+                configuration_changes=changes,
+                role=role,
+                started_old=old.started_at,
+                started_new=new.started_at,
             )
         )
     return adjust_family(comparisons, alpha=alpha)
 
 
-def adjust_family(
-    comparisons: Sequence[AxisComparison], *, alpha: float = ALPHA
-) -> list[AxisComparison]:
-    """BH-adjust the McNemar p-values of all ``comparisons`` together and redo their verdicts.
+def adjust_family(comparisons: Sequence[Any], *, alpha: float = ALPHA) -> list[Any]:
+    """BH-adjust the p-values of all ``comparisons`` together (McNemar for pair axes, the
+    effect-size test for association tests: anything with ``p_value`` and ``adjusted``)
+    and redo their verdicts.
 
     Not-comparable axes (p_value None) are left out of the family and keep their verdict.
     """

@@ -128,7 +128,9 @@ def compare_effect_sizes(
     alpha: float = 0.05,
     confidence: float = 0.95,
     min_overlap: float = MIN_ITEM_OVERLAP,
-    noise: object = None,  # the pair comparators' floors; effect sizes measure their own
+    noise: object = None,  # the pair comparators' noise; effect sizes measure their own
+    noise_book: object = None,  # (repeat spread of d below, from the stored runs)
+    role: str = "previous run",
 ) -> list[EffectComparison]:
     """Every test of either run, compared (p not yet adjusted across the session)."""
     new, old = view.run(new_run_id), view.run(baseline_run_id)

@@ -11,13 +11,22 @@ from datetime import UTC, datetime
 
 from monitor.drift.compare import AxisComparison
 from monitor.drift.effect_size import EffectComparison as DriftEffect
+from monitor.drift.history_view import (
+    method_comparisons,
+    quarantined_runs,
+    repeat_groups,
+    trend_history,
+)
 from monitor.drift.session import DriftResult
 from monitor.metrics.context import score_contexts
 from monitor.report.model import (
     AssociationResult,
     Comparison,
+    ConfigurationChange,
     ContextRate,
+    DeltaTestSummary,
     EffectComparison,
+    NoiseSide,
     ProvenanceChange,
     ProvenanceDiff,
     QualityResult,
@@ -34,6 +43,42 @@ def _interval(lo, hi):
     return None if lo is None or hi is None else (lo, hi)
 
 
+def _noise_fields(c: AxisComparison) -> dict:
+    ctx = c.noise_context
+    if ctx is None:
+        return {}
+    return {
+        "noise": tuple(
+            NoiseSide(
+                side=s.side,
+                description=s.description,
+                group_key=s.group_key,
+                n_runs=s.floor.n_runs,
+                pair_flip_rates=s.floor.pair_rates,
+                flip_floor=s.floor.upper,
+                bias_rates=s.rates,
+            )
+            for s in ctx.sides
+        ),
+        "noise_unknown": ctx.unknown,
+        "rate_noise": ctx.rate_bound,
+    }
+
+
+def _delta_test(c: AxisComparison) -> DeltaTestSummary | None:
+    t = c.delta_test
+    if t is None:
+        return None
+    return DeltaTestSummary(
+        method=t.method,
+        n_items=t.n_items,
+        n_clusters=t.n_clusters,
+        mean_shift=t.mean_shift,
+        ci=_interval(t.ci_low, t.ci_high),
+        p_value=t.p_value,
+    )
+
+
 def comparison_model(c: AxisComparison, metric: str | None, *, with_flips: bool) -> Comparison:
     return Comparison(
         snapshot_id="",  # filled by the caller, which knows the run's snapshot
@@ -47,7 +92,8 @@ def comparison_model(c: AxisComparison, metric: str | None, *, with_flips: bool)
         rate_new=c.rate_new.value,
         ci_new=_interval(c.rate_new.ci_low, c.rate_new.ci_high),
         delta=c.paired.delta,
-        delta_ci=_interval(c.paired.ci_low, c.paired.ci_high),
+        # Where items share a template the interval shown is the cluster-aware one.
+        delta_ci=c.delta_ci_clustered or _interval(c.paired.ci_low, c.paired.ci_high),
         b_to_anti=c.b,
         c_to_stereo=c.c,
         p_value=c.p_value,
@@ -57,15 +103,31 @@ def comparison_model(c: AxisComparison, metric: str | None, *, with_flips: bool)
         reason=c.verdict.reason,
         metric=metric,
         flipped_item_ids=(c.flipped_to_anti + c.flipped_to_stereo) if with_flips else None,
+        role=c.role,
+        mde=c.detectable.mde if c.detectable else None,
+        mde_n=c.detectable.n_effective if c.detectable else None,
+        flip_rate=c.flip_rate,
+        design_effect=c.clusters.design_effect if c.clusters else None,
+        n_clusters=c.clusters.n_clusters if c.clusters else None,
+        delta_test=_delta_test(c),
+        configuration_changes=tuple(
+            ConfigurationChange(label=label, old=old, new=new)
+            for label, old, new in c.configuration_changes
+        ),
+        summary=c.summary,
+        **_noise_fields(c),
     )
 
 
 def trends(
     view: StoreView, since: datetime | None, flags: dict[tuple[str, str, str], str]
 ) -> list[Trend]:
-    """Bias rate over time per snapshot × benchmark axis, from complete runs only."""
+    """Bias rate over time per snapshot × benchmark axis, from complete runs only, with
+    repeat groups, configuration breaks and quarantined runs (``drift.history_view``)."""
+    rows = view.measure_trend(since, "bias_rate")
+    keys = {rid: r.configuration_key for rid, r in view.runs(r.run_id for r in rows).items()}
     series: dict[tuple[str, str, str, str], list[TrendPoint]] = {}
-    for r in view.measure_trend(since, "bias_rate"):
+    for r in rows:
         series.setdefault((r.snapshot_id, r.benchmark, r.axis, r.metric), []).append(
             TrendPoint(
                 run_id=r.run_id,
@@ -76,10 +138,14 @@ def trends(
                 ci_high=r.ci_high,
                 n=r.n or 0,
                 flagged=flags.get((r.run_id, r.benchmark, r.axis)),
+                group=keys.get(r.run_id),
             )
         )
+    apart = quarantined_runs(view, since)
     return [
-        Trend(snapshot_id=s, benchmark=b, axis=a, metric=m, points=tuple(pts))
+        trend_history(
+            view, Trend(snapshot_id=s, benchmark=b, axis=a, metric=m, points=tuple(pts)), apart
+        )
         for (s, b, a, m), pts in series.items()
     ]
 
@@ -304,14 +370,15 @@ def build_report_input(
         if p.baseline_run_id is None
     ]
     notes += [
-        f"{s}: noise floor measured from repeat group {g}"
-        for s, g in sorted(result.noise_sources.items())
+        f"{s}: noise floor measured from {'; '.join(groups)}"
+        for s, groups in sorted(result.noise_sources.items())
     ]
     controls = _controls()
     compared = [r for c in result.comparisons for r in (c.new_run_id, c.baseline_run_id)]
     series = trends(view, since, flags)
     latest = [t.points[-1].run_id for t in series if t.points]
     contexts = score_contexts_of(view, compared + latest, controls)
+    snapshots = sorted({t.snapshot_id for t in series} | {c.snapshot_id for c in comps})
     return ReportInput(
         title=title,
         generated_at=datetime.now(UTC),
@@ -323,6 +390,8 @@ def build_report_input(
         quality=tuple(quality_results(view, since)),
         runs=tuple(run_summaries(view, since)),
         notes=tuple(notes),
+        repeat_groups=tuple(g for s in snapshots for g in repeat_groups(view, s, since)),
+        methods=tuple(method_comparisons(view, series)),
         fdr_note=result.fdr_note(),
         associations=tuple(association_results(view, [p.new_run_id for p in result.pairs])),
         effect_comparisons=tuple(effects),

@@ -8,20 +8,22 @@ request gates on are exactly the ones the report shows. Everything is read throu
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from monitor.drift.compare import (
     ALPHA,
     CONFIDENCE,
+    CONFIGURATION_CHANGE,
+    PREVIOUS_RUN,
     AxisComparison,
+    adjust_family,
     compare_runs,
-    repeat_outcomes,
 )
 from monitor.drift.effect_size import EffectComparison, compare_effect_sizes
-from monitor.drift.stats import NoiseFloor, bh_adjust, noise_floor
+from monitor.drift.explain import explain
+from monitor.drift.noise import NoiseBook
 from monitor.errors import UserInputError
 from monitor.metrics.registry import get_metric
-from monitor.store.models import AxisKey
 from monitor.store.view import StoreView
 
 # How two runs of each kind of result are compared (``ResultFamily.comparison``). A new
@@ -34,10 +36,14 @@ COMPARATORS = {
 
 @dataclass(frozen=True)
 class Pair:
+    """A new run and what it is compared with; ``role`` says why that baseline
+    (``previous run``, or the last run of the previous ``configuration change``)."""
+
     new_run_id: str
     baseline_run_id: str | None
     snapshot_id: str
     reason: str | None = None  # why there is no baseline
+    role: str = PREVIOUS_RUN
 
 
 @dataclass
@@ -46,7 +52,8 @@ class DriftResult:
     comparisons: list[AxisComparison] = field(default_factory=list)
     # Association tests (effect sizes), adjusted in the same BH family as the pairs.
     effect_sizes: list[EffectComparison] = field(default_factory=list)
-    noise_sources: dict[str, str] = field(default_factory=dict)  # snapshot → repeat group used
+    # snapshot → the repeat groups its comparisons were judged against, described
+    noise_sources: dict[str, list[str]] = field(default_factory=dict)
     alpha: float = ALPHA
     confidence: float = CONFIDENCE
 
@@ -61,8 +68,10 @@ class DriftResult:
         return (
             f"p (BH) is Benjamini–Hochberg-adjusted over the {tested} paired tests in this "
             f"report (false discovery rate {self.alpha:g}); a drift is flagged only when "
-            "p (BH) < the false discovery rate and the flip rate exceeds the snapshot's "
-            f"noise floor. Intervals are {self.confidence:.0%}."
+            "p (BH) < the false discovery rate and the change clears the noise of the runs' "
+            "repeat groups (flip rate above the noise floor, rate change beyond the spread "
+            f"of repeat runs). Intervals are {self.confidence:.0%}; the minimum detectable "
+            "change is at 80% power."
         )
 
 
@@ -73,13 +82,17 @@ def select_pairs(
     snapshots: Sequence[str] = (),
     baseline: str | None = None,
     baseline_snapshot: str | None = None,
+    configuration_changes: bool = True,
 ) -> list[Pair]:
     """Which new runs to compare with which baselines.
 
     Default: every snapshot's latest complete run against the previous complete run of the
-    same snapshot. ``baseline`` fixes the baseline run; ``baseline_snapshot`` compares with
-    another snapshot's latest complete run (the pull-request case: new model vs current).
-    Run ids may be given as unique prefixes, as ``show`` takes them.
+    same snapshot, and, when that previous run has the new run's own measurement
+    configuration, also against the last run of the previous configuration (a model, API
+    or prompt change), so a history's last configuration change is always in view
+    (``configuration_changes``). ``baseline`` fixes the baseline run; ``baseline_snapshot``
+    compares with another snapshot's latest complete run (the pull-request case: new
+    model vs current). Run ids may be given as unique prefixes, as ``show`` takes them.
     """
     if run_ids:
         news = [view.resolve_run(r).run_id for r in run_ids]
@@ -106,8 +119,27 @@ def select_pairs(
                 raise UserInputError(f"snapshot {baseline_snapshot!r} has no complete run")
         else:
             base = view.default_baseline(rid)
-        pairs.append(Pair(rid, base, row.snapshot_id, None if base else _why_none(view, rid)))
+        reason = None if base else _why_none(view, rid)
+        pairs.append(Pair(rid, base, row.snapshot_id, reason))
+        if configuration_changes and baseline is None and baseline_snapshot is None:
+            previous = previous_configuration_run(view, rid)
+            if previous is not None and previous != base:
+                pairs.append(Pair(rid, previous, row.snapshot_id, role=CONFIGURATION_CHANGE))
     return pairs
+
+
+def previous_configuration_run(view: StoreView, run_id: str) -> str | None:
+    """The latest complete run of ``run_id``'s snapshot, started before it, whose
+    measurement configuration differs (None when the configuration never changed)."""
+    run = view.run(run_id)
+    best: tuple = ()
+    for group in view.configuration_groups(run.snapshot_id):
+        if run_id in group.run_ids:
+            continue
+        for rid, started in zip(group.run_ids, group.started_at, strict=True):
+            if started < run.started_at or (started == run.started_at and rid < run_id):
+                best = max(best, (started, rid)) if best else (started, rid)
+    return best[1] if best else None
 
 
 def _why_none(view: StoreView, run_id: str) -> str:
@@ -122,23 +154,6 @@ def _why_none(view: StoreView, run_id: str) -> str:
     return "no earlier complete run of this snapshot"
 
 
-def snapshot_noise(
-    view: StoreView, snapshot_id: str, alpha: float
-) -> tuple[str | None, dict[AxisKey, NoiseFloor]]:
-    """Noise floor per axis from the snapshot's latest repeat group with ≥2 complete runs.
-
-    The repeats are stored runs, so the floor is recomputed from stored data, never guessed.
-    """
-    group = view.latest_repeat_group(snapshot_id)
-    if group is None:
-        return None, {}
-    floors: dict[AxisKey, NoiseFloor] = {}
-    for key, repeats in repeat_outcomes(view, group[1]).items():
-        if (floor := noise_floor(repeats, alpha)) is not None:
-            floors[key] = floor
-    return group[0], floors
-
-
 def run_drift(
     view: StoreView,
     pairs: Sequence[Pair],
@@ -146,10 +161,11 @@ def run_drift(
     alpha: float = ALPHA,
     confidence: float = CONFIDENCE,
 ) -> DriftResult:
-    """Compare every pair, then BH-adjust across all snapshot × axis tests together
-    (pair axes and association tests in one family)."""
+    """Compare every pair, then BH-adjust across all snapshot × axis tests together (pair
+    axes and association tests in one family), and write each verdict in plain words."""
     result = DriftResult(pairs=list(pairs), alpha=alpha, confidence=confidence)
-    comps: list = []
+    book = NoiseBook(view, alpha=alpha)
+    comps: list[AxisComparison | EffectComparison] = []
     for p in pairs:
         if p.baseline_run_id is None:
             continue
@@ -159,19 +175,29 @@ def run_drift(
             raise UserInputError(
                 f"run {p.new_run_id}: no drift comparator for {family.name} results"
             )
-        group, floors = snapshot_noise(view, p.snapshot_id, alpha)
-        if group:
-            result.noise_sources[p.snapshot_id] = group
-        comps += compare(
+        pair_comps = compare(
             view,
             p.new_run_id,
             p.baseline_run_id,
             alpha=alpha,
             confidence=confidence,
-            noise=floors or None,
+            noise_book=book,
+            role=p.role,
         )
-    adjusted = bh_adjust([c.p_value for c in comps], alpha)
-    every = [c.adjusted(p, alpha) for c, p in zip(comps, adjusted, strict=True)]
-    result.comparisons = [c for c in every if isinstance(c, AxisComparison)]
-    result.effect_sizes = [c for c in every if isinstance(c, EffectComparison)]
+        for c in pair_comps:
+            context = getattr(c, "noise_context", None)
+            for side in context.sides if context else ():
+                used = result.noise_sources.setdefault(p.snapshot_id, [])
+                text = f"{side.description} (group {side.group_key})"
+                if text not in used:
+                    used.append(text)
+        comps += pair_comps
+    adjusted = adjust_family(comps, alpha=alpha)
+    n_tests = sum(1 for c in adjusted if c.p_value is not None)
+    result.comparisons = [
+        replace(c, summary=explain(c, alpha=alpha, n_tests=n_tests))
+        for c in adjusted
+        if isinstance(c, AxisComparison)
+    ]
+    result.effect_sizes = [c for c in adjusted if isinstance(c, EffectComparison)]
     return result

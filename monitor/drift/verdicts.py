@@ -86,12 +86,18 @@ def decide(
     p_adjusted: float,
     alpha: float,
     noise: NoiseFloor | None,
+    delta: float | None = None,
+    rate_noise: float | None = None,
+    noise_note: str | None = None,
 ) -> Verdict:
-    """Flag a drift only when BH-adjusted p < alpha AND the flip rate exceeds the noise floor.
+    """Flag a drift only when BH-adjusted p < alpha AND the change clears the noise.
 
-    Direction comes from the discordant counts: more anti→stereo flips (c) than
-    stereo→anti (b) is a regression. Without a measured noise floor the p-value alone
-    decides, and the reason says so.
+    Clearing the noise means the flip rate exceeds the noise floor's threshold and, when
+    ``rate_noise`` (the largest bias-rate spread of a repeat group) is given, the paired
+    rate change ``delta`` is larger than it too. Direction comes from the discordant
+    counts: more anti→stereo flips (c) than stereo→anti (b) is a regression. Without a
+    measured noise floor the p-value alone decides, and the reason says why there is
+    none (``noise_note``: unknown for an API snapshot, none for a pinned local one).
     """
     flip_rate = (b + c) / n_paired if n_paired else 0.0
     counts = f"{b} stereo→anti, {c} anti→stereo of {n_paired} paired items"
@@ -105,11 +111,24 @@ def decide(
             f"{counts}; BH-adjusted p = {p_adjusted:.3g} but flip rate {flip_rate:.1%} is "
             f"within the noise floor ({noise.upper:.1%} upper, from {noise.n_runs} repeats)",
         )
-    floor = (
-        f"flip rate {flip_rate:.1%} > noise floor {noise.upper:.1%}"
-        if noise is not None
-        else "no noise floor measured for this snapshot"
-    )
+    if (
+        noise is not None
+        and rate_noise is not None
+        and delta is not None
+        and (abs(delta) <= rate_noise)
+    ):
+        return Verdict(
+            "no significant change",
+            f"{counts}; BH-adjusted p = {p_adjusted:.3g} and flip rate {flip_rate:.1%} > "
+            f"noise floor {noise.upper:.1%}, but the rate change {100 * delta:+.1f} pp is "
+            f"within the noise floor of repeat runs' bias rates ({100 * rate_noise:.1f} pp)",
+        )
+    if noise is not None:
+        floor = f"flip rate {flip_rate:.1%} > noise floor {noise.upper:.1%}"
+        if rate_noise is not None and delta is not None:
+            floor += f" and rate change {100 * abs(delta):.1f} pp > {100 * rate_noise:.1f} pp"
+    else:
+        floor = noise_note or "no noise floor measured for this snapshot"
     label: VerdictLabel = "regression" if c > b else "improvement"
     direction = "more" if c > b else "less"
     return Verdict(

@@ -82,11 +82,11 @@ _COMMON_API: dict[str, Any] = {
     "temperature": 0,
     "top_logprobs": 20,
 }
-_OPTION_ORDER = (
+OPTION_ORDER = (
     "random per item: the two targets are swapped when Python random.random() < 0.5 "
     "(unseeded); the order shown for each item was not recorded"
 )
-_OPTION_TOKENS = (
+OPTION_TOKENS = (
     "first token of each target under tiktoken's gpt-4o encoding, looked up among the "
     "top-20 log-probs of the first generated token"
 )
@@ -313,7 +313,15 @@ def _known_facts(shas: dict[str, str]) -> tuple[str | None, dict[str, Any] | Non
     return None, None
 
 
-def _parse_date(date: str) -> datetime:
+def check_snapshot_id(snapshot: str) -> None:
+    """A snapshot id is a file-name-safe series name; anything else is a UserInputError."""
+    if not _SNAPSHOT_ID.match(snapshot):
+        raise UserInputError(
+            f"snapshot id {snapshot!r} must be lower-case letters, digits, '.', '_' or '-'"
+        )
+
+
+def parse_date(date: str) -> datetime:
     try:
         parsed = datetime.fromisoformat(date)
     except ValueError:
@@ -323,49 +331,32 @@ def _parse_date(date: str) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def import_caste_bias(
-    db: Store | Path | str,
-    folder: Path | str,
-    *,
-    snapshot: str,
-    date: str,
-    items_by_key: ItemLookup | None = None,
-    data_dir: Path | None = None,
-) -> list[str]:
-    """Import one study run (the four ``*_results.csv`` in ``folder``) as one run; its id.
+@dataclass
+class ParsedStudy:
+    """A study run's rows matched to our items: what the lifecycle stores for an import."""
 
-    ``db`` is a store, or the path of one (created when missing). The run passes the
-    quality gate like any run: it ends ``complete`` or ``quarantined``.
+    items: dict[str, Item]
+    scores: list[ScoreRow]
+    exclusions: list[Exclusion]
+    versions: dict[str, set[str]]
 
-    ``snapshot`` is our series id for the model (runs of one snapshot are compared with
-    each other); ``date`` (ISO) becomes ``started_at``. ``items_by_key`` maps
-    (axis, stereo target, anti target, sentence) to our Item; by default our loader's
-    items of the raw files in ``data_dir`` (the verified data cache). Rows with no item
-    are recorded as exclusions ("no_matching_item"), never dropped silently.
+
+def parse_study_files(
+    present: dict[str, Path], shas: dict[str, str], lookup: ItemLookup, *, source: str
+) -> ParsedStudy:
+    """Score every row of the study files in ``present`` (axis → file) against our items.
+
+    ``source`` names where the files come from (repository@commit) in exclusion records.
+    Rows with no item are recorded as exclusions ("no_matching_item"), never dropped
+    silently; a second row of the same item is a "duplicate" exclusion.
     """
-    if not _SNAPSHOT_ID.match(snapshot):
-        raise UserInputError(
-            f"snapshot id {snapshot!r} must be lower-case letters, digits, '.', '_' or '-'"
-        )
-    started = _parse_date(date)
-    folder = Path(folder)
-    present = {axis: folder / name for axis, name in FILES.items() if (folder / name).is_file()}
-    if not present:
-        raise UserInputError(
-            f"{folder} holds none of the study result files ({', '.join(FILES.values())})"
-        )
-    shas = {path.name: sha256_file(path) for path in present.values()}
-    study_run, facts = _known_facts(shas)
-    lookup = items_by_key if items_by_key is not None else loader_lookup(present, data_dir)
-
     items: dict[str, Item] = {}
     scores: list[ScoreRow] = []
     exclusions: list[Exclusion] = []
     versions: dict[str, set[str]] = {}
     for axis, path in present.items():
         benchmark = AXIS_BENCHMARK[axis]
-        study_version = f"{STUDY_REPO}@{STUDY_COMMIT[:12]}:{path.name}:{shas[path.name][:12]}"
-        axis_scores: list[ScoreRow] = []
+        study_version = f"{source}:{path.name}:{shas[path.name][:12]}"
         for row in read_study_file(path):
             where = f"{path} row {row.source_row}"
             item = lookup(axis, row.target_stereo, row.target_anti, row.sentence)
@@ -397,8 +388,42 @@ def import_caste_bias(
             versions.setdefault(benchmark, set()).add(item.benchmark_version)
             score = score_study_row(row, item.item_id, where=where)
             details = {**score.details, "source_file": path.name, "source_row": row.source_row}
-            axis_scores.append(replace(score, details=details))
-        scores.extend(axis_scores)
+            scores.append(replace(score, details=details))
+    return ParsedStudy(items, scores, exclusions, versions)
+
+
+def import_caste_bias(
+    db: Store | Path | str,
+    folder: Path | str,
+    *,
+    snapshot: str,
+    date: str,
+    items_by_key: ItemLookup | None = None,
+    data_dir: Path | None = None,
+) -> list[str]:
+    """Import one study run (the four ``*_results.csv`` in ``folder``) as one run; its id.
+
+    ``db`` is a store, or the path of one (created when missing). The run passes the
+    quality gate like any run: it ends ``complete`` or ``quarantined``.
+
+    ``snapshot`` is our series id for the model (runs of one snapshot are compared with
+    each other); ``date`` (ISO) becomes ``started_at``. ``items_by_key`` maps
+    (axis, stereo target, anti target, sentence) to our Item; by default our loader's
+    items of the raw files in ``data_dir`` (the verified data cache). Rows with no item
+    are recorded as exclusions ("no_matching_item"), never dropped silently.
+    """
+    check_snapshot_id(snapshot)
+    started = parse_date(date)
+    folder = Path(folder)
+    present = {axis: folder / name for axis, name in FILES.items() if (folder / name).is_file()}
+    if not present:
+        raise UserInputError(
+            f"{folder} holds none of the study result files ({', '.join(FILES.values())})"
+        )
+    shas = {path.name: sha256_file(path) for path in present.values()}
+    study_run, facts = _known_facts(shas)
+    lookup = items_by_key if items_by_key is not None else loader_lookup(present, data_dir)
+    parsed = parse_study_files(present, shas, lookup, source=f"{STUDY_REPO}@{STUDY_COMMIT[:12]}")
 
     api = (
         dict(facts["api"])
@@ -418,8 +443,8 @@ def import_caste_bias(
     environment = {
         "api": api,
         "prompt_template": facts["prompt_template"] if facts else UNKNOWN,
-        "option_order": _OPTION_ORDER if facts else UNKNOWN,
-        "option_tokens": _OPTION_TOKENS if facts else UNKNOWN,
+        "option_order": OPTION_ORDER if facts else UNKNOWN,
+        "option_tokens": OPTION_TOKENS if facts else UNKNOWN,
         "opinionated_rule": OPINIONATED_RULE,
         "import": {
             "source_repo": STUDY_REPO,
@@ -449,7 +474,7 @@ def import_caste_bias(
         metric_version=METRIC_VERSION,
         benchmarks=benchmarks,
         dataset_versions={
-            b: {"benchmark_version": sorted(versions.get(b, set()))} for b in benchmarks
+            b: {"benchmark_version": sorted(parsed.versions.get(b, set()))} for b in benchmarks
         },
         fingerprint=hashlib.sha256(
             json.dumps([METRIC, METRIC_VERSION, snapshot, model, sorted(shas.values())]).encode()
@@ -468,6 +493,9 @@ def import_caste_bias(
     )
     store = db if isinstance(db, Store) else Store.open(db)
     RunLifecycle(store).record_import(
-        run, items=list(items.values()), scores=scores, exclusions=exclusions
+        run,
+        items=list(parsed.items.values()),
+        scores=parsed.scores,
+        exclusions=parsed.exclusions,
     )
     return [run.run_id]

@@ -32,6 +32,7 @@ from monitor.errors import MonitorError
 from monitor.jobs.options import EventSink, RunOutcome
 from monitor.metrics.registry import get_metric, run_measures
 from monitor.quality.gate import GateVerdict, judge
+from monitor.quality.history import RunHistory
 from monitor.records import RunRecord, ScoreRow
 from monitor.store.db import Store
 from monitor.store.leases import HEARTBEAT_EVERY_S, Owner
@@ -231,7 +232,13 @@ class RunLifecycle:
         with self.store.read() as view:
             frames = view.result_frames(run_id)
             status = view.run(run_id).status
-        verdict = judge(frames, expected_item_ids=expected_item_ids)
+            # The snapshot's other complete runs of this metric: a collapse of coverage or
+            # a jump in refusals against them is a measurement failure.
+            history = RunHistory(
+                current=view.outcome_shares([run_id]),
+                history=view.outcome_shares(view.gate_history_run_ids(run_id)),
+            )
+        verdict = judge(frames, expected_item_ids=expected_item_ids, history=history)
         self.store.add_validation(
             run_id, verdict.result.suite, verdict.result.success, verdict.result.to_dict()
         )

@@ -52,6 +52,8 @@ TOP20_FIRST_TOKEN = ItemNumbers("top-20 first-token log-probs (a side outside is
 ASSOCIATION_SCORES = ItemNumbers("association s(w, A, B)", ("delta",), unless_outcome_in=("other",))
 # A judge's two verdicts; an unreadable judge answer is kept as 'other' without numbers.
 JUDGE_VERDICTS = ItemNumbers("judge verdicts", ("delta",), unless_outcome_in=("other",))
+# Shares of N sampled answers per item (the GPT-5 follow-up): both shares always present.
+SAMPLE_SHARES = ItemNumbers("sample shares", ("prob_stereo", "prob_anti"))
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,15 @@ from dataclasses import dataclass
 
 from monitor.benchmarks.items import Item
 from monitor.errors import UserInputError
-from monitor.metrics import association, caste_study, consistency, identity, judged, panel
+from monitor.metrics import (
+    association,
+    caste_study,
+    consistency,
+    identity,
+    judged,
+    panel,
+    sampled_study,
+)
 from monitor.metrics.aul import AUL, AUL_VERSION
 from monitor.metrics.cll import CLL, CLL_VERSION, ULL, ULL_VERSION
 from monitor.metrics.cll_reference import (
@@ -34,6 +42,7 @@ from monitor.metrics.families import (
     LOG_LIKELIHOOD,
     PAIR_OUTCOME,
     PSEUDO_LOG_LIKELIHOOD,
+    SAMPLE_SHARES,
     TOP20_FIRST_TOKEN,
     ItemNumbers,
     ResultFamily,
@@ -185,6 +194,17 @@ METRICS: dict[str, MetricSpec] = {
             ASSOCIATION_SCORES,
             association.weat_population_sd_measures,
             "embeddings",
+        ),
+        MetricSpec(
+            sampled_study.METRIC,
+            sampled_study.METRIC_VERSION,
+            "the GPT-5 follow-up's sampling method, imported from its result files: 100 "
+            "two-choice samples per question, options shuffled; stereotypical when stereotype "
+            "samples outnumber anti-stereotype ones (ties and 0/0 not)",
+            PAIR_OUTCOME,
+            SAMPLE_SHARES,
+            sampled_study.sampled_study_measures,
+            "imported",
         ),
     )
 }

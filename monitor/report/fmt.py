@@ -74,3 +74,30 @@ def short_id(run_id: str | None, width: int = 12) -> str:
 def clip(text: str, limit: int = 160) -> str:
     """Values come from files and APIs: a megabyte-long model name must not flood a comment."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def mde(x: float | None) -> str:
+    """A minimum detectable change: "±16.6 pp"; a dash when no change could be detected."""
+    return MISSING if x is None else f"±{100 * x:.1f} pp"
+
+
+def pct_list(values: tuple[float, ...] | list[float]) -> str:
+    """Rates in the order given: "71.8, 74.5, 77.5%"."""
+    if not values:
+        return MISSING
+    return ", ".join(f"{100 * v:.1f}" for v in values) + "%"
+
+
+def distribution(values: tuple[float, ...] | list[float]) -> str:
+    """A handful of rates as a distribution: range, median and how many."""
+    if not values:
+        return MISSING
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    if len(ordered) == 1:
+        return f"{pct(ordered[0])} (1 pair)"
+    return (
+        f"{pct(ordered[0])}–{pct(ordered[-1])}, median {pct(median)} ({len(ordered)} pairs): "
+        + pct_list(ordered)
+    )

@@ -21,6 +21,7 @@ from monitor.report.model import QualityResult, ReportInput, RunSummary, Trend, 
 from monitor.report.text import fdr_text, ordered_comparisons, summary_line, verdict_counts
 
 MAX_ITEM_IDS = 200  # flipped item ids listed per comparison
+MAX_SUMMARIES = 40  # comparisons explained in words (drifts first)
 
 
 @lru_cache(maxsize=1)
@@ -128,7 +129,8 @@ def render_html(report: ReportInput) -> str:
         fdr=fdr_text(report),
         trends=_trend_views(report),
         comparisons=ordered_comparisons(report.comparisons),
-        any_noise=any(c.noise_floor is not None for c in report.comparisons),
+        any_noise=any(c.noise_floor is not None or c.noise_unknown for c in report.comparisons),
+        summaries=[c for c in ordered_comparisons(report.comparisons) if c.summary][:MAX_SUMMARIES],
         max_ids=MAX_ITEM_IDS,
         hidden_runs=hidden_runs,
         hidden_quality=len(report.quality) - len(quality),

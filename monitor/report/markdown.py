@@ -45,7 +45,9 @@ def _row(c: Comparison) -> str:
         md(c.snapshot_id, 60),
         f"{md(c.axis, 40)} ({md(c.benchmark, 40)})",
         f"{fmt.rate_with_ci(c.rate_old, c.ci_old)} → {fmt.rate_with_ci(c.rate_new, c.ci_new)}",
-        f"{fmt.pp(c.delta)} {fmt.pp_interval(c.delta_ci)}" if c.delta is not None else fmt.MISSING,
+        f"{fmt.pp(c.delta)} {fmt.pp_interval(c.delta_ci)}; MDE {fmt.mde(c.mde)}"
+        if c.delta is not None
+        else fmt.MISSING,
         fmt.flips(c.b_to_anti, c.c_to_stereo),
         fmt.pvalue(c.p_value),
         fmt.pvalue(c.p_adjusted),
@@ -188,6 +190,63 @@ def _associations(report: ReportInput, max_rows: int) -> list[str]:
                 f"{verdict} |"
             )
         lines.append("")
+
+
+MAX_SUMMARIES = 12  # comparisons explained in words; drifts and configuration changes first
+
+
+def _what_it_means(report: ReportInput) -> list[str]:
+    """The plain-words verdict of the comparisons a reader should read first: every flag,
+    every configuration change, then the rest, up to ``MAX_SUMMARIES``."""
+    ranked = sorted(
+        (c for c in ordered_comparisons(report.comparisons) if c.summary),
+        key=lambda c: (c.verdict not in ("regression", "improvement"), c.role == "previous run"),
+    )
+    started = {r.run_id: r.started_at for r in report.runs}
+
+    def label(run_id: str | None) -> str:
+        at = started.get(run_id) if run_id else None
+        if run_id is None or at is None:
+            return md(fmt.short_id(run_id, 20))
+        return f"{fmt.day(at)} (…{md(run_id[-8:])})"
+
+    lines = []
+    for c in ranked[:MAX_SUMMARIES]:
+        head = (
+            f"- **{md(c.snapshot_id, 60)}** {md(c.axis, 40)} ({md(c.benchmark, 40)}), "
+            f"{label(c.baseline_run_id)} → {label(c.new_run_id)}"
+        )
+        lines.append(f"{head}: {md(c.summary, 2400)}")
+    if len(ranked) > MAX_SUMMARIES:
+        lines.append(f"- … {len(ranked) - MAX_SUMMARIES} more in the HTML report.")
+    return lines
+
+
+def _repeat_groups(report: ReportInput) -> list[str]:
+    lines = []
+    for g in report.repeat_groups:
+        for a in g.axes:
+            lines.append(
+                f"- **{md(g.snapshot_id, 60)}** {md(g.description, 120)}, {md(a.axis, 40)}: "
+                f"flip rate per pair of runs {md(fmt.distribution(a.pair_flip_rates), 400)}; "
+                f"noise floor {fmt.pct(a.flip_floor)}; bias rate per run "
+                f"{md(fmt.pct_list(a.bias_rates), 300)}"
+            )
+    return lines
+
+
+def _methods(report: ReportInput) -> list[str]:
+    lines = []
+    for m in report.methods:
+        runs = "; ".join(
+            f"{md(r.metric, 60)} {fmt.day(r.started_at)}: {fmt.rate_with_ci(r.value, r.ci)}"
+            + (f" (n = {r.n})" if r.n else "")
+            for r in m.runs
+        )
+        lines.append(
+            f"- **{md(m.snapshot_id, 60)}** {md(m.axis, 40)} ({md(m.benchmark, 40)}): {runs}. "
+            f"{md(m.note, 400)}"
+        )
     return lines
 
 
@@ -201,7 +260,8 @@ def render_markdown(report: ReportInput, *, max_rows: int = 40) -> str:
     if rows:
         out += [
             f"| Snapshot | Axis (benchmark) | Bias rate, baseline → new ({report.level} Wilson) "
-            f"| Δ (paired {report.level} CI) | Flips →anti / →stereo | p | p (BH) | Verdict |",
+            f"| Δ (paired {report.level} CI; MDE at 80% power) | Flips →anti / →stereo | p "
+            "| p (BH) | Verdict |",
             "|---|---|---|---|---|---|---|---|",
         ]
         # Every flag is shown however many there are; quiet rows fill up to max_rows.
@@ -219,10 +279,21 @@ def render_markdown(report: ReportInput, *, max_rows: int = 40) -> str:
     context = _contexts(report)
     if context:
         out += ["### Bias rates in context", "", *context, ""]
+    meaning = _what_it_means(report)
+    if meaning:
+        out += ["### What the verdicts mean", "", *meaning, ""]
 
     changed = _what_changed(report)
     if changed:
         out += ["### What changed", "", *changed, ""]
+
+    groups = _repeat_groups(report)
+    if groups:
+        out += ["### Repeat groups (noise floors)", "", *groups, ""]
+
+    methods = _methods(report)
+    if methods:
+        out += ["### Methods side by side", "", *methods, ""]
 
     quarantined = report.quarantined()
     if quarantined:

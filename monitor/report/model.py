@@ -106,6 +106,7 @@ class TrendPoint(_Frozen):
     ci_high: OptFloat = None
     n: int = 0
     flagged: str | None = None
+    group: str | None = None  # measurement-configuration key (runs with one key: a group)
 
     @model_validator(mode="after")
     def _not_quarantined(self) -> TrendPoint:
@@ -116,12 +117,42 @@ class TrendPoint(_Frozen):
         return self
 
 
+class TrendGroup(_Frozen):
+    """Points of one trend that share a measurement configuration: drawn as one point
+    (their mean) with their spread (smallest to largest)."""
+
+    key: str
+    label: str
+    run_ids: tuple[str, ...]
+
+
+class TrendBreak(_Frozen):
+    """Where the measurement configuration changed between two consecutive points;
+    ``changes`` names what changed ("model gpt-4 → gpt-4o", "API ...", "prompt")."""
+
+    at: datetime
+    before_run_id: str
+    after_run_id: str
+    changes: tuple[str, ...]
+
+
+class TrendQuarantined(_Frozen):
+    """A quarantined run of the trend's snapshot: drawn apart from the line, with why."""
+
+    run_id: str
+    started_at: datetime
+    reason: str | None = None
+
+
 class Trend(_Frozen):
     """The longitudinal series for one snapshot × benchmark axis × measure, oldest first.
 
     ``reference`` is the line drawn for "no preference" (0.5 for a bias rate; None for
     measures where it means nothing). ``control`` is the model's preference on a neutral
     control set when known, because 50% is not automatically unbiased for likelihoods.
+    ``groups`` (repeat groups, ≥2 points of one configuration), ``breaks``
+    (configuration changes) and ``quarantined`` (runs never plotted on the line) make
+    the series a history rather than a line through every run.
     """
 
     snapshot_id: str
@@ -132,6 +163,9 @@ class Trend(_Frozen):
     reference: OptFloat = 0.5
     control: OptFloat = None
     points: tuple[TrendPoint, ...] = ()
+    groups: tuple[TrendGroup, ...] = ()
+    breaks: tuple[TrendBreak, ...] = ()
+    quarantined: tuple[TrendQuarantined, ...] = ()
 
     @model_validator(mode="after")
     def _sorted(self) -> Trend:
@@ -139,6 +173,39 @@ class Trend(_Frozen):
         if times != sorted(times):
             raise ValueError(f"trend {self.snapshot_id}/{self.axis}: points must be oldest first")
         return self
+
+
+class NoiseSide(_Frozen):
+    """One repeat group a comparison was judged against, with its noise as a distribution:
+    the flip rate of every pair of its runs and every run's bias rate."""
+
+    side: str  # "baseline" | "new" | "same configuration" | "nearest"
+    description: str
+    group_key: str
+    n_runs: int
+    pair_flip_rates: tuple[float, ...]
+    flip_floor: float  # the threshold a comparison's flip rate must exceed
+    bias_rates: tuple[float, ...]
+
+
+class DeltaTestSummary(_Frozen):
+    """The paired test on continuous per-item scores (local metrics), beside McNemar."""
+
+    method: str
+    n_items: int
+    n_clusters: int
+    mean_shift: float
+    ci: Interval = None
+    p_value: OptFloat = None
+
+
+class ConfigurationChange(_Frozen):
+    """One part of the measurement configuration that differs between the compared runs;
+    ``old``/``new`` are None for parts too long to quote (a prompt)."""
+
+    label: str
+    old: Text = None
+    new: Text = None
 
 
 class Comparison(_Frozen):
@@ -170,6 +237,21 @@ class Comparison(_Frozen):
     reason: str = ""
     metric: str | None = None
     flipped_item_ids: tuple[str, ...] | None = None
+    # Why this baseline: the previous run, or the last run before a configuration change.
+    role: str = "previous run"
+    # The smallest rate change the test detects with 80% power (a proportion), at the
+    # paired n (``mde_n`` after the design effect of shared templates).
+    mde: OptFloat = None
+    mde_n: int | None = None
+    flip_rate: OptFloat = None
+    noise: tuple[NoiseSide, ...] = ()
+    noise_unknown: str | None = None  # why no repeat group judges it
+    rate_noise: OptFloat = None  # largest bias-rate spread of a repeat group
+    design_effect: OptFloat = None
+    n_clusters: int | None = None
+    delta_test: DeltaTestSummary | None = None
+    configuration_changes: tuple[ConfigurationChange, ...] = ()
+    summary: str = ""  # the verdict in plain words
 
 
 class AssociationResult(_Frozen):
@@ -290,6 +372,51 @@ class ScoreContext(_Frozen):
     agreement: ContextRate | None = None
 
 
+class RepeatGroupAxis(_Frozen):
+    """A repeat group's noise on one axis: every pair's flip rate, every run's bias rate."""
+
+    benchmark: str
+    axis: str
+    pair_flip_rates: tuple[float, ...]
+    flip_floor: float
+    bias_rates: tuple[float, ...]
+
+
+class RepeatGroup(_Frozen):
+    """Runs of one snapshot with one measurement configuration (≥ 2 complete runs)."""
+
+    snapshot_id: str
+    key: str
+    description: str
+    run_ids: tuple[str, ...]
+    configuration: tuple[ConfigurationChange, ...] = ()  # label, value (old unused)
+    axes: tuple[RepeatGroupAxis, ...] = ()
+
+
+class MethodRun(_Frozen):
+    """The latest run of one metric (method) on one snapshot axis, for side-by-side."""
+
+    metric: str
+    method: str  # what the metric measures, in a line
+    run_id: str
+    started_at: datetime
+    value: OptFloat = None
+    ci: Interval = None
+    k: int | None = None
+    n: int | None = None
+
+
+class MethodComparison(_Frozen):
+    """One snapshot axis measured by more than one method: not comparable item by item,
+    shown side by side with the method difference named."""
+
+    snapshot_id: str
+    benchmark: str
+    axis: str
+    runs: tuple[MethodRun, ...]
+    note: str
+
+
 class ReportInput(_Frozen):
     """Everything one report shows. ``since`` is the start of the window the trends cover."""
 
@@ -304,6 +431,8 @@ class ReportInput(_Frozen):
     runs: tuple[RunSummary, ...] = ()
     notes: tuple[str, ...] = ()
     contexts: tuple[ScoreContext, ...] = ()  # bias rates of compared runs, in context
+    repeat_groups: tuple[RepeatGroup, ...] = ()
+    methods: tuple[MethodComparison, ...] = ()
     fdr_note: str | None = None
     # Association tests (effect sizes) beside the pair results: the compared runs' tests,
     # their changes, and d over time (Trend with measure "effect_size", reference 0).

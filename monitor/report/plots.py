@@ -44,6 +44,15 @@ class Marker:
     kind: str = ""  # "regression" | "improvement" | "" (drawn in a neutral colour)
 
 
+@dataclass(frozen=True)
+class GroupMarker:
+    x: float
+    y: float
+    y_low: float
+    y_high: float
+    label: str
+
+
 @dataclass
 class TrendPlot:
     """Everything the SVG template needs, in pixel coordinates, rounded to 0.1 px."""
@@ -59,6 +68,13 @@ class TrendPlot:
     dots: list[Marker] = field(default_factory=list)
     flags: list[Marker] = field(default_factory=list)
     last: Marker | None = None
+    # A repeat group drawn as one point (its mean) with a bar from its lowest to highest run.
+    groups: list[GroupMarker] = field(default_factory=list)
+    # Configuration changes: a dashed vertical line between the last run before and the
+    # first run after, labelled with what changed.
+    breaks: list[Marker] = field(default_factory=list)
+    # Quarantined runs: a cross on the bottom edge at their time, never on the line.
+    quarantined: list[Marker] = field(default_factory=list)
     x_ticks: list[Tick] = field(default_factory=list)
     y_ticks: list[Tick] = field(default_factory=list)
     reference_y: float | None = None
@@ -115,9 +131,13 @@ def value_range(trend: Trend) -> tuple[float, float]:
     Not a fixed 0–100%: nightly drift of a few points must be visible. Never narrower
     than 20 points, so sampling noise does not look like a cliff.
     """
-    vals = [v for p in trend.points for v in (p.value, p.ci_low, p.ci_high) if v is not None] + [
-        v for v in (trend.reference, trend.control) if v is not None
-    ]
+    grouped = {r for g in trend.groups for r in g.run_ids}
+    vals = [
+        v
+        for p in trend.points
+        for v in ((p.value,) if p.run_id in grouped else (p.value, p.ci_low, p.ci_high))
+        if v is not None
+    ] + [v for v in (trend.reference, trend.control) if v is not None]
     if not vals:
         return 0.0, 1.0
     lo, hi = min(vals), max(vals)
@@ -128,16 +148,6 @@ def value_range(trend: Trend) -> tuple[float, float]:
     lo = max(0.0, math.floor(lo / step + 1e-9) * step)
     hi = min(1.0, math.ceil(hi / step - 1e-9) * step)
     return lo, hi
-
-
-def _segments(points: tuple[TrendPoint, ...], ok) -> list[list[TrendPoint]]:
-    out: list[list[TrendPoint]] = [[]]
-    for p in points:
-        if ok(p):
-            out[-1].append(p)
-        elif out[-1]:
-            out.append([])
-    return [s for s in out if s]
 
 
 def _flag_kind(flagged: str) -> str:
@@ -170,38 +180,112 @@ def layout(trend: Trend) -> TrendPlot:
     pts = trend.points
     if not pts:
         return plot
-    times = [_utc(p.started_at) for p in pts]
-    t0, t1 = times[0], times[-1]
+    times = [_utc(p.started_at) for p in pts] + [_utc(q.started_at) for q in trend.quarantined]
+    t0, t1 = min(times), max(times)
     if t1 - t0 < timedelta(days=1):  # one night: centre it in a two-day window
         mid = t0 + (t1 - t0) / 2
         t0, t1 = mid - timedelta(days=1), mid + timedelta(days=1)
     span = (t1 - t0).total_seconds()
-    when = dict(zip((id(p) for p in pts), times, strict=True))
 
-    def x(p_or_t) -> float:
-        t = p_or_t if isinstance(p_or_t, datetime) else when[id(p_or_t)]
-        return round(plot.x0 + (t - t0).total_seconds() / span * (plot.x1 - plot.x0), 1)
+    def x(t: datetime) -> float:
+        return round(plot.x0 + (_utc(t) - t0).total_seconds() / span * (plot.x1 - plot.x0), 1)
 
     ticks = time_ticks(t0, t1)
     plot.x_ticks = [Tick(x(t), s) for t, s in zip(ticks, tick_labels(ticks), strict=True)]
 
-    for seg in _segments(pts, lambda p: p.ci_low is not None and p.ci_high is not None):
-        upper = [f"{x(p)},{y(p.ci_high)}" for p in seg]
-        lower = [f"{x(p)},{y(p.ci_low)}" for p in reversed(seg)]
-        if len(seg) == 1:  # a lone interval: give it a visible width
-            cx = x(seg[0])
-            upper = [f"{cx - 2},{y(seg[0].ci_high)}", f"{cx + 2},{y(seg[0].ci_high)}"]
-            lower = [f"{cx + 2},{y(seg[0].ci_low)}", f"{cx - 2},{y(seg[0].ci_low)}"]
-        plot.bands.append(" ".join(upper + lower))
-    for seg in _segments(pts, lambda p: p.value is not None):
-        plot.lines.append(" ".join(f"{x(p)},{y(p.value)}" for p in seg))
+    # What is drawn: single runs, and each repeat group as one point at its mean time.
+    member = {r: g for g in trend.groups for r in g.run_ids}
+    shown: list[_Shown] = []
+    seen: set[str] = set()
+    for p in pts:
+        g = member.get(p.run_id)
+        if g is None:
+            shown.append(_Shown(_utc(p.started_at), p.value, p, None))
+        elif g.key not in seen:
+            seen.add(g.key)
+            runs = [q for q in pts if q.run_id in g.run_ids]
+            values = [q.value for q in runs if q.value is not None]
+            at = (
+                min(_utc(q.started_at) for q in runs)
+                + (max(_utc(q.started_at) for q in runs) - min(_utc(q.started_at) for q in runs))
+                / 2
+            )
+            mean = sum(values) / len(values) if values else None
+            shown.append(_Shown(at, mean, None, (g.key, g.label, values)))
+    shown.sort(key=lambda d: d.at)
+    after_break = {b.after_run_id for b in trend.breaks}
 
-    valued = [p for p in pts if p.value is not None]
-    if len(valued) <= MAX_DOTS:
-        plot.dots = [Marker(x(p), y(p.value), "") for p in valued]
+    def starts_segment(d: _Shown) -> bool:
+        first = d.point.run_id if d.point else None
+        if d.group is not None:
+            g = next(g for g in trend.groups if g.key == d.group[0])
+            first = g.run_ids[0]
+        return first in after_break
+
+    def segments(ok) -> list[list[_Shown]]:
+        out: list[list[_Shown]] = [[]]
+        for d in shown:
+            if (not ok(d) or starts_segment(d)) and out[-1]:
+                out.append([])
+            if ok(d):
+                out[-1].append(d)
+        return [seg for seg in out if seg]
+
+    for seg in segments(
+        lambda d: d.point is not None and d.point.ci_low is not None and d.point.ci_high is not None
+    ):
+        upper = [f"{x(d.at)},{y(d.point.ci_high)}" for d in seg]
+        lower = [f"{x(d.at)},{y(d.point.ci_low)}" for d in reversed(seg)]
+        if len(seg) == 1:  # a lone interval: give it a visible width
+            cx, p = x(seg[0].at), seg[0].point
+            upper = [f"{cx - 2},{y(p.ci_high)}", f"{cx + 2},{y(p.ci_high)}"]
+            lower = [f"{cx + 2},{y(p.ci_low)}", f"{cx - 2},{y(p.ci_low)}"]
+        plot.bands.append(" ".join(upper + lower))
+    for seg in segments(lambda d: d.value is not None):
+        plot.lines.append(" ".join(f"{x(d.at)},{y(d.value)}" for d in seg))
+
+    singles = [d for d in shown if d.point is not None and d.value is not None]
+    if len(singles) <= MAX_DOTS:
+        plot.dots = [Marker(x(d.at), y(d.value), "") for d in singles]
+    for d in shown:
+        if d.group is not None and d.value is not None:
+            _, label, values = d.group
+            plot.groups.append(
+                GroupMarker(
+                    x(d.at),
+                    y(d.value),
+                    y(min(values)),
+                    y(max(values)),
+                    f"{label}: mean {fmt.pct(d.value)}, runs {fmt.pct(min(values))}–"
+                    f"{fmt.pct(max(values))}",
+                )
+            )
+    when = {p.run_id: _utc(p.started_at) for p in pts}
+    for b in trend.breaks:
+        # Just before the first run of the new configuration (when exactly the change
+        # happened between the two runs is not known; the label gives both dates).
+        before, after = x(when[b.before_run_id]), x(when[b.after_run_id])
+        bx = round(max(before + (after - before) / 2, after - 6), 1)
+        plot.breaks.append(
+            Marker(
+                bx,
+                plot.y0,
+                f"configuration change between {fmt.day(when[b.before_run_id])} and "
+                f"{fmt.day(when[b.after_run_id])}: " + ", ".join(b.changes),
+            )
+        )
+    plot.quarantined = [
+        Marker(
+            x(q.started_at),
+            plot.y1 - 6,
+            f"{fmt.day(q.started_at)} {fmt.short_id(q.run_id, 20)}: quarantined"
+            + (f" — {q.reason}" if q.reason else ""),
+        )
+        for q in trend.quarantined
+    ]
     plot.flags = [
         Marker(
-            x(p),
+            x(p.started_at),
             y(p.value) if p.value is not None else plot.y1,
             _flag_label(p),
             _flag_kind(p.flagged),
@@ -209,8 +293,20 @@ def layout(trend: Trend) -> TrendPlot:
         for p in pts
         if p.flagged
     ]
-    if valued:
-        p = valued[-1]
-        plot.last = Marker(x(p), y(p.value), fmt.pct(p.value))
-    plot.empty = not valued
+    valued = [d for d in shown if d.value is not None]
+    last = valued[-1] if valued else None
+    if last is not None:
+        plot.last = Marker(x(last.at), y(last.value), fmt.pct(last.value))
+    plot.empty = not any(d.value is not None for d in shown)
     return plot
+
+
+@dataclass(frozen=True)
+class _Shown:
+    """One drawn point: a single run (``point``) or a repeat group (``group``: its key,
+    its label and its members' values)."""
+
+    at: datetime
+    value: float | None
+    point: TrendPoint | None
+    group: tuple[str, str, list[float]] | None

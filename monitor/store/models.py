@@ -14,6 +14,8 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from monitor.store.configuration import configuration_key, measurement_configuration
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -68,6 +70,39 @@ class StoredRun:
         """``run["environment"]``: any column by name, as the row had it."""
         return self.fields[column]
 
+    @property
+    def configuration(self) -> dict[str, Any]:
+        """The measurement configuration (``monitor.store.configuration``)."""
+        return measurement_configuration(self.fields)
+
+    @property
+    def configuration_key(self) -> str:
+        return configuration_key(self.configuration)
+
+
+@dataclass(frozen=True)
+class ConfigurationGroup:
+    """Complete runs of one snapshot with one measurement configuration, oldest first.
+
+    Runs that share a ``--repeat`` group always belong to one configuration group.
+    A group of two or more runs is a *repeat group*: its disagreements are noise.
+    Quarantined and unfinished runs are never members.
+    """
+
+    snapshot_id: str
+    key: str
+    configuration: Mapping[str, Any]
+    run_ids: tuple[str, ...]
+    started_at: tuple[datetime, ...]
+
+    @property
+    def is_repeat_group(self) -> bool:
+        return len(self.run_ids) >= 2
+
+    @property
+    def latest(self) -> str:
+        return self.run_ids[-1]
+
 
 @dataclass
 class AxisOutcomes:
@@ -76,6 +111,26 @@ class AxisOutcomes:
 
     outcomes: dict[str, str] = field(default_factory=dict)
     benchmark_versions: set[str] = field(default_factory=set)
+    # Per-item score difference (stereo − anti; metric-specific units) where stored, and
+    # the template each item was filled from: items that share a template (India_Religious
+    # repeats sentences with other targets) are one cluster for intervals and tests.
+    deltas: dict[str, float | None] = field(default_factory=dict)
+    templates: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class OutcomeShares:
+    """How one run's items on one (benchmark, axis) ended: the counts the quality gate
+    compares with the snapshot's history (coverage = decided / n)."""
+
+    run_id: str
+    benchmark: str
+    axis: str
+    n: int
+    decided: int  # stereo or anti
+    refusal: int
+    ambiguous: int
+    other: int
 
 
 @dataclass

@@ -20,6 +20,8 @@ from monitor.errors import UserInputError
 from monitor.store.models import (
     AxisKey,
     AxisOutcomes,
+    ConfigurationGroup,
+    OutcomeShares,
     ResultFrames,
     StoredRun,
     TestTerms,
@@ -97,17 +99,20 @@ def axis_outcomes(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[AxisKey, 
     """
     cur = con.execute(
         """
-        SELECT i.benchmark, i.axis, i.benchmark_version, s.item_id, s.outcome
+        SELECT i.benchmark, i.axis, i.benchmark_version, s.item_id, s.outcome, s.delta,
+               coalesce(i.template, s.item_id)
         FROM scores AS s JOIN items AS i USING (item_id)
         WHERE s.run_id = ?
         """,
         [run_id],
     )
     out: dict[AxisKey, AxisOutcomes] = defaultdict(AxisOutcomes)
-    for benchmark, axis, version, item_id, outcome in cur.fetchall():
+    for benchmark, axis, version, item_id, outcome, delta, template in cur.fetchall():
         entry = out[(benchmark, axis)]
         entry.outcomes[item_id] = outcome
         entry.benchmark_versions.add(source_version(version))
+        entry.deltas[item_id] = delta
+        entry.templates[item_id] = template
     return dict(out)
 
 
@@ -211,6 +216,101 @@ def latest_repeat_group(con: duckdb.DuckDBPyConnection, snapshot_id: str) -> tup
         [snapshot_id],
     ).fetchone()
     return (row[0], row[1]) if row else None
+
+
+def existing_run_ids(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str]) -> set[str]:
+    """Which of ``run_ids`` are in the store (an import skips those)."""
+    ids = sorted(set(run_ids))
+    if not ids:
+        return set()
+    rows = con.execute("SELECT run_id FROM runs WHERE list_contains(?, run_id)", [ids]).fetchall()
+    return {r[0] for r in rows}
+
+
+def configuration_groups(
+    con: duckdb.DuckDBPyConnection, snapshot_id: str, metric: str | None = None
+) -> list[ConfigurationGroup]:
+    """The snapshot's complete runs grouped by measurement configuration, oldest group first.
+
+    Runs of one ``--repeat`` group join one configuration group even where their
+    recorded configuration would differ (it cannot, for runs the monitor scored). With
+    ``metric``, only runs of that metric.
+    """
+    ids = [
+        r[0]
+        for r in con.execute(
+            """
+            SELECT run_id FROM runs
+            WHERE snapshot_id = ? AND status = 'complete'
+              AND (CAST(? AS VARCHAR) IS NULL OR metric = CAST(? AS VARCHAR))
+            ORDER BY started_at, run_id
+            """,
+            [snapshot_id, metric, metric],
+        ).fetchall()
+    ]
+    members: list[list[StoredRun]] = []
+    by_key: dict[str, int] = {}
+    by_repeat: dict[str, int] = {}
+    for rid in ids:
+        r = run(con, rid)
+        key = r.configuration_key
+        idx = by_key.get(key)
+        if idx is None and r.repeat_group is not None:
+            idx = by_repeat.get(r.repeat_group)
+        if idx is None:
+            idx = len(members)
+            members.append([])
+        members[idx].append(r)
+        by_key.setdefault(key, idx)
+        if r.repeat_group is not None:
+            by_repeat.setdefault(r.repeat_group, idx)
+    return [
+        ConfigurationGroup(
+            snapshot_id=snapshot_id,
+            key=runs[0].configuration_key,
+            configuration=runs[0].configuration,
+            run_ids=tuple(r.run_id for r in runs),
+            started_at=tuple(r.started_at for r in runs),
+        )
+        for runs in members
+    ]
+
+
+def gate_history_run_ids(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
+    """Complete runs of ``run_id``'s snapshot and metric, other than itself: the history the
+    quality gate compares a run's coverage and refusal rates with."""
+    r = run(con, run_id)
+    rows = con.execute(
+        """
+        SELECT run_id FROM runs
+        WHERE snapshot_id = ? AND metric = ? AND status = 'complete' AND run_id <> ?
+        ORDER BY started_at, run_id
+        """,
+        [r.snapshot_id, r.metric, run_id],
+    ).fetchall()
+    return [row[0] for row in rows]
+
+
+def outcome_shares(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str]) -> list[OutcomeShares]:
+    """Per run and (benchmark, axis): items scored, decided, refused, ambiguous, other."""
+    ids = sorted(set(run_ids))
+    if not ids:
+        return []
+    rows = con.execute(
+        """
+        SELECT s.run_id, i.benchmark, i.axis, count(*),
+               count(*) FILTER (WHERE s.outcome IN ('stereo', 'anti')),
+               count(*) FILTER (WHERE s.outcome = 'refusal'),
+               count(*) FILTER (WHERE s.outcome = 'ambiguous'),
+               count(*) FILTER (WHERE s.outcome = 'other')
+        FROM scores AS s JOIN items AS i USING (item_id)
+        WHERE list_contains(?, s.run_id)
+        GROUP BY ALL
+        ORDER BY 1, 2, 3
+        """,
+        [ids],
+    ).fetchall()
+    return [OutcomeShares(*row) for row in rows]
 
 
 # --- what reports show ------------------------------------------------------------------

@@ -19,6 +19,8 @@ from monitor.store import codec, queries, reads
 from monitor.store.models import (
     AxisKey,
     AxisOutcomes,
+    ConfigurationGroup,
+    OutcomeShares,
     ResultFrames,
     StoredRun,
     TestTerms,
@@ -62,6 +64,21 @@ class StoreView:
 
     def latest_repeat_group(self, snapshot_id: str) -> tuple[str, str] | None:
         return reads.latest_repeat_group(self._con, snapshot_id)
+
+    def existing_run_ids(self, run_ids: Iterable[str]) -> set[str]:
+        return reads.existing_run_ids(self._con, run_ids)
+
+    def configuration_groups(
+        self, snapshot_id: str, metric: str | None = None
+    ) -> list[ConfigurationGroup]:
+        """Complete runs grouped by measurement configuration (repeat groups: ≥2 runs)."""
+        return reads.configuration_groups(self._con, snapshot_id, metric)
+
+    def gate_history_run_ids(self, run_id: str) -> list[str]:
+        return reads.gate_history_run_ids(self._con, run_id)
+
+    def outcome_shares(self, run_ids: Iterable[str]) -> list[OutcomeShares]:
+        return reads.outcome_shares(self._con, run_ids)
 
     # per-item and per-run results
     def axis_outcomes(self, run_id: str) -> dict[AxisKey, AxisOutcomes]:
