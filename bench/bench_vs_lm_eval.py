@@ -164,12 +164,13 @@ class LmEvalWorker:
             raise RuntimeError("lm-eval worker stopped:\n" + "\n".join(tail))
         return json.loads(line)
 
-    def run(self, limit: int | None = None) -> tuple[float, list[float]]:
+    def run(self, limit: int | None = None) -> tuple[float, float, list[float]]:
+        """(wall seconds, CPU seconds, log-prob per text) of one rolling pass."""
         assert self.proc.stdin is not None
         self.proc.stdin.write(json.dumps({"cmd": "run", "limit": limit}) + "\n")
         self.proc.stdin.flush()
         reply = self._reply()
-        return reply["seconds"], reply["logprobs"]
+        return reply["seconds"], reply["cpu_seconds"], reply["logprobs"]
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -220,18 +221,21 @@ def load_average() -> str:
 @dataclass
 class Contender:
     name: str
-    seconds: list[float] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)  # wall clock per round
+    cpu: list[float] = field(default_factory=list)  # CPU time of all threads per round
     executed: int = 0  # positions fed and projected per run
     useful: int = 0  # positions the task needs, without sharing or padding
 
 
-def timed_monitor(backend: HFCausalLM, items: list[Item], batch_size: int):
-    before = backend.stats.tokens_computed, backend.stats.padded_tokens
-    t = time.perf_counter()
+def timed_monitor(backend: HFCausalLM, items: list[Item], batch_size: int, c: Contender):
+    """One timed CLL run into ``c``; returns its rows."""
+    before = backend.stats.padded_tokens
+    t, cpu = time.perf_counter(), time.process_time()
     rows = score_items(backend, items, "cll", batch_size=batch_size)
-    seconds = time.perf_counter() - t
-    padded = backend.stats.padded_tokens - before[1]
-    return seconds, rows, padded
+    c.seconds.append(time.perf_counter() - t)
+    c.cpu.append(time.process_time() - cpu)
+    c.executed = backend.stats.padded_tokens - before
+    return rows
 
 
 def compare_rows(a: list[ScoreRow], b: list[ScoreRow]) -> tuple[float, float, int, int]:
@@ -273,11 +277,16 @@ def main() -> int:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--limit", type=int, default=None, help="items per benchmark")
     parser.add_argument(
+        "--threads", type=int, default=None, help="torch threads for both (default: torch's)"
+    )
+    parser.add_argument(
         "--datasets",
         type=Path,
         default=Path(os.environ.get("MONITOR_TEST_DATASETS", REPO.parent / "shared" / "datasets")),
     )
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     print(f"load average at start (1/5/15 min): {load_average()}", flush=True)
     cache = paths.cache_root()
@@ -315,9 +324,9 @@ def measure(args, backend: HFCausalLM, unshared: HFCausalLM, items, worker) -> i
     # monitor: every unique request it answers (sentences and priors), as sent.
     planner = make_planner("cll", backend)
     requests = list(dict.fromkeys(r for it in items for r in planner.plan(it).requests))
-    mon = Contender("monitor (cll: sentences + priors, prefix sharing)")
-    lme = Contender(f"lm-eval loglikelihood_rolling, batch {args.batch_size} (sentences)")
-    old = Contender("monitor, prefix sharing off (padded batches)")
+    mon = Contender("monitor: cll, sentences + priors, shared prefixes")
+    lme = Contender(f"lm-eval: rolling, batch {args.batch_size}, sentences only")
+    old = Contender("monitor: same, prefix sharing off (padded)")
     mon.useful = old.useful = sum(len(r) - 1 for r in requests)
     lme.useful = sum(worker.info["token_counts"])
     lme.executed = lm_eval_positions(worker.info["token_counts"], args.batch_size)
@@ -334,18 +343,16 @@ def measure(args, backend: HFCausalLM, unshared: HFCausalLM, items, worker) -> i
     lm_values: list[list[float]] = []
     for r in range(args.rounds):
         print(f"round {r + 1}/{args.rounds}, load average {load_average()}", flush=True)
-        seconds, rows, mon.executed = timed_monitor(backend, items, args.batch_size)
-        mon.seconds.append(seconds)
-        runs["monitor"].append(rows)
-        seconds, values = worker.run()
+        runs["monitor"].append(timed_monitor(backend, items, args.batch_size, mon))
+        seconds, cpu, values = worker.run()
         lme.seconds.append(seconds)
+        lme.cpu.append(cpu)
         lm_values.append(values)
-        seconds, rows, old.executed = timed_monitor(unshared, items, args.batch_size)
-        old.seconds.append(seconds)
-        runs["unshared"].append(rows)
+        runs["unshared"].append(timed_monitor(unshared, items, args.batch_size, old))
         print(
-            f"  monitor {mon.seconds[-1]:.1f} s, lm-eval {lme.seconds[-1]:.1f} s, "
-            f"unshared {old.seconds[-1]:.1f} s",
+            f"  monitor {mon.seconds[-1]:.1f} s ({mon.cpu[-1]:.1f} s CPU), lm-eval "
+            f"{lme.seconds[-1]:.1f} s ({lme.cpu[-1]:.1f}), unshared {old.seconds[-1]:.1f} s "
+            f"({old.cpu[-1]:.1f})",
             flush=True,
         )
     print(f"load average at end: {load_average()}")
@@ -355,20 +362,28 @@ def measure(args, backend: HFCausalLM, unshared: HFCausalLM, items, worker) -> i
         f"{peak_model:.0f} GFLOP/s (256x576 @ 576x1536, the model's MLP shape)"
     )
     flop = 2 * params
-    header = f"{'':<58}{'median s':>9}{'min s':>8}{'positions':>11}{'GFLOP/s':>9}{'useful':>8}"
-    print(header)
+    header = (
+        f"{'':<52}{'wall s':>8}{'min':>7}{'CPU s':>7}{'positions':>11}{'GFLOP/s':>9}{'useful':>8}"
+    )
+    print(header + "  (medians over rounds)")
     for c in (mon, lme, old):
         med = statistics.median(c.seconds)
         print(
-            f"{c.name:<58}{med:>9.1f}{min(c.seconds):>8.1f}{c.executed:>11,}"
-            f"{flop * c.executed / med / 1e9:>9.0f}{flop * c.useful / med / 1e9:>8.0f}"
+            f"{c.name:<52}{med:>8.1f}{min(c.seconds):>7.1f}{statistics.median(c.cpu):>7.1f}"
+            f"{c.executed:>11,}{flop * c.executed / med / 1e9:>9.0f}"
+            f"{flop * c.useful / med / 1e9:>8.0f}"
         )
     ratio = statistics.median(lme.seconds) / statistics.median(mon.seconds)
     per_round = ", ".join(f"{b / a:.2f}" for a, b in zip(mon.seconds, lme.seconds, strict=True))
-    print(f"\nlm-eval / monitor time: {ratio:.2f}x (median; per round {per_round})")
+    cpu_ratio = statistics.median(lme.cpu) / statistics.median(mon.cpu)
     print(
-        f"unshared / monitor time: "
-        f"{statistics.median(old.seconds) / statistics.median(mon.seconds):.2f}x"
+        f"\nlm-eval / monitor: {ratio:.2f}x wall clock (median; per round {per_round}), "
+        f"{cpu_ratio:.2f}x CPU time"
+    )
+    print(
+        f"unshared / monitor: "
+        f"{statistics.median(old.seconds) / statistics.median(mon.seconds):.2f}x wall clock, "
+        f"{statistics.median(old.cpu) / statistics.median(mon.cpu):.2f}x CPU time"
     )
     print(
         f"GFLOP/s: positions fed and projected x 2 x {params / 1e6:.1f}M / median seconds; "

@@ -5,7 +5,8 @@ JSON object per line, so that the benchmark can interleave it with the monitor w
 timing a process start or a model load:
 
 * ``{"cmd": "run", "limit": N}``: ``loglikelihood_rolling`` over the first N texts (all
-  when N is null); replies ``{"seconds": ..., "logprobs": [...]}``;
+  when N is null); replies ``{"seconds": ..., "cpu_seconds": ..., "logprobs": [...]}``
+  (wall clock, and CPU time of the process's threads);
 * ``{"cmd": "quit"}``.
 
 The texts come from a JSON file the benchmark writes (benchmark sentences: never printed
@@ -58,10 +59,14 @@ def main() -> int:
         if cmd["cmd"] == "quit":
             break
         batch = requests[: cmd.get("limit")]
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         values = lm.loglikelihood_rolling(batch, disable_tqdm=True)
-        seconds = time.perf_counter() - t
-        print(json.dumps({"seconds": seconds, "logprobs": [float(v) for v in values]}), flush=True)
+        reply = {
+            "seconds": time.perf_counter() - t,
+            "cpu_seconds": time.process_time() - cpu,
+            "logprobs": [float(v) for v in values],
+        }
+        print(json.dumps(reply), flush=True)
     return 0
 
 

@@ -10,7 +10,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from _models import CORPUS, hand_causal_logprobs, one_thread, smollm2, tiny_bpe_tokenizer
+from _models import (
+    CORPUS,
+    hand_causal_logprobs,
+    one_thread,
+    smollm2,
+    tiny_bert,
+    tiny_bpe_tokenizer,
+)
 from transformers import (
     Gemma3ForCausalLM,
     Gemma3TextConfig,
@@ -29,6 +36,7 @@ from monitor.benchmarks.fetch import fetch
 from monitor.benchmarks.load import load_benchmarks
 from monitor.benchmarks.manifest import load_manifest
 from monitor.scoring import score_items
+from monitor.scoring.score import scoring_provenance
 
 # Pairs that agree up to a differing word, the target-word priors a CLL plan asks for,
 # a sentence that is a prefix of another, a duplicate, and plain corpus sentences.
@@ -164,6 +172,8 @@ def test_scoring_options_record_the_choice() -> None:
         "attn_implementation": "sdpa",
     }
     assert padded.scoring_options()["prefix_sharing"] is False
+    assert scoring_provenance(shared) == {"chunk_requests": 128, **shared.scoring_options()}
+    assert scoring_provenance(tiny_bert(), chunk_requests=8) == {"chunk_requests": 8}
 
 
 AXES = ["bhed-caste", "bhed-religion", "bhed-gender", "bhed-race"]
