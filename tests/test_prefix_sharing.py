@@ -32,11 +32,13 @@ from transformers import (
 )
 
 from monitor.backends.hf_causal import PREFIX_SHARING_MODEL_TYPES, HFCausalLM
+from monitor.backends.loading import load_backend
 from monitor.benchmarks.fetch import fetch
 from monitor.benchmarks.load import load_benchmarks
 from monitor.benchmarks.manifest import load_manifest
 from monitor.scoring import score_items
 from monitor.scoring.score import scoring_provenance
+from monitor.snapshots.registry import load_snapshots
 
 # Pairs that agree up to a differing word, the target-word priors a CLL plan asks for,
 # a sentence that is a prefix of another, a duplicate, and plain corpus sentences.
@@ -206,3 +208,17 @@ def test_smollm2_shared_equals_padded_on_all_four_axes(shared_datasets, tmp_path
     assert sum(x.outcome != y.outcome for x, y in zip(a, b, strict=True)) == 0
     assert gaps.max() <= 2e-4
     assert (gaps > 1e-4).sum() <= 3
+
+
+@pytest.mark.slow
+def test_load_backend_passes_the_choice_on(session_cache) -> None:
+    snapshot = load_snapshots()["smollm2-135m-instruct-q4"]
+    default = load_backend(snapshot, device="cpu", dtype="float32", cache_dir=session_cache)
+    off = load_backend(
+        snapshot, device="cpu", dtype="float32", cache_dir=session_cache, prefix_sharing=False
+    )
+    assert default.scoring_options()["prefix_sharing"] is True
+    assert off.scoring_options()["prefix_sharing"] is False
+    seqs = _ids(default, TEXTS[:4])
+    for a, b in zip(default.token_logprobs(seqs), off.token_logprobs(seqs), strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-4, rtol=0)

@@ -134,10 +134,12 @@ def load_backend(
     dtype: str = "auto",
     cache_dir: Path | None = None,
     on_event: EventSink | None = None,
+    prefix_sharing: bool = True,
 ):
     """An :class:`HFCausalLM` (kind hf-causal), :class:`HFMaskedLM` (kind hf-mlm) or
     :class:`OpenAICompletionsLM` (kind openai-completions: a remote server, so ``device``,
-    ``dtype`` and ``cache_dir`` do not apply).
+    ``dtype`` and ``cache_dir`` do not apply). ``prefix_sharing=False`` makes a causal
+    model pad every sequence on its own row (see ``HFCausalLM``).
 
     Raises ``SnapshotUnavailable`` when the weights cannot be had here, so a run over
     several snapshots can skip this one and go on.
@@ -150,9 +152,18 @@ def load_backend(
         snapshot, device=device, dtype=dtype, cache_dir=cache_dir, on_event=on_event
     )
     if snapshot.kind == "hf-causal":
-        from monitor.backends.hf_causal import HFCausalLM as backend_cls
-    else:
-        from monitor.backends.hf_mlm import HFMaskedLM as backend_cls
-    return backend_cls(
+        from monitor.backends.hf_causal import HFCausalLM
+
+        return HFCausalLM(
+            loaded.model,
+            loaded.tokenizer,
+            name=snapshot.id,
+            device=loaded.device,
+            dtype=loaded.dtype,
+            prefix_sharing=prefix_sharing,
+        )
+    from monitor.backends.hf_mlm import HFMaskedLM
+
+    return HFMaskedLM(
         loaded.model, loaded.tokenizer, name=snapshot.id, device=loaded.device, dtype=loaded.dtype
     )
