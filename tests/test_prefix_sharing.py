@@ -170,7 +170,7 @@ def test_scoring_options_record_the_choice() -> None:
         "backend": "hf-causal",
         "prefix_sharing": True,
         "batch_size": 16,
-        "max_batch_tokens": None,
+        "max_batch_tokens": 512,
         "attn_implementation": "sdpa",
     }
     assert padded.scoring_options()["prefix_sharing"] is False
