@@ -44,8 +44,10 @@ test: install
 lint: install
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/lint-imports
 
+# The monitor against lm-evaluation-harness (installed once into its own venv under
+# $(MONITOR_CACHE_DIR)/bench), interleaved; bench/bench_scoring.py is run by hand.
 bench: install
-	$(BIN)/python bench/bench_scoring.py
+	$(BIN)/python bench/bench_vs_lm_eval.py
 
 # Regenerate the lock files after changing pyproject.toml (needs PyPI).
 lock: install

@@ -8,11 +8,13 @@ the same ``finish``); only the way log-probs are obtained differs:
   log-softmax runs in float64: in float32 its own normaliser drifts by up to 2.4e-4
   nats over a long sentence (measured against a float64 model), more than the batched
   path's 5e-5, and the comparison must measure the batched path, not the reference;
-* batched: ``monitor.scoring.score_items`` (length-sorted batches, shared requests
-  computed once, per-position logsumexp).
+* batched: ``monitor.scoring.score_items`` (shared requests computed once, each forward
+  pass one prefix tree so shared prefixes are computed once, per-position logsumexp).
 
 The two are interleaved per benchmark so that a change in machine load hits both.
 Prints rates, the speed-up, the largest differences and how many item outcomes differ.
+The side-by-side comparison with lm-evaluation-harness is ``bench_vs_lm_eval.py``
+(``make bench``); this one is run by hand.
 The target is per-sequence log-prob sums within 1e-4 nats. Where a value misses it, the
 script asks a float64 copy of the model for the exact value, to show which path is off:
 SmolLM2's residual stream carries activations of ~2.5e4 after the BOS token, so float32

@@ -44,6 +44,15 @@ class CausalLM(Protocol):
 
 
 @runtime_checkable
+class HasScoringOptions(Protocol):
+    """A backend whose own choices decide which float operations compute a score (prefix
+    sharing, batch shape, attention kernel). A run stores them with its environment, so
+    two runs that differ in them are told apart rather than read as a model change."""
+
+    def scoring_options(self) -> dict[str, object]: ...
+
+
+@runtime_checkable
 class MaskedLM(Protocol):
     """A masked LM scored with All Unmasked Likelihood (AUL)."""
 

@@ -142,8 +142,11 @@ def load_causal_lm(
     dtype: str = "auto",
     cache_dir: Path | None = None,
     on_event: EventSink | None = None,
+    prefix_sharing: bool = True,
 ):
     """The backend of kind ``hf-causal``: an :class:`HFCausalLM` on verified weights.
+    ``prefix_sharing=False`` makes it pad every sequence on its own row (see
+    ``HFCausalLM``); shared prefixes are computed once otherwise.
 
     Raises ``SnapshotUnavailable`` when the weights cannot be had here, so a run over
     several snapshots can skip this one and go on.
@@ -154,7 +157,12 @@ def load_causal_lm(
         snapshot, device=device, dtype=dtype, cache_dir=cache_dir, on_event=on_event
     )
     return HFCausalLM(
-        loaded.model, loaded.tokenizer, name=snapshot.id, device=loaded.device, dtype=loaded.dtype
+        loaded.model,
+        loaded.tokenizer,
+        name=snapshot.id,
+        device=loaded.device,
+        dtype=loaded.dtype,
+        prefix_sharing=prefix_sharing,
     )
 
 

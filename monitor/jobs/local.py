@@ -15,6 +15,7 @@ from monitor.jobs.run_record import fingerprint, new_repeat_group, new_run_recor
 from monitor.provenance import environment
 from monitor.scoring import score_items
 from monitor.scoring.coverage import unsupported
+from monitor.scoring.score import scoring_provenance
 
 
 def score_snapshot(ctx: JobContext) -> list[RunOutcome]:
@@ -59,7 +60,11 @@ def score_snapshot(ctx: JobContext) -> list[RunOutcome]:
                 # What was used, also when the backend's default was: "None" would not
                 # say how the scores were batched (float32 results depend on it).
                 batch_size=options.batch_size or getattr(backend, "batch_size", None),
-                environment=environment(backend.device),
+                # Prefix sharing, chunking and batch shape decide the last bits of a score.
+                environment={
+                    **environment(backend.device),
+                    "scoring": scoring_provenance(backend),
+                },
                 origin=ctx.kind.origin,
             ),
         )

@@ -10,7 +10,11 @@ Why the work is cut the way it is:
   Running a benchmark alone, together with others, or resumed after a kill therefore
   gives bit-identical scores (same model, device, dtype and batch size).
 * **Nothing is computed twice.** Identical requests (a target word's prior, a repeated
-  sentence) are asked once per benchmark.
+  sentence) are asked once per benchmark. Shared *prefixes* are the backend's business
+  (the local causal backend lays each forward pass out as a prefix tree); the
+  length-sorted chunks already keep a pair's two sentences, whose lengths differ by a
+  token or two, in one call: on the four Indian-BhED axes they keep 90% of the sharing a
+  single tree per benchmark would find, and a pair-aware order gained 1% more.
 * **A kill loses little.** Chunks run shortest first, so the short target priors come
   first and items then finish as the chunks holding their sentences complete; finished
   rows go to ``on_batch`` after each chunk. A resumed run skips every chunk that no
@@ -25,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from monitor.backends.base import HasScoringOptions
 from monitor.benchmarks.items import Item
 from monitor.records import ScoreRow
 from monitor.scoring.panel import make_panel_planner
@@ -42,6 +47,15 @@ class ScoringStats:
     requests_planned: int = 0
     requests_sent: int = 0
     backend_calls: int = 0
+
+
+def scoring_provenance(backend, chunk_requests: int = DEFAULT_CHUNK_REQUESTS) -> dict:
+    """What decides the float operations behind this run's scores beyond model, device and
+    dtype, for the run's environment (``environment["scoring"]``): how requests are cut
+    into backend calls, and the backend's own choices (prefix sharing, batch size, ...)
+    where it has any. Two runs that differ here may differ in the last bits of a score."""
+    options = backend.scoring_options() if isinstance(backend, HasScoringOptions) else {}
+    return {"chunk_requests": chunk_requests, **options}
 
 
 def _ask(backend, requests: list[Request], batch_size: int | None) -> list[np.ndarray]:

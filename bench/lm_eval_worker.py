@@ -1,0 +1,74 @@
+"""The lm-evaluation-harness side of ``bench_vs_lm_eval.py``, run in lm-eval's own venv.
+
+It loads the model once with lm-eval's ``HFLM`` and then answers commands on stdin, one
+JSON object per line, so that the benchmark can interleave it with the monitor without
+timing a process start or a model load:
+
+* ``{"cmd": "run", "limit": N}``: ``loglikelihood_rolling`` over the first N texts (all
+  when N is null); replies ``{"seconds": ..., "cpu_seconds": ..., "logprobs": [...]}``
+  (wall clock, and CPU time of the process's threads);
+* ``{"cmd": "quit"}``.
+
+The texts come from a JSON file the benchmark writes (benchmark sentences: never printed
+here). Replies go to stdout; lm-eval's own progress bars go to stderr. Imports nothing
+from the monitor: it runs in a different virtualenv.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pretrained", required=True, help="model folder (safetensors)")
+    parser.add_argument("--texts", required=True, help="JSON list of strings")
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--threads", type=int, required=True)
+    args = parser.parse_args()
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    from lm_eval.api.instance import Instance
+    from lm_eval.models.huggingface import HFLM
+
+    with open(args.texts, encoding="utf-8") as fh:
+        texts = json.load(fh)
+    t0 = time.perf_counter()
+    lm = HFLM(pretrained=args.pretrained, device="cpu", dtype="float32", batch_size=args.batch_size)
+    requests = [
+        Instance(request_type="loglikelihood_rolling", doc={}, arguments=(t,), idx=i)
+        for i, t in enumerate(texts)
+    ]
+    reply = {
+        "ready": True,
+        "load_seconds": time.perf_counter() - t0,
+        "prefix_token_id": lm.prefix_token_id,
+        "max_length": lm.max_length,
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "token_counts": [len(lm.tok_encode(t)) for t in texts],
+    }
+    print(json.dumps(reply), flush=True)
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        if cmd["cmd"] == "quit":
+            break
+        batch = requests[: cmd.get("limit")]
+        t, cpu = time.perf_counter(), time.process_time()
+        values = lm.loglikelihood_rolling(batch, disable_tqdm=True)
+        reply = {
+            "seconds": time.perf_counter() - t,
+            "cpu_seconds": time.process_time() - cpu,
+            "logprobs": [float(v) for v in values],
+        }
+        print(json.dumps(reply), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

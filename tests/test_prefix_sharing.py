@@ -1,0 +1,224 @@
+"""Prefix sharing in HFCausalLM: the same log-probs as the padded path, with less work.
+
+Tiny random models of every allow-listed architecture (each attention implementation
+that takes a custom mask) are checked token by token against the padded path and the
+hand loop; the real SmolLM2 is checked per item on all four Indian-BhED axes (slow).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from _models import (
+    CORPUS,
+    hand_causal_logprobs,
+    one_thread,
+    smollm2,
+    tiny_bert,
+    tiny_bpe_tokenizer,
+)
+from transformers import (
+    Gemma3ForCausalLM,
+    Gemma3TextConfig,
+    GPT2Config,
+    GPT2LMHeadModel,
+    LlamaConfig,
+    LlamaForCausalLM,
+    MistralConfig,
+    MistralForCausalLM,
+    OPTConfig,
+    OPTForCausalLM,
+)
+
+from monitor.backends.hf_causal import PREFIX_SHARING_MODEL_TYPES, HFCausalLM
+from monitor.backends.loading import load_backend
+from monitor.benchmarks.fetch import fetch
+from monitor.benchmarks.load import load_benchmarks
+from monitor.benchmarks.manifest import load_manifest
+from monitor.scoring import score_items
+from monitor.scoring.score import scoring_provenance
+from monitor.snapshots.registry import load_snapshots
+
+# Pairs that agree up to a differing word, the target-word priors a CLL plan asks for,
+# a sentence that is a prefix of another, a duplicate, and plain corpus sentences.
+TEXTS = [
+    "The doctor said that she would come",
+    "The doctor said that he would come",
+    "The nurse walked by the river",
+    "The pilot walked by the river",
+    " she",
+    " he",
+    " nurse",
+    "The doctor said",
+    "The doctor said that she would come",
+    *CORPUS,
+]
+
+WIDTH = {"hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 2}
+HEADS = {"num_attention_heads": 2, "num_key_value_heads": 1, "max_position_embeddings": 256}
+
+
+def _model(kind: str, vocab: int, attn: str, sliding_window: int | None = None):
+    """A two-layer random model of ``kind`` with a wide init, so log-probs differ."""
+    if kind == "llama":
+        config, cls = LlamaConfig(vocab_size=vocab, **WIDTH, **HEADS), LlamaForCausalLM
+    elif kind == "mistral":
+        config = MistralConfig(vocab_size=vocab, sliding_window=sliding_window, **WIDTH, **HEADS)
+        cls = MistralForCausalLM
+    elif kind == "gemma3_text":
+        config = Gemma3TextConfig(
+            vocab_size=vocab, head_dim=8, sliding_window=sliding_window or 512, **WIDTH, **HEADS
+        )
+        cls = Gemma3ForCausalLM
+    elif kind == "gpt2":
+        config = GPT2Config(vocab_size=vocab, n_embd=16, n_layer=2, n_head=2, n_positions=256)
+        cls = GPT2LMHeadModel
+    else:
+        config = OPTConfig(
+            vocab_size=vocab, hidden_size=16, ffn_dim=32, num_hidden_layers=2,
+            num_attention_heads=2, word_embed_proj_dim=16,
+        )  # fmt: skip
+        cls = OPTForCausalLM
+    config.initializer_range = 0.5
+    config._attn_implementation = attn
+    torch.manual_seed(0)
+    return cls(config).eval()
+
+
+def _pair(kind: str, attn: str = "sdpa", sliding_window: int | None = None):
+    """(shared, unshared) backends over one tiny model."""
+    tok = tiny_bpe_tokenizer(None)
+    model = _model(kind, len(tok), attn, sliding_window)
+    return (
+        HFCausalLM(model, tok, name=f"tiny-{kind}"),
+        HFCausalLM(model, tok, name=f"tiny-{kind}", prefix_sharing=False),
+    )
+
+
+def _ids(backend: HFCausalLM, texts=TEXTS) -> list[list[int]]:
+    return [[backend.bos_token_id, *backend.encode(t, add_special_tokens=False)] for t in texts]
+
+
+@pytest.fixture(autouse=True)
+def _single_thread():
+    with one_thread():
+        yield
+
+
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])
+@pytest.mark.parametrize("kind", sorted(PREFIX_SHARING_MODEL_TYPES))
+def test_shared_equals_padded_and_hand_loop(kind: str, attn: str) -> None:
+    shared, padded = _pair(kind, attn)
+    assert shared.prefix_sharing and not padded.prefix_sharing
+    seqs = _ids(shared)
+    for batch_size in (16, 3):
+        shared.stats = type(shared.stats)()
+        padded.stats = type(padded.stats)()
+        got = shared.token_logprobs(seqs, batch_size=batch_size)
+        want = padded.token_logprobs(seqs, batch_size=batch_size)
+        for g, w, seq in zip(got, want, seqs, strict=True):
+            assert g.dtype == np.float64 and len(g) == len(seq) - 1
+            np.testing.assert_allclose(g, w, atol=1e-5, rtol=0)
+        for g, seq in zip(got, seqs, strict=True):
+            np.testing.assert_allclose(g, hand_causal_logprobs(shared, seq), atol=1e-4, rtol=0)
+        # Less work: shared prefixes (every BOS, the pairs' openings) and every
+        # sequence's last token are not fed, and nothing is padded.
+        s, p = shared.stats, padded.stats
+        assert s.sequences_computed == p.sequences_computed == len(seqs) - 1  # a duplicate
+        assert s.tokens_computed == s.padded_tokens == s.logit_rows
+        assert s.tokens_computed < p.tokens_computed - p.sequences_computed < p.padded_tokens
+        if batch_size == 16:  # one tree: 166 positions against 212 (tiny BPE)
+            assert s.tokens_computed <= 0.8 * (p.tokens_computed - p.sequences_computed)
+
+
+def test_same_sequences_give_the_same_bits_whatever_their_order() -> None:
+    shared, _ = _pair("llama")
+    seqs = _ids(shared)
+    first = shared.token_logprobs(seqs, batch_size=64)
+    again = shared.token_logprobs(list(reversed(seqs)), batch_size=64)[::-1]
+    for a, b in zip(first, again, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_sequences_longer_than_a_sliding_window_take_the_padded_path() -> None:
+    """A custom mask replaces the model's sliding window, so such passes are padded."""
+    shared, padded = _pair("mistral", sliding_window=6)
+    short = [s for s in _ids(shared) if len(s) <= 6]
+    long = [s for s in _ids(shared) if len(s) > 6]
+    assert short and long
+    shared.token_logprobs(short, batch_size=64)
+    assert shared.stats.tokens_computed == shared.stats.padded_tokens  # a tree
+    got = shared.token_logprobs(long, batch_size=64)
+    assert shared.stats.padded_tokens > shared.stats.tokens_computed  # padded
+    for g, w in zip(got, padded.token_logprobs(long, batch_size=64), strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_other_architectures_keep_the_padded_path() -> None:
+    shared, _ = _pair("opt")
+    assert not shared.prefix_sharing
+    assert shared.scoring_options()["prefix_sharing"] is False
+    seqs = _ids(shared, TEXTS[:4])
+    for g, seq in zip(shared.token_logprobs(seqs), seqs, strict=True):
+        np.testing.assert_allclose(g, hand_causal_logprobs(shared, seq), atol=1e-4, rtol=0)
+
+
+def test_scoring_options_record_the_choice() -> None:
+    shared, padded = _pair("llama")
+    assert shared.scoring_options() == {
+        "backend": "hf-causal",
+        "prefix_sharing": True,
+        "batch_size": 16,
+        "max_batch_tokens": 512,
+        "attn_implementation": "sdpa",
+    }
+    assert padded.scoring_options()["prefix_sharing"] is False
+    assert scoring_provenance(shared) == {"chunk_requests": 128, **shared.scoring_options()}
+    assert scoring_provenance(tiny_bert(), chunk_requests=8) == {"chunk_requests": 8}
+
+
+AXES = ["bhed-caste", "bhed-religion", "bhed-gender", "bhed-race"]
+
+
+@pytest.mark.slow
+def test_smollm2_shared_equals_padded_on_all_four_axes(shared_datasets, tmp_path) -> None:
+    """Per item, on every item of the four axes: log-prob sums within 1e-4 nats of the
+    padded path (float32 rounding: a few sums differ by up to 2e-4, where a float64 copy
+    of the model shows both paths off by as much; see bench/bench_vs_lm_eval.py) and
+    no outcome flips."""
+    manifest = load_manifest()
+    fetch(manifest, AXES, from_dir=shared_datasets, data_dir=tmp_path)
+    items = [
+        it for b in load_benchmarks(AXES, data_dir=tmp_path, manifest=manifest) for it in b.items
+    ]
+    shared = smollm2()
+    assert shared.prefix_sharing
+    padded = HFCausalLM(shared.model, shared.tokenizer, name=shared.name, prefix_sharing=False)
+    a = score_items(shared, items, "cll", batch_size=16)
+    b = score_items(padded, items, "cll", batch_size=16)
+    gaps = np.array(
+        [
+            abs(getattr(x, f) - getattr(y, f))
+            for x, y in zip(a, b, strict=True)
+            for f in ("lp_stereo", "lp_anti", "prior_stereo", "prior_anti")
+        ]
+    )
+    assert len(a) == 771
+    assert sum(x.outcome != y.outcome for x, y in zip(a, b, strict=True)) == 0
+    assert gaps.max() <= 2e-4
+    assert (gaps > 1e-4).sum() <= 3
+
+
+@pytest.mark.slow
+def test_load_backend_passes_the_choice_on(session_cache) -> None:
+    snapshot = load_snapshots()["smollm2-135m-instruct-q4"]
+    default = load_backend(snapshot, device="cpu", dtype="float32", cache_dir=session_cache)
+    off = load_backend(
+        snapshot, device="cpu", dtype="float32", cache_dir=session_cache, prefix_sharing=False
+    )
+    assert default.scoring_options()["prefix_sharing"] is True
+    assert off.scoring_options()["prefix_sharing"] is False
+    seqs = _ids(default, TEXTS[:4])
+    for a, b in zip(default.token_logprobs(seqs), off.token_logprobs(seqs), strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-4, rtol=0)
