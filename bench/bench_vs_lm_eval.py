@@ -61,8 +61,9 @@ sys.path.insert(0, str(REPO))
 
 from monitor import paths  # noqa: E402
 from monitor.backends.hf_causal import HFCausalLM  # noqa: E402
-from monitor.backends.loading import load_backend, model_folder  # noqa: E402
+from monitor.backends.loading import model_folder  # noqa: E402
 from monitor.benchmarks.items import Item  # noqa: E402
+from monitor.kinds import load_backend  # noqa: E402
 from monitor.records import ScoreRow  # noqa: E402
 from monitor.scoring import score_items  # noqa: E402
 from monitor.scoring.requests import make_planner  # noqa: E402

@@ -32,10 +32,10 @@ from transformers import (
 )
 
 from monitor.backends.hf_causal import PREFIX_SHARING_MODEL_TYPES, HFCausalLM
-from monitor.backends.loading import load_backend
 from monitor.benchmarks.fetch import fetch
 from monitor.benchmarks.load import load_benchmarks
 from monitor.benchmarks.manifest import load_manifest
+from monitor.kinds import load_backend
 from monitor.scoring import score_items
 from monitor.scoring.score import scoring_provenance
 from monitor.snapshots.registry import load_snapshots
