@@ -5,7 +5,7 @@ folder the monitor itself loads), the same sentences (both sentences of every it
 the four Indian-BhED axes), the same thread count, CPU, fp32:
 
 * **monitor**: ``score_items(..., "cll", batch_size=16)``: the sentences *and* every
-  target-word prior, prefix sharing on (the default);
+  target-word prior, prefix sharing on (``prefix_sharing=True``; off by default);
 * **lm-eval**: lm-evaluation-harness (pinned below, in its own virtualenv under
   ``$MONITOR_CACHE_DIR/bench``, created on first use) ``HFLM.loglikelihood_rolling`` at
   batch size 16 over the sentences alone, kept loaded in a worker process
@@ -294,7 +294,9 @@ def main() -> int:
     python = lm_eval_python(cache)
     snapshot = load_snapshots()[SNAPSHOT]
     folder = model_folder(snapshot, cache_dir=cache).folder
-    backend = load_backend(snapshot, device="cpu", dtype="float32", cache_dir=cache)
+    backend = load_backend(
+        snapshot, device="cpu", dtype="float32", cache_dir=cache, prefix_sharing=True
+    )
     unshared = HFCausalLM(backend.model, backend.tokenizer, name=backend.name, prefix_sharing=False)
     items = load_items(args.datasets, args.limit)
     texts = [t for it in items for t in (it.text_stereo, it.text_anti)]

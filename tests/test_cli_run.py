@@ -90,7 +90,10 @@ def test_run_scores_stores_and_shows(monitor_env: Path) -> None:
     )
     assert {e["reason"] for e in shown["exclusions"]} == {"duplicate"}
     # The caste score with its neutral control and the metric panel beside it.
-    (ctx,) = shown["context"]
+    # Religion has the metric panel beside it but no neutral control.
+    ctx, religion = sorted(shown["context"], key=lambda c: c["benchmark"])
+    assert religion["benchmark"] == "bhed-religion" and religion["control"] is None
+    assert set(religion["panel"]) == {"cll", "cll-reference", "ull"}
     assert (ctx["benchmark"], ctx["control_benchmark"]) == ("bhed-caste", "bhed-neutral")
     assert set(ctx["panel"]) == {"cll", "cll-reference", "ull"} and ctx["agreement"]["n"] == 106
     assert shown["validations"][0]["success"] is True

@@ -91,7 +91,7 @@ def _pair(kind: str, attn: str = "sdpa", sliding_window: int | None = None):
     tok = tiny_bpe_tokenizer(None)
     model = _model(kind, len(tok), attn, sliding_window)
     return (
-        HFCausalLM(model, tok, name=f"tiny-{kind}"),
+        HFCausalLM(model, tok, name=f"tiny-{kind}", prefix_sharing=True),
         HFCausalLM(model, tok, name=f"tiny-{kind}", prefix_sharing=False),
     )
 
@@ -182,6 +182,11 @@ AXES = ["bhed-caste", "bhed-religion", "bhed-gender", "bhed-race"]
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 14 open: with cll v3's priors the tree path is up to 6.8e-4 nats off the "
+    "padded one (float32), so prefix sharing stays off by default",
+)
 def test_smollm2_shared_equals_padded_on_all_four_axes(shared_datasets, tmp_path) -> None:
     """Per item, on every item of the four axes: log-prob sums within 1e-4 nats of the
     padded path (float32 rounding: a few sums differ by up to 2e-4, where a float64 copy
@@ -192,9 +197,9 @@ def test_smollm2_shared_equals_padded_on_all_four_axes(shared_datasets, tmp_path
     items = [
         it for b in load_benchmarks(AXES, data_dir=tmp_path, manifest=manifest) for it in b.items
     ]
-    shared = smollm2()
-    assert shared.prefix_sharing
-    padded = HFCausalLM(shared.model, shared.tokenizer, name=shared.name, prefix_sharing=False)
+    padded = smollm2()
+    assert not padded.prefix_sharing  # the default
+    shared = HFCausalLM(padded.model, padded.tokenizer, name=padded.name, prefix_sharing=True)
     a = score_items(shared, items, "cll", batch_size=16)
     b = score_items(padded, items, "cll", batch_size=16)
     gaps = np.array(
@@ -213,12 +218,12 @@ def test_smollm2_shared_equals_padded_on_all_four_axes(shared_datasets, tmp_path
 @pytest.mark.slow
 def test_load_backend_passes_the_choice_on(session_cache) -> None:
     snapshot = load_snapshots()["smollm2-135m-instruct-q4"]
-    default = load_backend(snapshot, device="cpu", dtype="float32", cache_dir=session_cache)
-    off = load_backend(
-        snapshot, device="cpu", dtype="float32", cache_dir=session_cache, prefix_sharing=False
+    off = load_backend(snapshot, device="cpu", dtype="float32", cache_dir=session_cache)
+    on = load_backend(
+        snapshot, device="cpu", dtype="float32", cache_dir=session_cache, prefix_sharing=True
     )
-    assert default.scoring_options()["prefix_sharing"] is True
-    assert off.scoring_options()["prefix_sharing"] is False
-    seqs = _ids(default, TEXTS[:4])
-    for a, b in zip(default.token_logprobs(seqs), off.token_logprobs(seqs), strict=True):
+    assert on.scoring_options()["prefix_sharing"] is True
+    assert off.scoring_options()["prefix_sharing"] is False  # the default
+    seqs = _ids(on, TEXTS[:4])
+    for a, b in zip(on.token_logprobs(seqs), off.token_logprobs(seqs), strict=True):
         np.testing.assert_allclose(a, b, atol=1e-4, rtol=0)

@@ -190,6 +190,7 @@ def _associations(report: ReportInput, max_rows: int) -> list[str]:
                 f"{verdict} |"
             )
         lines.append("")
+    return lines
 
 
 MAX_SUMMARIES = 12  # comparisons explained in words; drifts and configuration changes first
