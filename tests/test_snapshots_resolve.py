@@ -281,7 +281,9 @@ def test_locally_cached_hub_commit_needs_no_network(empty_hub_cache):
     assert loaded.tokenizer.pad_token == "[PAD]"
 
 
-def test_pickle_only_weights_are_used_with_a_note(empty_hub_cache):
+def test_pickle_only_weights_are_refused_not_loaded(empty_hub_cache):
+    """Unpickling can run code: a repo with only pytorch_model.bin is skipped with the
+    reason, before anything is loaded (SECURITY.md)."""
     import torch
     from safetensors.torch import load_file
 
@@ -293,10 +295,10 @@ def test_pickle_only_weights_are_used_with_a_note(empty_hub_cache):
     torch.save(load_file(folder / "model.safetensors"), folder / "pytorch_model.bin")
     (folder / "model.safetensors").unlink()
     snap = _hub_snapshot("bias-monitor-test/tiny-bert-bin", revision)
-    weights = resolve_weights(snap)
-    assert any("pickle" in note for note in weights.notes)
-    loaded = load_model_and_tokenizer(snap, device="cpu", masked=True)
-    assert type(loaded.model).__name__ == "BertForMaskedLM"
+    with pytest.raises(SnapshotUnavailable, match=r"only pickle .*safetensors or GGUF only"):
+        resolve_weights(snap)
+    with pytest.raises(SnapshotUnavailable, match=r"only pickle"):
+        load_model_and_tokenizer(snap, device="cpu", masked=True)
 
 
 def test_cached_folder_without_weights_is_not_used(empty_hub_cache):

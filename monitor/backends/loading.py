@@ -122,7 +122,10 @@ def load_model_and_tokenizer(
     try:
         tokenizer = AutoTokenizer.from_pretrained(weights.folder, trust_remote_code=False)
         model = auto_cls.from_pretrained(
-            weights.folder, dtype=getattr(torch, dt), trust_remote_code=False
+            weights.folder,
+            dtype=getattr(torch, dt),
+            trust_remote_code=False,
+            use_safetensors=True,  # never unpickle: SECURITY.md
         )
     except (OSError, ValueError) as exc:
         raise SnapshotUnavailable(

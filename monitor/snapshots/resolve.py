@@ -313,51 +313,47 @@ _SAFETENSORS = re.compile(r"^[^/]+\.safetensors$|^model\.safetensors\.index\.jso
 _PICKLE = re.compile(r"^pytorch_model[^/]*\.bin$|^pytorch_model\.bin\.index\.json$")
 
 
-def _pick_files(names: list[str]) -> tuple[list[str], str | None]:
-    """Files to download, and a note when only pickle weights exist."""
+# Pickle weights (``pytorch_model*.bin``) can run code when unpickled; they are refused,
+# never loaded (SECURITY.md: safetensors or GGUF only).
+PICKLE_REFUSED = (
+    "the repo has only pickle pytorch_model*.bin weights; the monitor loads safetensors "
+    "or GGUF only (unpickling can run code); use a revision or mirror with safetensors"
+)
+
+
+def _pick_files(names: list[str]) -> list[str]:
+    """Files to download: support files and safetensors weights (never pickle ones)."""
     support = [n for n in names if _SUPPORT_FILE.match(n)]
-    safetensors = [n for n in names if _SAFETENSORS.match(n)]
-    if safetensors:
-        return support + safetensors, None
-    pickle = [n for n in names if _PICKLE.match(n)]
-    if pickle:
-        return support + pickle, "no safetensors in the repo; loaded pickle .bin weights"
-    return support, None
+    return support + [n for n in names if _SAFETENSORS.match(n)]
 
 
-def _usable_folder(folder: Path) -> tuple[bool, str | None]:
-    """Whether a local snapshot folder has a config and complete weights."""
+def _usable_folder(folder: Path) -> tuple[bool, bool]:
+    """(whether a local snapshot folder has a config and complete safetensors weights,
+    whether it has pickle weights only)."""
     if not (folder / "config.json").is_file():
-        return False, None
+        return False, False
     names = [p.name for p in folder.iterdir()]
-    for index_name, note in (
-        ("model.safetensors.index.json", None),
-        ("pytorch_model.bin.index.json", "no safetensors in the repo; loaded pickle .bin weights"),
-    ):
-        index = folder / index_name
-        if index.is_file():
-            try:
-                shards = set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values())
-            except (OSError, ValueError, KeyError, AttributeError):
-                return False, None
-            return all((folder / s).is_file() for s in shards), note
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            shards = set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values())
+        except (OSError, ValueError, KeyError, AttributeError):
+            return False, False
+        return all((folder / s).is_file() for s in shards), False
     if any(_SAFETENSORS.match(n) for n in names):
-        return True, None
-    if any(_PICKLE.match(n) for n in names):
-        return True, "no safetensors in the repo; loaded pickle .bin weights"
-    return False, None
+        return True, False
+    return False, any(_PICKLE.match(n) for n in names)
 
 
 def _resolve_hub(snapshot: Snapshot, src: HubSource, emit: EventSink) -> ResolvedWeights:
     from huggingface_hub import HfApi, get_token, snapshot_download
 
-    def done(folder: Path, note: str | None) -> ResolvedWeights:
+    def done(folder: Path) -> ResolvedWeights:
         return ResolvedWeights(
             folder=folder,
             revision_label=snapshot.revision_label,
             origin="hf-hub",
             hub_revision=src.revision,
-            notes=(note,) if note else (),
         )
 
     def unavailable(reason: str) -> SnapshotUnavailable:
@@ -372,10 +368,12 @@ def _resolve_hub(snapshot: Snapshot, src: HubSource, emit: EventSink) -> Resolve
     except Exception:
         local = None
     if local is not None:
-        usable, note = _usable_folder(local)
+        usable, pickle_only = _usable_folder(local)
         if usable:
             emit(f"using local hub cache {local}")
-            return done(local, note)
+            return done(local)
+        if pickle_only:
+            raise unavailable(PICKLE_REFUSED)
 
     from huggingface_hub import constants
 
@@ -391,9 +389,11 @@ def _resolve_hub(snapshot: Snapshot, src: HubSource, emit: EventSink) -> Resolve
     except Exception as exc:
         raise unavailable(_reason(exc)) from exc
     names = [s.rfilename for s in (info.siblings or [])]
-    files, note = _pick_files(names)
-    if not any(_SAFETENSORS.match(n) or _PICKLE.match(n) for n in files):
-        raise unavailable("the repo has no safetensors or pytorch_model weights at its root")
+    files = _pick_files(names)
+    if not any(_SAFETENSORS.match(n) for n in files):
+        if any(_PICKLE.match(n) for n in names):
+            raise unavailable(PICKLE_REFUSED)
+        raise unavailable("the repo has no safetensors weights at its root")
     emit(f"downloading {len(files)} files of {src.repo}@{src.revision[:12]}")
     try:
         folder = Path(
@@ -404,7 +404,7 @@ def _resolve_hub(snapshot: Snapshot, src: HubSource, emit: EventSink) -> Resolve
     usable, _ = _usable_folder(folder)
     if not usable:
         raise unavailable(f"the download into {folder} is incomplete")
-    return done(folder, note)
+    return done(folder)
 
 
 def _reason(exc: Exception) -> str:
