@@ -224,7 +224,9 @@ def test_static_vectors_give_the_hand_computed_effect_size_and_show_in_drift_and
         screenshot(report_dir / "report.html", png, tmp / "profile")
         pixels = np.asarray(Image.open(png).convert("RGB"))
         assert near(pixels, FOREST, 12).sum() > 200, "no forest plot drawn"
-        assert near(pixels, LINE, 30).sum() > 300, "no pair trend drawn"
+        # April → July is a configuration change (model, API, prompt): the pair trend is
+        # two points with their intervals and a break between them, no connecting line.
+        assert near(pixels, LINE, 30).sum() > 100, "no pair trend drawn"
 
     # The vectors travel with the run: export, then merge into a fresh store.
     exported = cli(env, "export", out["run_id"], "--out", str(tmp / "exports")).stdout.strip()
