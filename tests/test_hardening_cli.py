@@ -179,7 +179,26 @@ def test_a_dtype_change_is_a_measurement_change():
 
 
 @pytest.fixture
-def readonly_dir():
+def reachable_code():
+    """Let the unprivileged user reach the checkout and its virtualenv: a clone in a 0700
+    folder (``mktemp -d``) is not. Adds traverse-only permission (o+x, no listing) to the
+    ancestors that lack it, for this test only, and puts their modes back afterwards."""
+    changed: list[tuple[Path, int]] = []
+    for top in {REPO, Path(sys.prefix)}:
+        for folder in [top, *top.parents]:
+            mode = folder.stat().st_mode & 0o7777
+            if not mode & 0o001 and all(f != folder for f, _ in changed):
+                changed.append((folder, mode))
+                folder.chmod(mode | 0o001)
+    try:
+        yield
+    finally:
+        for folder, mode in changed:
+            folder.chmod(mode)
+
+
+@pytest.fixture
+def readonly_dir(reachable_code):
     """A world-readable folder, so the unprivileged user can reach it."""
     folder = Path(f"/tmp/bias-monitor-ro-{os.getpid()}")
     folder.mkdir(mode=0o755)
