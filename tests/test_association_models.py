@@ -74,12 +74,12 @@ def test_hindi_soc_bias_tests_run_on_e5_and_on_gemma_embeddings(monitor_env: Pat
 
 @pytest.mark.slow
 def test_minilm_english_weat1_is_large_and_the_whole_english_set_runs(monitor_env: Path):
-    """The English WEAT word tests and one SEAT sentence test in one run (the full SEAT
-    set, ~5,000 sentences, is a few minutes on 2 cores: see README, "Measured")."""
-    [out] = cli("run", "-s", "all-minilm-l6-v2", "-b", "en-weat", "-b", "en-seat-weat9")
-    assert out["status"] == "complete"
+    """The README's command for the whole English set: 15 WEAT word tests and 35 SEAT
+    sentence tests (~5,400 distinct texts) in one run, about a minute on 2 quiet cores."""
+    [out] = cli("run", "-s", "all-minilm-l6-v2", "-b", "en-weat", "-b", "en-seat")
+    assert out["status"] == "complete" and out["n_scored"] == 11977
     tests = _by_test(out)
-    assert len(tests) == 16
+    assert len(tests) == 50
     weat1 = tests["weat1"]  # flowers/insects × pleasant/unpleasant
     assert weat1["value"] > 1.0 and weat1["p_value"] < 0.001 and weat1["ci_low"] > 0.5
     assert weat1["details"]["p_method"] == "monte-carlo"  # C(50, 25) partitions
