@@ -84,3 +84,17 @@ def test_minilm_english_weat1_is_large_and_the_whole_english_set_runs(monitor_en
     assert weat1["value"] > 1.0 and weat1["p_value"] < 0.001 and weat1["ci_low"] > 0.5
     assert weat1["details"]["p_method"] == "monte-carlo"  # C(50, 25) partitions
     assert tests["sent-weat9"]["details"]["n_used"] == {"X": 18, "Y": 18, "A": 21, "B": 23}
+
+    # The README's `--metric weat-population-sd`: the same scores over the population SD
+    # (ddof=0, the SocHindi notebook's convention), so d grows by sqrt(n / (n - 1)) over
+    # the n = |X| + |Y| target words and the permutation p, which does not use the SD, stays.
+    [pop] = cli("run", "-s", "all-minilm-l6-v2", "-b", "en-weat1", "--metric", "weat-population-sd")
+    assert pop["status"] == "complete"
+    pop1 = _by_test(pop)["weat1"]
+    used = weat1["details"]["n_used"]
+    n = used["X"] + used["Y"]
+    assert pop1["details"]["ddof"] == 0 and weat1["details"]["ddof"] == 1
+    # Within float32 embedding noise: en-weat1 alone is batched apart from the whole set.
+    assert pop1["value"] == pytest.approx(weat1["value"] * (n / (n - 1)) ** 0.5, rel=1e-6)
+    assert pop1["value"] != pytest.approx(weat1["value"], rel=1e-3)
+    assert pop1["p_value"] == pytest.approx(weat1["p_value"], abs=1e-4)

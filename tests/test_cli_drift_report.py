@@ -163,3 +163,32 @@ def test_ten_reruns_of_a_pinned_local_snapshot_raise_no_flag(monitor_env: Path) 
                 flagged.append(c)
     assert not flagged
     assert cli("drift", "--fail-on", "any", check=False).returncode == 0
+
+
+def test_drift_between_named_runs_lists_the_flipped_items(study_db: Path) -> None:
+    """The README's `drift --run NEW --baseline OLD --show-flips`, with unique id prefixes:
+    the listed ids are the items whose stored outcome went stereo → anti (or back)."""
+    runs = json.loads(cli("runs", "list", "--format", "json").stdout)
+    april, july = sorted(runs, key=lambda r: r["run_id"])  # ids carry the study date
+    # Shortest unique prefixes of the two ids.
+    cut = next(i for i in range(1, 64) if april["run_id"][:i] != july["run_id"][:i])
+    args = ["drift", "--run", july["run_id"][:cut], "--baseline", april["run_id"][:cut]]
+    caste = next(
+        c
+        for c in json.loads(cli(*args, "--show-flips", "--format", "json").stdout)["comparisons"]
+        if c["axis"] == "caste"
+    )
+    to_anti, to_stereo = caste["flipped_to_anti"], caste["flipped_to_stereo"]
+    assert (len(to_anti), len(to_stereo)) == (caste["to_anti"], caste["to_stereo"]) == (24, 11)
+
+    def outcomes(run_id: str) -> dict[str, str]:
+        shown = json.loads(cli("show", run_id, "--items", "--format", "json").stdout)
+        return {i["item_id"]: i["outcome"] for i in shown["items"]}
+
+    old, new = outcomes(april["run_id"]), outcomes(july["run_id"])
+    assert all(old[i] == "stereo" and new[i] == "anti" for i in to_anti)
+    assert all(old[i] == "anti" and new[i] == "stereo" for i in to_stereo)
+    # The table form lists the same ids, and without the flag lists none.
+    table = cli(*args, "--show-flips").stdout
+    assert all(i in table for i in to_anti + to_stereo)
+    assert to_anti[0] not in cli(*args).stdout
