@@ -149,11 +149,18 @@ def test_a_corrupted_import_is_quarantined_through_the_cli(
 
 @pytest.mark.slow
 def test_ten_reruns_of_a_pinned_local_snapshot_raise_no_flag(monitor_env: Path) -> None:
+    # --no-panel: the run's metric alone (the noise floor of cll is what is measured here).
     out = json.loads(
-        cli("run", "-b", "bhed-caste", "--no-controls", "--repeat", "10", "--format", "json").stdout
-    )
+        cli(
+            "run", "-b", "bhed-caste", "--no-controls", "--no-panel", "--repeat", "10",
+            "--format", "json",
+        ).stdout
+    )  # fmt: skip
     assert [o["status"] for o in out] == ["complete"] * 10
     ids = [o["run_id"] for o in out]
+    shown = json.loads(cli("show", ids[0], "--format", "json").stdout)
+    assert shown["run"]["environment"]["scoring"]["panel"] is False
+    assert {m["measure"] for m in shown["measures"]} == {"bias_rate", "tie_rate"}
     flagged = []
     for new, old in zip(ids[1:], ids[:-1], strict=True):
         d = json.loads(cli("drift", "--run", new, "--baseline", old, "--format", "json").stdout)

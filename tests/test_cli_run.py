@@ -142,8 +142,10 @@ def test_gemma_when_asked(monitor_env: Path) -> None:
 def test_kill_minus_nine_then_resume(monitor_env: Path) -> None:
     db = monitor_env / "monitor.duckdb"
     # Scores are persisted as each backend call of 128 unique requests finishes; India_Religious'
-    # 121 items need about three, so a kill once 32 rows are stored lands midway.
-    args = [sys.executable, "-m", "monitor", "run", "-b", "bhed-religion", "--batch-size", "4"]
+    # 121 items under cll alone (--no-panel) need several, so a kill once 32 rows are stored
+    # lands midway.
+    run = ["run", "-b", "bhed-religion", "--batch-size", "4", "--no-panel"]
+    args = [sys.executable, "-m", "monitor", *run]
     child = subprocess.Popen(
         args,
         stdout=subprocess.DEVNULL,
@@ -173,9 +175,7 @@ def test_kill_minus_nine_then_resume(monitor_env: Path) -> None:
     con.close()
     assert status == "running"
 
-    out = json.loads(
-        cli("run", "-b", "bhed-religion", "--batch-size", "4", "--format", "json").stdout
-    )
+    out = json.loads(cli(*run, "--format", "json").stdout)
     assert len(out) == 1 and out[0]["run_id"] == run_id, "the killed run must be resumed"
     assert out[0]["resumed_from"] == killed_rows
     assert out[0]["status"] == "complete"
@@ -184,9 +184,7 @@ def test_kill_minus_nine_then_resume(monitor_env: Path) -> None:
 
     # An uninterrupted run gives the resumed run's scores bit for bit: the resumed process
     # recomputed its chunks exactly as the killed one would have.
-    fresh = json.loads(
-        cli("run", "-b", "bhed-religion", "--batch-size", "4", "--format", "json").stdout
-    )
+    fresh = json.loads(cli(*run, "--format", "json").stdout)
     assert fresh[0]["run_id"] != run_id and fresh[0]["status"] == "complete"
     con = duckdb.connect(str(db), read_only=True)
     differing = con.execute(

@@ -93,7 +93,7 @@ def _runs(db: Path) -> list[dict]:
 def test_two_identical_commands_on_one_store_give_two_complete_runs(monitor_env: Path):
     db = monitor_env / "monitor.duckdb"
     args = [sys.executable, "-m", "monitor", "run", "-b", "bhed-caste", "--no-controls",
-            "--db", str(db), "--format", "json"]  # fmt: skip
+            "--no-panel", "--db", str(db), "--format", "json"]  # fmt: skip
     first = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # The second starts once the first's run exists and is being scored: the case where
     # it used to resume (and corrupt) the first one's run.

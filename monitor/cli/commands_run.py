@@ -99,6 +99,16 @@ def run(
             "control bhed-neutral), shown beside its bias rate.",
         ),
     ] = True,
+    panel: Annotated[
+        bool,
+        typer.Option(
+            "--panel/--no-panel",
+            help="With a log-probability metric (cll, cll-reference, ull) on a causal LM, "
+            "local or served by vLLM: also score the other two in the same pass (the metric "
+            "panel, shown beside the bias rate). --no-panel scores the run's metric alone in "
+            "about half the time.",
+        ),
+    ] = True,
     indic_bias: Annotated[
         Path | None,
         typer.Option(
@@ -232,6 +242,7 @@ def run(
         trigger=trigger,
         resume=resume,
         errata=errata,
+        panel=panel,
     )
     outcomes = []
     with progress_bars() as factory:

@@ -63,7 +63,7 @@ def score_snapshot(ctx: JobContext) -> list[RunOutcome]:
                 # Prefix sharing, chunking and batch shape decide the last bits of a score.
                 environment={
                     **environment(backend.device),
-                    "scoring": scoring_provenance(backend),
+                    "scoring": {**scoring_provenance(backend), "panel": options.panel},
                 },
                 origin=ctx.kind.origin,
             ),
@@ -79,6 +79,7 @@ def score_snapshot(ctx: JobContext) -> list[RunOutcome]:
                 progress=advance,
                 already_scored=run.already_scored,
                 on_batch=lambda rows, rid=run.run_id: ctx.store.add_scores(rid, rows),
+                panel=options.panel,
             )
             served_by = getattr(backend, "provenance", None)
             if callable(served_by):  # a remote backend: what answered, for the record

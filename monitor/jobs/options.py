@@ -24,6 +24,8 @@ class RunOptions:
     trigger: str | None = None
     resume: bool = True
     errata: str = "current"
+    # Score the other causal log-prob metrics in the same pass (monitor.scoring.panel).
+    panel: bool = True
 
 
 @dataclass

@@ -54,6 +54,8 @@ def fingerprint(
         "dtype": options.dtype,
         "device": options.device,
     }
+    if not options.panel:  # rows without the panel are not resumed into a run with it
+        payload["panel"] = False
     base = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
     if not extra:
         return base

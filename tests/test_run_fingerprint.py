@@ -1,0 +1,37 @@
+"""The resume fingerprint and ``--no-panel``: a run scored without the metric panel stores
+rows without ``details.panel``, so a killed one must never be resumed by a run with the
+panel (or the other way round), while the fingerprint of a default run stays what earlier
+versions stored (their killed runs still resume)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from monitor.benchmarks.load import load_benchmarks
+from monitor.jobs.options import RunOptions
+from monitor.jobs.run_record import fingerprint
+from monitor.snapshots.registry import load_snapshots
+
+
+def test_panel_off_is_another_measurement_and_the_default_is_unchanged(shared_datasets: Path):
+    snapshot = load_snapshots()["smollm2-135m-instruct-q4"]
+    benches = load_benchmarks(["bhed-caste"], data_dir=shared_datasets)  # pinned files
+    with_panel = fingerprint(snapshot, "cll", "3", benches, RunOptions())
+    without = fingerprint(snapshot, "cll", "3", benches, RunOptions(panel=False))
+    assert with_panel != without
+    assert without == fingerprint(snapshot, "cll", "3", benches, RunOptions(panel=False))
+    # The payload a default run hashed before --no-panel existed.
+    before = {
+        "snapshot": snapshot.revision_label,
+        "kind": snapshot.kind,
+        "metric": "cll",
+        "metric_version": "3",
+        "benchmarks": [benches[0].version.label],
+        "seed": 0,
+        "dtype": "auto",
+        "device": "auto",
+    }
+    digest = hashlib.sha256(json.dumps(before, sort_keys=True).encode()).hexdigest()[:24]
+    assert with_panel == digest
