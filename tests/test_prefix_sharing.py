@@ -127,6 +127,25 @@ def test_shared_equals_padded_and_hand_loop(kind: str, attn: str) -> None:
             assert s.tokens_computed <= 0.8 * (p.tokens_computed - p.sequences_computed)
 
 
+@pytest.mark.parametrize("kind", sorted(PREFIX_SHARING_MODEL_TYPES))
+def test_float64_tree_equals_padded_and_hand_loop_exactly(kind: str) -> None:
+    """Free of fp32 rounding, the tree computes what separate rows do, to 1e-12 nats:
+    prefixes of other sequences, a duplicate and BOS + word priors that open a sentence
+    (cll v3's bare form) included. In fp32 the paths differ by rounding alone, which on
+    SmolLM2 reaches a few 1e-4 nats on either path against float64 (module docstring of
+    monitor.backends.hf_causal); float64 log-probs are not rounded through fp32. sdpa
+    only: the eager attention of llama, mistral and gemma3 takes its softmax in fp32
+    whatever the model's dtype."""
+    shared, padded = _pair(kind, "sdpa")
+    shared.model.double()  # one model under both backends
+    seqs = _ids(shared, [*TEXTS, "The", "The doctor", "The nurse"])
+    got = shared.token_logprobs(seqs, batch_size=16)
+    want = padded.token_logprobs(seqs, batch_size=16)
+    for g, w, seq in zip(got, want, seqs, strict=True):
+        np.testing.assert_allclose(g, w, atol=1e-12, rtol=0)
+        np.testing.assert_allclose(g, hand_causal_logprobs(shared, seq), atol=1e-12, rtol=0)
+
+
 def test_same_sequences_give_the_same_bits_whatever_their_order() -> None:
     shared, _ = _pair("llama")
     seqs = _ids(shared)

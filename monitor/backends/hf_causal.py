@@ -11,16 +11,24 @@ Why it looks the way it does:
   are at batch size 1 (up to float summation order).
 * A log-prob is ``logit[target] - logsumexp(logits)`` computed in fp32 per position: the
   full-vocabulary log-softmax tensor is never kept, and bf16/fp16 models still get an
-  fp32 normaliser.
-* Shared prefixes are computed once (``prefix_sharing``, on by default where the
-  architecture allows it): the sequences of a forward pass are laid out as one prefix
-  tree (``monitor.backends.prefix_tree``) in a single row with a tree attention mask, so
-  a pair's common prefix and every sequence's BOS are computed once and their keys and
-  values are read by every continuation. The row has no padding and holds only nodes
-  with a child: a sequence's last token is a target, never an input. Values equal the
-  padded path's up to float summation order (SmolLM2, fp32, all 3,084 log-prob sums of
-  the four Indian-BhED axes: one over 1e-4 nats, max 1.4e-4, where a float64 copy of
-  the model is off from either path by as much; tests/test_prefix_sharing.py).
+  fp32 normaliser. A float64 model (the reference copy benchmarks and tests compare
+  against) keeps float64 throughout, so its values carry no fp32 rounding.
+* Shared prefixes are computed once (``prefix_sharing``, off by default, for
+  architectures that take a custom mask): the sequences of a forward pass are laid out
+  as one prefix tree (``monitor.backends.prefix_tree``) in a single row with a tree
+  attention mask, so a pair's common prefix and every sequence's BOS are computed once
+  and their keys and values are read by every continuation. The row has no padding and
+  holds only nodes with a child: a sequence's last token is a target, never an input.
+  In float64 the tree and the padded path agree to 1e-13 nats (SmolLM2, sdpa, 256 of
+  cll v3's 1,915 unique sequences of the four Indian-BhED axes; 1e-12 on tiny models,
+  tests/test_prefix_sharing.py). In fp32 they differ by rounding only: up to 7.9e-4
+  nats on a log-prob sum (5 of 1,915 over 1e-4, 0 outcome flips), while against a
+  float64 copy of the model the tree path is off by at most 5.0e-4 (9 over 1e-4) and
+  the padded path by 5.4e-4 (9 over 1e-4). The large ones are name tokens right after
+  BOS (cll v3's bare-form priors and the sentences they open): there SmolLM2's 12th
+  layer lifts the activations at position 1 to ~1e3 and any fp32 rounding ~300-fold;
+  the worst prior is off by 3.6e-4 (tree), 4.3e-4 (padded, batch 16) and 9.0e-4
+  (padded, batch size 1).
 """
 
 from __future__ import annotations
@@ -113,8 +121,9 @@ class HFCausalLM:
         batch_size: int = DEFAULT_BATCH_SIZE,
         max_batch_tokens: int | None = None,
         # Off by default: on SmolLM2 with cll v3's priors the tree path differs from the
-        # padded one by up to 6.8e-4 nats on a log-prob sum (float32, 771 Indian-BhED
-        # items, no outcome flip), over the 1e-4 that batch-size invariance promises.
+        # padded one by up to 7.9e-4 nats on a log-prob sum (float32, 771 Indian-BhED
+        # items, no outcome flip), over the 1e-4 that batch-size invariance promises;
+        # fp32 rounding, as large on the padded path against float64 (module docstring).
         prefix_sharing: bool = False,
     ) -> None:
         self.model = model.eval()
@@ -226,7 +235,7 @@ class HFCausalLM:
         child = np.flatnonzero(tree.parent >= 0)
         row = torch.from_numpy(np.searchsorted(fed, tree.parent[child])).to(self.device)
         target = torch.from_numpy(tree.tokens[child]).to(self.device)
-        picked = logits[row, target].float() - log_normalisers(logits)[row]
+        picked = logits[row, target].to(score_dtype(logits)) - log_normalisers(logits)[row]
         node_values = np.zeros(len(tree), dtype=np.float64)
         node_values[child] = picked.double().cpu().numpy()
         self.stats.forward_passes += 1
@@ -252,7 +261,7 @@ class HFCausalLM:
             input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False
         ).logits
         targets = ids[:, 1:].unsqueeze(-1)
-        picked = logits[:, :-1].gather(-1, targets).squeeze(-1).float()
+        picked = logits[:, :-1].gather(-1, targets).squeeze(-1).to(score_dtype(logits))
         out = []
         for r, n in enumerate(lengths):  # real positions only: padding is never normalised
             values = picked[r, : n - 1] - log_normalisers(logits[r, : n - 1])
@@ -265,8 +274,14 @@ class HFCausalLM:
         return out
 
 
+def score_dtype(logits: torch.Tensor) -> torch.dtype:
+    """The dtype log-probs are computed in: fp32, or float64 for a float64 model."""
+    return torch.float64 if logits.dtype == torch.float64 else torch.float32
+
+
 def log_normalisers(logits: torch.Tensor) -> torch.Tensor:
-    """``logsumexp`` over the vocabulary of each row of a ``[rows, vocab]`` tensor, in fp32.
+    """``logsumexp`` over the vocabulary of each row of a ``[rows, vocab]`` tensor, in fp32
+    (float64 for float64 logits).
 
     Computed in blocks of ``NORMALISER_ROWS`` rows: ``torch.logsumexp`` allocates a
     temporary as large as its input, and over a whole forward pass (a few hundred rows
@@ -274,10 +289,11 @@ def log_normalisers(logits: torch.Tensor) -> torch.Tensor:
     project's CPUs. Each row's value is the same bits either way (a row is reduced on
     its own).
     """
-    out = torch.empty(logits.shape[0], dtype=torch.float32, device=logits.device)
+    dtype = score_dtype(logits)
+    out = torch.empty(logits.shape[0], dtype=dtype, device=logits.device)
     for i in range(0, logits.shape[0], NORMALISER_ROWS):
         out[i : i + NORMALISER_ROWS] = torch.logsumexp(
-            logits[i : i + NORMALISER_ROWS].float(), dim=-1
+            logits[i : i + NORMALISER_ROWS].to(dtype), dim=-1
         )
     return out
 
