@@ -14,7 +14,7 @@ export MONITOR_CACHE_DIR
 MONITOR_DATA_DIR ?= $(MONITOR_CACHE_DIR)/datasets
 export MONITOR_DATA_DIR
 
-.PHONY: install run test lint bench clean lock
+.PHONY: install run test lint bench bench-store clean lock
 
 # Installed from the lock files (scripts/lock.py; the image and CI use the same ones): exact
 # versions, sha256-checked, nothing resolved here. torch is the CPU build of 2.13.0.
@@ -55,6 +55,11 @@ lint: install
 # $(MONITOR_CACHE_DIR)/bench), interleaved; bench/bench_scoring.py is run by hand.
 bench: install
 	$(BIN)/python bench/bench_vs_lm_eval.py
+
+# drift and report on a generated year of nightly runs (20 snapshots, 20.1M score rows;
+# the store is generated once, ~30 min on 2 cores, and cached under .monitor-cache/bench).
+bench-store: install
+	$(BIN)/python bench/store_scale.py
 
 # Regenerate the lock files after changing pyproject.toml (needs PyPI).
 lock: install

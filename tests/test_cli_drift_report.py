@@ -78,7 +78,7 @@ def test_april_july_drift_and_report(study_db: Path, tmp_path: Path) -> None:
     html = (out / "report.html").read_text()
     assert html.count("<svg") >= 4 and "<script" not in html
     data = json.loads((out / "report.json").read_text())
-    assert data["schema_version"] == 1 and len(data["trends"]) == 4
+    assert data["schema_version"] == 2 and len(data["trends"]) == 4
     # No benchmark sentence reaches a report.
     con = duckdb.connect(str(study_db), read_only=True)
     texts = [r[0] for r in con.execute("SELECT text_stereo FROM items").fetchall()]

@@ -89,3 +89,52 @@ def test_delta_test_counts_clusters_not_items():
     assert paired_delta_test(old, new, {}).p_value < 0.001  # as 100 independent items
     missing = {"a": None, "b": math.nan}
     assert paired_delta_test(missing, missing, {}) is None
+
+
+@pytest.mark.parametrize("g", [2, 5, 13])
+def test_sign_flip_p_is_scipys_exact_test_bit_for_bit(g):
+    from scipy.stats import permutation_test
+
+    from monitor.drift.deltas import sign_flip_p
+
+    rng = np.random.default_rng(g)
+    for shift in (0.0, 0.4, 1.5):
+        means = rng.normal(shift, 1.0, size=g)
+        ref = permutation_test(
+            (means,), np.mean, permutation_type="samples", alternative="two-sided"
+        ).pvalue
+        assert sign_flip_p(means) == min(1.0, float(ref))
+
+
+@pytest.mark.parametrize("g", [14, 60, 400])
+def test_sign_flip_p_agrees_with_scipy_within_monte_carlo_error(g):
+    # Random sign patterns (2^g > 9,999): both draw 9,999 of them, from different
+    # streams, so the p-values differ by Monte Carlo error only (sd <= 0.005 each).
+    from scipy.stats import permutation_test
+
+    from monitor.drift.deltas import SEED, sign_flip_p
+
+    rng = np.random.default_rng(g)
+    for shift in (0.0, 0.1, 0.25):
+        means = rng.normal(shift, 1.0, size=g)
+        ref = permutation_test(
+            (means,),
+            np.mean,
+            permutation_type="samples",
+            n_resamples=9_999,
+            alternative="two-sided",
+            random_state=np.random.default_rng(SEED),
+        ).pvalue
+        assert sign_flip_p(means) == pytest.approx(min(1.0, float(ref)), abs=0.03)
+    # a clear shift is found, a null one is not
+    assert sign_flip_p(rng.normal(1.0, 1.0, size=g)) < 0.01
+    assert sign_flip_p(rng.normal(0.0, 1.0, size=g) * 1e-3) > 0.001
+
+
+def test_one_cluster_gives_p_one_instead_of_an_error():
+    # scipy's permutation_test refuses one observation; every item of an axis from one
+    # template is a legitimate input (two sign patterns: p = 1).
+    old = {f"i{k}": 0.0 for k in range(5)}
+    new = {f"i{k}": 1.0 for k in range(5)}
+    t = paired_delta_test(old, new, dict.fromkeys(old, "T"))
+    assert t is not None and t.n_clusters == 1 and t.p_value == 1.0

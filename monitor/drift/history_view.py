@@ -28,6 +28,7 @@ from monitor.report.model import (
     Trend,
     TrendBreak,
     TrendGroup,
+    TrendPoint,
     TrendQuarantined,
 )
 from monitor.store.configuration import describe_changes
@@ -37,6 +38,12 @@ from monitor.store.view import StoreView
 # Consecutive runs of one configuration are drawn as one point when they span at most
 # this long; a configuration kept longer is a series and is drawn run by run.
 MAX_GROUP_SPAN = timedelta(days=14)
+# A trend plot is 580 px wide: beyond this many points a long history adds bytes to the
+# report, not information. Longer series are condensed (see ``condense``), so a report's
+# size grows with the snapshots and axes it shows, not with the nights behind them.
+MAX_TREND_POINTS = 60
+# The latest runs of a condensed series stay one point each.
+RECENT_POINTS = 14
 
 
 def _change_texts(old: StoredRun, new: StoredRun) -> tuple[str, ...]:
@@ -122,6 +129,68 @@ def trend_history(
     ]
     return trend.model_copy(
         update={"groups": tuple(groups), "breaks": tuple(breaks), "quarantined": tuple(apart)}
+    )
+
+
+def condense(trend: Trend, max_points: int = MAX_TREND_POINTS) -> Trend:
+    """``trend`` with at most about ``max_points`` points: runs a reader may ask about stay
+    one point each (the first, the latest ``RECENT_POINTS``, flagged runs, members of
+    repeat groups, the runs on either side of a configuration break); the others are
+    summarised per time bin, consecutive runs of one configuration only, as one point
+    (``TrendPoint.runs``). A series within the limit is returned as it is.
+    """
+    pts = trend.points
+    if len(pts) <= max_points:
+        return trend
+    keep = {pts[0].run_id, *(p.run_id for p in pts[-RECENT_POINTS:])}
+    keep |= {p.run_id for p in pts if p.flagged}
+    keep |= {r for g in trend.groups for r in g.run_ids}
+    keep |= {r for b in trend.breaks for r in (b.before_run_id, b.after_run_id)}
+    bins = max(1, max_points - len(keep))
+    t0 = pts[0].started_at
+    width = (pts[-1].started_at - t0) / bins
+
+    def bin_of(p: TrendPoint) -> int:
+        return int((p.started_at - t0) / width) if width else 0
+
+    out: list[TrendPoint] = []
+    bucket: list[TrendPoint] = []
+
+    def flush() -> None:
+        if len(bucket) == 1:
+            out.append(bucket[0])
+        elif bucket:
+            out.append(_summary_point(bucket))
+        bucket.clear()
+
+    for p in pts:
+        if p.run_id in keep:
+            flush()
+            out.append(p)
+            continue
+        if bucket and (bin_of(bucket[0]) != bin_of(p) or bucket[0].group != p.group):
+            flush()
+        bucket.append(p)
+    flush()
+    return trend.model_copy(update={"points": tuple(out)})
+
+
+def _summary_point(points: Sequence[TrendPoint]) -> TrendPoint:
+    """Consecutive runs of one configuration as one point (see ``TrendPoint``)."""
+    values = [p.value for p in points if p.value is not None]
+    lows = [p.ci_low for p in points if p.ci_low is not None]
+    highs = [p.ci_high for p in points if p.ci_high is not None]
+    return TrendPoint(
+        run_id=points[-1].run_id,
+        runs=sum(p.runs for p in points),
+        first_run_id=points[0].first_run_id or points[0].run_id,
+        started_at=points[len(points) // 2].started_at,
+        status="complete",
+        value=sum(values) / len(values) if values else None,
+        ci_low=min(lows) if lows else None,
+        ci_high=max(highs) if highs else None,
+        n=points[-1].n,
+        group=points[0].group,
     )
 
 

@@ -190,6 +190,10 @@ class NoiseBook:
                 best = (distance, g, members)
         return ("nearest", best[1], best[2]) if best else None
 
+    def runs_read(self, new: StoredRun, base: StoredRun) -> set[str]:
+        """The runs whose outcomes ``for_pair(new, base)`` reads (for one batched read)."""
+        return {r for _, _, members in self._sources(new, base) for r in members[-self.max_runs :]}
+
     def for_pair(self, new: StoredRun, base: StoredRun) -> dict[AxisKey, NoiseContext]:
         """The noise context of every axis either run scored."""
         axes = set(self.outcomes(new.run_id)) | set(self.outcomes(base.run_id))

@@ -7,11 +7,14 @@ the run list) through the store's typed view; the report room only renders the
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from monitor.drift.compare import AxisComparison
 from monitor.drift.effect_size import EffectComparison as DriftEffect
 from monitor.drift.history_view import (
+    condense,
     method_comparisons,
     quarantined_runs,
     repeat_groups,
@@ -36,6 +39,7 @@ from monitor.report.model import (
     Trend,
     TrendPoint,
 )
+from monitor.store.models import TrendRow
 from monitor.store.view import StoreView
 
 
@@ -123,31 +127,80 @@ def trends(
     view: StoreView, since: datetime | None, flags: dict[tuple[str, str, str], str]
 ) -> list[Trend]:
     """Bias rate over time per snapshot × benchmark axis, from complete runs only, with
-    repeat groups, configuration breaks and quarantined runs (``drift.history_view``)."""
+    repeat groups, configuration breaks and quarantined runs (``drift.history_view``),
+    condensed to what a plot can show (``history_view.condense``)."""
     rows = view.measure_trend(since, "bias_rate")
     keys = {rid: r.configuration_key for rid, r in view.runs(r.run_id for r in rows).items()}
-    series: dict[tuple[str, str, str, str], list[TrendPoint]] = {}
+    series: dict[tuple[str, str, str, str], list[_RawPoint]] = {}
     for r in rows:
         series.setdefault((r.snapshot_id, r.benchmark, r.axis, r.metric), []).append(
-            TrendPoint(
-                run_id=r.run_id,
-                started_at=r.started_at,
-                status=r.status,
-                value=r.value,
-                ci_low=r.ci_low,
-                ci_high=r.ci_high,
-                n=r.n or 0,
-                flagged=flags.get((r.run_id, r.benchmark, r.axis)),
-                group=keys.get(r.run_id),
-            )
+            _raw_point(r, flags, keys.get(r.run_id))
         )
     apart = quarantined_runs(view, since)
     return [
-        trend_history(
-            view, Trend(snapshot_id=s, benchmark=b, axis=a, metric=m, points=tuple(pts)), apart
+        _validated(
+            condense(
+                trend_history(
+                    view,
+                    _raw_trend(snapshot_id=s, benchmark=b, axis=a, metric=m, points=tuple(pts)),
+                    apart,
+                )
+            )
         )
         for (s, b, a, m), pts in series.items()
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class _RawPoint:
+    """A stored run's point before validation: the attributes of ``TrendPoint`` as a plain
+    object. A year of nightly runs is hundreds of thousands of points, most of which
+    ``condense`` folds away; building (and making safe) a model for each would cost more
+    than the rest of the report. ``_validated`` turns the points a report keeps into
+    ``TrendPoint`` models."""
+
+    run_id: str
+    started_at: datetime
+    status: str
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+    flagged: str | None
+    group: str | None
+    runs: int = 1
+    first_run_id: str | None = None
+
+
+def _raw_point(
+    r: TrendRow, flags: dict[tuple[str, str, str], str], group: str | None = None
+) -> _RawPoint:
+    return _RawPoint(
+        run_id=r.run_id,
+        started_at=r.started_at,
+        status=r.status,
+        value=r.value,
+        ci_low=r.ci_low,
+        ci_high=r.ci_high,
+        n=r.n or 0,
+        flagged=flags.get((r.run_id, r.benchmark, r.axis)),
+        group=group,
+    )
+
+
+def _raw_trend(**fields: Any) -> Trend:
+    """A ``Trend`` over raw points, not validated (see ``_RawPoint``)."""
+    return Trend.model_construct(**fields)
+
+
+def _validated(trend: Trend) -> Trend:
+    """``trend`` and every point validated as if built normally (text made safe, NaN to
+    None, points in time order, quarantined runs refused)."""
+    points = tuple(
+        p if isinstance(p, TrendPoint) else TrendPoint(**asdict(p)) for p in trend.points
+    )
+    fields = {name: getattr(trend, name) for name in Trend.model_fields}
+    return Trend(**{**fields, "points": points})
 
 
 def effect_trends(
@@ -155,29 +208,24 @@ def effect_trends(
 ) -> list[Trend]:
     """d over time per snapshot × test × metric, from complete runs only; 0 is the line
     of no association."""
-    series: dict[tuple[str, str, str, str], list[TrendPoint]] = {}
+    series: dict[tuple[str, str, str, str], list[_RawPoint]] = {}
     for r in view.measure_trend(since, "effect_size"):
         series.setdefault((r.snapshot_id, r.benchmark, r.axis, r.metric), []).append(
-            TrendPoint(
-                run_id=r.run_id,
-                started_at=r.started_at,
-                status=r.status,
-                value=r.value,
-                ci_low=r.ci_low,
-                ci_high=r.ci_high,
-                n=r.n or 0,
-                flagged=flags.get((r.run_id, r.benchmark, r.axis)),
-            )
+            _raw_point(r, flags)
         )
     return [
-        Trend(
-            snapshot_id=s,
-            benchmark=b,
-            axis=a,
-            measure="effect_size",
-            metric=m,
-            reference=0.0,
-            points=tuple(pts),
+        _validated(
+            condense(
+                _raw_trend(
+                    snapshot_id=s,
+                    benchmark=b,
+                    axis=a,
+                    measure="effect_size",
+                    metric=m,
+                    reference=0.0,
+                    points=tuple(pts),
+                )
+            )
         )
         for (s, b, a, m), pts in series.items()
     ]
@@ -379,6 +427,10 @@ def build_report_input(
     latest = [t.points[-1].run_id for t in series if t.points]
     contexts = score_contexts_of(view, compared + latest, controls)
     snapshots = sorted({t.snapshot_id for t in series} | {c.snapshot_id for c in comps})
+    named = set(compared) | {r for e in effects for r in (e.new_run_id, e.baseline_run_id)}
+    all_runs, all_quality = run_summaries(view, since), quality_results(view, since)
+    runs = [r for r in all_runs if r.status != "complete" or r.run_id in named]
+    quality = [q for q in all_quality if not q.success or q.run_id in named]
     return ReportInput(
         title=title,
         generated_at=datetime.now(UTC),
@@ -387,8 +439,10 @@ def build_report_input(
         contexts=tuple(contexts),
         trends=tuple(_with_controls(series, contexts)),
         provenance=tuple(diffs.values()),
-        quality=tuple(quality_results(view, since)),
-        runs=tuple(run_summaries(view, since)),
+        quality=tuple(quality),
+        runs=tuple(runs),
+        runs_not_listed=len(all_runs) - len(runs),
+        quality_not_listed=len(all_quality) - len(quality),
         notes=tuple(notes),
         repeat_groups=tuple(g for s in snapshots for g in repeat_groups(view, s, since)),
         methods=tuple(method_comparisons(view, series)),

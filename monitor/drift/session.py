@@ -165,6 +165,13 @@ def run_drift(
     axes and association tests in one family), and write each verdict in plain words."""
     result = DriftResult(pairs=list(pairs), alpha=alpha, confidence=confidence)
     book = NoiseBook(view, alpha=alpha)
+    # Every run the comparisons and their noise contexts will read, in one scan.
+    needed: set[str] = set()
+    for p in pairs:
+        if p.baseline_run_id is not None:
+            new, base = view.run(p.new_run_id), view.run(p.baseline_run_id)
+            needed |= {new.run_id, base.run_id} | book.runs_read(new, base)
+    view.prefetch_outcomes(needed)
     comps: list[AxisComparison | EffectComparison] = []
     for p in pairs:
         if p.baseline_run_id is None:

@@ -113,7 +113,7 @@ def _runs_shown(report: ReportInput) -> tuple[list[RunSummary], list[QualityResu
     }
     runs = [r for r in report.runs if r.status != "complete" or r.run_id in named]
     quality = [q for q in report.quality if not q.success or q.run_id in named]
-    return runs, quality, len(report.runs) - len(runs)
+    return runs, quality, len(report.runs) - len(runs) + report.runs_not_listed
 
 
 def render_html(report: ReportInput) -> str:
@@ -133,7 +133,7 @@ def render_html(report: ReportInput) -> str:
         summaries=[c for c in ordered_comparisons(report.comparisons) if c.summary][:MAX_SUMMARIES],
         max_ids=MAX_ITEM_IDS,
         hidden_runs=hidden_runs,
-        hidden_quality=len(report.quality) - len(quality),
+        hidden_quality=len(report.quality) - len(quality) + report.quality_not_listed,
         forests=(forests := _forest_views(report)),
         forest_rows=[a for f in forests for a in f.rows],
         effect_trends=_effect_trend_views(report),

@@ -23,7 +23,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 
 from monitor.display import safe_text
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: trend points may summarise several runs (``runs``)
 
 Verdict = Literal["regression", "improvement", "no significant change", "not comparable"]
 # Matches monitor.drift.provenance_diff.Category: "run" fields (ids, timestamps) always
@@ -92,13 +92,19 @@ class _Frozen(BaseModel):
 
 
 class TrendPoint(_Frozen):
-    """One run's rate on one axis.
+    """One run's rate on one axis, or (``runs`` > 1) consecutive runs of one configuration
+    summarised as one point in a long history (``drift.history_view.condense``).
 
     ``flagged`` is set when drift flagged this run: the verdict first, then any detail
     ("regression: 10 anti→stereo, 2 stereo→anti"); the verdict picks the marker colour.
+    A summarising point runs from ``first_run_id`` to ``run_id``: ``value`` is the mean
+    of their rates, ``ci_low``/``ci_high`` the smallest and largest bound of their
+    intervals, ``started_at`` the middle run's start, ``n`` the last run's items.
     """
 
     run_id: str
+    runs: int = Field(default=1, ge=1)
+    first_run_id: str | None = None
     started_at: datetime
     status: str
     value: OptFloat
@@ -420,7 +426,7 @@ class MethodComparison(_Frozen):
 class ReportInput(_Frozen):
     """Everything one report shows. ``since`` is the start of the window the trends cover."""
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[2] = SCHEMA_VERSION
     title: str
     generated_at: datetime
     since: datetime | None = None
@@ -429,6 +435,11 @@ class ReportInput(_Frozen):
     provenance: tuple[ProvenanceDiff, ...] = ()
     quality: tuple[QualityResult, ...] = ()
     runs: tuple[RunSummary, ...] = ()
+    # Complete runs of the window that are neither compared nor failed, and passing suites
+    # of such runs: plotted in the trends and counted here, not listed (a year of nightly
+    # runs would otherwise make the report grow with history, not with what it shows).
+    runs_not_listed: int = Field(default=0, ge=0)
+    quality_not_listed: int = Field(default=0, ge=0)
     notes: tuple[str, ...] = ()
     contexts: tuple[ScoreContext, ...] = ()  # bias rates of compared runs, in context
     repeat_groups: tuple[RepeatGroup, ...] = ()

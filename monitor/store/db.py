@@ -230,7 +230,8 @@ class Store:
         """A consistent read-only view for drift, quality and reports (one connection,
         held until the block ends; other processes' writes wait meanwhile)."""
         with self._connect() as con:
-            yield StoreView(con)
+            assert self._active is not None
+            yield StoreView(con, frozen=self._active[1])
 
     @contextmanager
     def session(self) -> Iterator[Store]:

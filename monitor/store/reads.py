@@ -62,33 +62,56 @@ def _aware(moment: datetime | None) -> datetime | None:
 # --- runs ---------------------------------------------------------------------------------
 
 
-def run(con: duckdb.DuckDBPyConnection, run_id: str) -> StoredRun:
-    """The ``runs`` row of ``run_id``; ``UserInputError`` if there is none.
+_RUN_SELECT = """
+    SELECT * REPLACE (
+        timezone('UTC', started_at) AS started_at,
+        timezone('UTC', finished_at) AS finished_at
+    )
+    FROM runs
+"""
+
+
+def _stored_runs(cur: duckdb.DuckDBPyConnection) -> list[StoredRun]:
+    """``runs`` rows as typed runs: JSON columns parsed, timestamps made aware (UTC).
 
     Timestamps are read as UTC and made aware in Python: fetching TIMESTAMPTZ directly
     would make DuckDB import pytz for every row.
     """
-    rows = _rows(
-        con.execute(
-            """
-            SELECT * REPLACE (
-                timezone('UTC', started_at) AS started_at,
-                timezone('UTC', finished_at) AS finished_at
-            )
-            FROM runs WHERE run_id = ?
-            """,
-            [run_id],
-        )
-    )
+    out = []
+    for row in _rows(cur):
+        for col in RUN_JSON_COLUMNS:
+            if isinstance(row.get(col), str):
+                row[col] = json.loads(row[col])
+        for col in RUN_TIME_COLUMNS:
+            row[col] = _aware(row.get(col))
+        out.append(StoredRun.from_row(row))
+    return out
+
+
+def run(con: duckdb.DuckDBPyConnection, run_id: str) -> StoredRun:
+    """The ``runs`` row of ``run_id``; ``UserInputError`` if there is none."""
+    rows = _stored_runs(con.execute(_RUN_SELECT + " WHERE run_id = ?", [run_id]))
     if not rows:
         raise UserInputError(f"run {run_id!r} is not in the store")
-    row = rows[0]
-    for col in RUN_JSON_COLUMNS:
-        if isinstance(row.get(col), str):
-            row[col] = json.loads(row[col])
-    for col in RUN_TIME_COLUMNS:
-        row[col] = _aware(row.get(col))
-    return StoredRun.from_row(row)
+    return rows[0]
+
+
+def complete_runs(
+    con: duckdb.DuckDBPyConnection, snapshot_id: str, metric: str | None = None
+) -> list[StoredRun]:
+    """The snapshot's complete runs (of ``metric`` when given), oldest first, in one query:
+    a year of nightly runs is read at once, not run by run."""
+    return _stored_runs(
+        con.execute(
+            _RUN_SELECT
+            + """
+            WHERE snapshot_id = ? AND status = 'complete'
+              AND (CAST(? AS VARCHAR) IS NULL OR metric = CAST(? AS VARCHAR))
+            ORDER BY started_at, run_id
+            """,
+            [snapshot_id, metric, metric],
+        )
+    )
 
 
 def axis_outcomes(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[AxisKey, AxisOutcomes]:
@@ -97,23 +120,41 @@ def axis_outcomes(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[AxisKey, 
     Benchmark and axis come from ``items`` (the item's identity), not from the run, so a
     CrowS-Pairs run splits into its bias types.
     """
+    return axis_outcomes_of(con, [run_id]).get(run_id, {})
+
+
+def axis_outcomes_of(
+    con: duckdb.DuckDBPyConnection, run_ids: Iterable[str]
+) -> dict[str, dict[AxisKey, AxisOutcomes]]:
+    """:func:`axis_outcomes` of several runs from one scan of ``scores``: in a store of
+    millions of rows a run's rows are spread over the whole table, so reading the runs a
+    drift session needs one by one scans it once per run. Runs without scores are absent.
+    """
+    ids = sorted(set(run_ids))
+    if not ids:
+        return {}
     cur = con.execute(
         """
-        SELECT i.benchmark, i.axis, i.benchmark_version, s.item_id, s.outcome, s.delta,
-               coalesce(i.template, s.item_id)
+        SELECT s.run_id, i.benchmark, i.axis, i.benchmark_version, s.item_id, s.outcome,
+               s.delta, coalesce(i.template, s.item_id)
         FROM scores AS s JOIN items AS i USING (item_id)
-        WHERE s.run_id = ?
+        WHERE list_contains(?, s.run_id)
         """,
-        [run_id],
+        [ids],
     )
-    out: dict[AxisKey, AxisOutcomes] = defaultdict(AxisOutcomes)
-    for benchmark, axis, version, item_id, outcome, delta, template in cur.fetchall():
-        entry = out[(benchmark, axis)]
+    out: dict[str, dict[AxisKey, AxisOutcomes]] = {}
+    versions: dict[str, str] = {}
+    for run_id, benchmark, axis, version, item_id, outcome, delta, template in cur.fetchall():
+        entry = out.setdefault(run_id, {}).get((benchmark, axis))
+        if entry is None:
+            entry = out[run_id][(benchmark, axis)] = AxisOutcomes()
+        if version not in versions:
+            versions[version] = source_version(version)
         entry.outcomes[item_id] = outcome
-        entry.benchmark_versions.add(source_version(version))
+        entry.benchmark_versions.add(versions[version])
         entry.deltas[item_id] = delta
         entry.templates[item_id] = template
-    return dict(out)
+    return out
 
 
 def test_terms(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[AxisKey, TestTerms]:
@@ -230,29 +271,21 @@ def existing_run_ids(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str]) -> 
 def configuration_groups(
     con: duckdb.DuckDBPyConnection, snapshot_id: str, metric: str | None = None
 ) -> list[ConfigurationGroup]:
-    """The snapshot's complete runs grouped by measurement configuration, oldest group first.
+    """The snapshot's complete runs grouped by measurement configuration, oldest group first
+    (``group_by_configuration`` of ``complete_runs``)."""
+    return group_by_configuration(snapshot_id, complete_runs(con, snapshot_id, metric))
+
+
+def group_by_configuration(snapshot_id: str, runs: Sequence[StoredRun]) -> list[ConfigurationGroup]:
+    """``runs`` (one snapshot's, oldest first) grouped by measurement configuration.
 
     Runs of one ``--repeat`` group join one configuration group even where their
-    recorded configuration would differ (it cannot, for runs the monitor scored). With
-    ``metric``, only runs of that metric.
+    recorded configuration would differ (it cannot, for runs the monitor scored).
     """
-    ids = [
-        r[0]
-        for r in con.execute(
-            """
-            SELECT run_id FROM runs
-            WHERE snapshot_id = ? AND status = 'complete'
-              AND (CAST(? AS VARCHAR) IS NULL OR metric = CAST(? AS VARCHAR))
-            ORDER BY started_at, run_id
-            """,
-            [snapshot_id, metric, metric],
-        ).fetchall()
-    ]
     members: list[list[StoredRun]] = []
     by_key: dict[str, int] = {}
     by_repeat: dict[str, int] = {}
-    for rid in ids:
-        r = run(con, rid)
+    for r in runs:
         key = r.configuration_key
         idx = by_key.get(key)
         if idx is None and r.repeat_group is not None:
@@ -267,12 +300,12 @@ def configuration_groups(
     return [
         ConfigurationGroup(
             snapshot_id=snapshot_id,
-            key=runs[0].configuration_key,
-            configuration=runs[0].configuration,
-            run_ids=tuple(r.run_id for r in runs),
-            started_at=tuple(r.started_at for r in runs),
+            key=group[0].configuration_key,
+            configuration=group[0].configuration,
+            run_ids=tuple(r.run_id for r in group),
+            started_at=tuple(r.started_at for r in group),
         )
-        for runs in members
+        for group in members
     ]
 
 
@@ -367,24 +400,33 @@ def latest_validations(
 
 
 def runs_since(con: duckdb.DuckDBPyConnection, since: datetime | None) -> list[StoredRun]:
-    """Every run started since ``since`` (all statuses), oldest first."""
-    ids = [
-        r[0]
-        for r in con.execute(
-            """
-            SELECT run_id FROM runs
+    """Every run started since ``since`` (all statuses), oldest first, in one query."""
+    return _stored_runs(
+        con.execute(
+            _RUN_SELECT
+            + """
             WHERE (CAST(? AS TIMESTAMP) IS NULL
                    OR timezone('UTC', started_at) >= CAST(? AS TIMESTAMP))
             ORDER BY started_at, run_id
             """,
             _since_param(since),
-        ).fetchall()
-    ]
-    return [run(con, rid) for rid in ids]
+        )
+    )
 
 
 def runs_by_id(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str]) -> dict[str, StoredRun]:
-    return {rid: run(con, rid) for rid in sorted(set(run_ids))}
+    """The runs with these ids, in one query; ``UserInputError`` names one that is missing."""
+    ids = sorted(set(run_ids))
+    if not ids:
+        return {}
+    found = {
+        r.run_id: r
+        for r in _stored_runs(con.execute(_RUN_SELECT + " WHERE list_contains(?, run_id)", [ids]))
+    }
+    for rid in ids:
+        if rid not in found:
+            raise UserInputError(f"run {rid!r} is not in the store")
+    return {rid: found[rid] for rid in ids}
 
 
 # --- what the results quality suite reads -----------------------------------------------

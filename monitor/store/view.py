@@ -4,6 +4,12 @@ Drift, the quality gate, the reports and the CLI read through one of these. It h
 single connection for its lifetime (so a drift session sees one consistent state and
 pays DuckDB's open cost once) and hands out typed models only: no connection, cursor or
 SQL leaves the store room.
+
+A view over a read-only connection (``Store.read()`` outside a write session) sees a
+store nothing can change while it is open, so it remembers what it has read: runs,
+configuration groups and per-axis outcomes. A drift session over a year of nightly runs
+asks for the same runs thousands of times (every noise context walks the snapshot's
+history); with the cache each is read once, and a snapshot's history in one query.
 """
 
 from __future__ import annotations
@@ -32,23 +38,49 @@ from monitor.store.models import (
 class StoreView:
     """Typed reads over one open connection (see the module docstring)."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, *, frozen: bool = False) -> None:
+        """``frozen``: the connection is read-only, so reads may be remembered."""
         self._con = con
+        self._frozen = frozen
+        self._runs: dict[str, StoredRun] = {}
+        self._groups: dict[tuple[str, str | None], list[ConfigurationGroup]] = {}
+        self._outcomes: dict[str, dict[AxisKey, AxisOutcomes]] = {}
+        self._since: dict[datetime | None, list[StoredRun]] = {}
+
+    def _remember(self, runs: Iterable[StoredRun]) -> None:
+        if self._frozen:
+            self._runs.update((r.run_id, r) for r in runs)
 
     # runs
     def run(self, run_id: str) -> StoredRun:
         """The run with exactly this id (``UserInputError`` if none)."""
-        return reads.run(self._con, run_id)
+        if run_id in self._runs:
+            return self._runs[run_id]
+        found = reads.run(self._con, run_id)
+        self._remember([found])
+        return found
 
     def resolve_run(self, run_id_or_prefix: str) -> StoredRun:
         """The run with this id, or the only one whose id starts with it."""
-        return reads.run(self._con, queries.get_run(self._con, run_id_or_prefix)["run_id"])
+        if run_id_or_prefix in self._runs:
+            return self._runs[run_id_or_prefix]
+        return self.run(queries.get_run(self._con, run_id_or_prefix)["run_id"])
 
     def runs(self, run_ids: Iterable[str]) -> dict[str, StoredRun]:
-        return reads.runs_by_id(self._con, run_ids)
+        ids = sorted(set(run_ids))
+        missing = [r for r in ids if r not in self._runs]
+        found = reads.runs_by_id(self._con, missing)
+        self._remember(found.values())
+        return {r: found[r] if r in found else self._runs[r] for r in ids}
 
     def runs_since(self, since: datetime | None) -> list[StoredRun]:
-        return reads.runs_since(self._con, since)
+        if since in self._since:
+            return self._since[since]
+        runs = reads.runs_since(self._con, since)
+        self._remember(runs)
+        if self._frozen:
+            self._since[since] = runs
+        return runs
 
     def latest_complete(self, snapshot_id: str, before: datetime | None = None) -> str | None:
         return reads.latest_complete(self._con, snapshot_id, before)
@@ -72,7 +104,15 @@ class StoreView:
         self, snapshot_id: str, metric: str | None = None
     ) -> list[ConfigurationGroup]:
         """Complete runs grouped by measurement configuration (repeat groups: ≥2 runs)."""
-        return reads.configuration_groups(self._con, snapshot_id, metric)
+        key = (snapshot_id, metric)
+        if key in self._groups:
+            return self._groups[key]
+        runs = reads.complete_runs(self._con, snapshot_id, metric)
+        self._remember(runs)
+        groups = reads.group_by_configuration(snapshot_id, runs)
+        if self._frozen:
+            self._groups[key] = groups
+        return groups
 
     def gate_history_run_ids(self, run_id: str) -> list[str]:
         return reads.gate_history_run_ids(self._con, run_id)
@@ -81,8 +121,24 @@ class StoreView:
         return reads.outcome_shares(self._con, run_ids)
 
     # per-item and per-run results
+    def prefetch_outcomes(self, run_ids: Iterable[str]) -> None:
+        """Read the per-axis outcomes of ``run_ids`` in one scan and remember them (a frozen
+        view only; otherwise nothing is kept and each ``axis_outcomes`` reads for itself)."""
+        if not self._frozen:
+            return
+        missing = [r for r in set(run_ids) if r not in self._outcomes]
+        found = reads.axis_outcomes_of(self._con, missing)
+        for r in missing:
+            self._outcomes[r] = found.get(r, {})
+
     def axis_outcomes(self, run_id: str) -> dict[AxisKey, AxisOutcomes]:
-        return reads.axis_outcomes(self._con, run_id)
+        """Per (benchmark, axis), the run's item outcomes; callers must not modify them."""
+        if run_id in self._outcomes:
+            return self._outcomes[run_id]
+        out = reads.axis_outcomes(self._con, run_id)
+        if self._frozen:
+            self._outcomes[run_id] = out
+        return out
 
     def test_terms(self, run_id: str) -> dict[AxisKey, TestTerms]:
         """Per association test, the target words' s(w, A, B) (drift pairs them by id)."""

@@ -1,0 +1,318 @@
+"""Issue 14, item 5: does ``drift`` and ``report`` stay fast on a store a year old?
+
+Generates a store the size a year of nightly runs makes, through the store's own write
+API (``Store.record_run`` + ``finish_run``, the import path; no SQL here), then times the
+commands a user types, ``bias-monitor drift`` and ``bias-monitor report``, as
+subprocesses, and prints the report's sizes. It does so at two points of the same
+history, after ``--early-nights`` nights and after all of them, so the printed ratio
+shows what history length costs: the report should grow with what it shows (snapshots ×
+axes), not with how many nights lie behind it.
+
+The default history: 20 local snapshots × 365 nights, each run scoring every shipped pair
+benchmark at the size a nightly run scores it (Indian-BhED's four axes, its neutral
+control, CrowS-Pairs, the Indic-Bias taxonomy's default size): 2,740 items a run,
+20.1M score rows. Items are synthetic (placeholder texts, no benchmark content); each
+snapshot has its own outcomes with 2% of items redrawn each night (API-like noise).
+Every 4th snapshot regresses on the last night (15% of items pushed to the stereotype)
+and every 5th changes revision three quarters into the year (a configuration break with
+its own outcomes), so ``drift`` and the report have something real to find. The first
+night of each snapshot is scored three times (a repeat group), as ``run --repeat 3``
+would, so comparisons have a noise floor.
+
+    .venv/bin/python bench/store_scale.py [--snapshots 20] [--nights 365]
+        [--early-nights 30] [--db PATH] [--keep]
+
+The generated file is cached under ``.monitor-cache/bench/`` keyed by the generator's
+version and arguments (``--db`` to choose, ``--regenerate`` to rebuild). Generating the
+full default takes several minutes on a 2-core machine; it is reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from monitor.benchmarks.items import Item  # noqa: E402
+from monitor.metrics.registry import get_metric, run_measures  # noqa: E402
+from monitor.records import RunRecord, ScoreRow  # noqa: E402
+from monitor.store.db import Store  # noqa: E402
+
+GENERATOR_VERSION = "2"
+METRIC = "cll"
+# (benchmark, axes, items): a nightly run's pair benchmarks at the sizes it scores them.
+BENCHMARKS: list[tuple[str, list[str], int]] = [
+    ("bhed-caste", ["caste"], 106),
+    ("bhed-religion", ["religion"], 123),
+    ("bhed-gender", ["gender"], 159),
+    ("bhed-race", ["race"], 383),
+    ("bhed-neutral", ["caste-control"], 52),
+    (
+        "crows-pairs",
+        [
+            "race-color",
+            "socioeconomic",
+            "gender",
+            "disability",
+            "nationality",
+            "sexual-orientation",
+            "physical-appearance",
+            "religion",
+            "age",
+        ],
+        1508,
+    ),
+    ("indic-taxonomy", ["caste", "religion", "region", "tribe"], 409),
+]
+ITEMS_PER_RUN = sum(n for _, _, n in BENCHMARKS)
+START = datetime(2026, 1, 1, 2, 0, tzinfo=UTC)
+REPEATS_FIRST_NIGHT = 3
+NIGHTLY_CHURN = 0.02  # share of items redrawn each night (API-like measurement noise)
+DRIFT_SHARE = 0.15  # share of a drifting snapshot's items pushed to the stereotype
+
+
+def make_items() -> list[Item]:
+    """Synthetic pair items with the shipped benchmarks' ids, axes and sizes."""
+    items = []
+    for bench, axes, n in BENCHMARKS:
+        for i in range(n):
+            axis = axes[i % len(axes)]
+            items.append(
+                Item(
+                    item_id=f"{bench}:{i:05d}",
+                    benchmark=bench,
+                    axis=axis,
+                    region="india" if not bench.startswith("crows") else "us",
+                    benchmark_version="synthetic-1",
+                    source_row=i,
+                    text_stereo=f"synthetic sentence {i} (a)",
+                    text_anti=f"synthetic sentence {i} (b)",
+                )
+            )
+    return items
+
+
+def run_record(snap: int, night: int, repeat: int, revision: str) -> RunRecord:
+    started = START + timedelta(days=night, minutes=snap, seconds=repeat)
+    spec = get_metric(METRIC)
+    return RunRecord(
+        run_id=f"s{snap:02d}-n{night:03d}-r{repeat}",
+        snapshot_id=f"synthetic-model-{snap:02d}",
+        snapshot_kind="hf-causal",
+        snapshot_revision=revision,
+        snapshot_manifest={"repo": f"synthetic/model-{snap:02d}", "revision": revision},
+        metric=METRIC,
+        metric_version=spec.version,
+        benchmarks=[b for b, _, _ in BENCHMARKS],
+        dataset_versions={b: {"label": "synthetic-1"} for b, _, _ in BENCHMARKS},
+        fingerprint=f"synthetic-{snap}-{revision}",
+        trigger="schedule",
+        started_at=started,
+        repeat_group=f"s{snap:02d}-n{night:03d}" if night == 0 else None,
+        repeat_index=repeat,
+        git_commit="0" * 40,
+        monitor_version="bench",
+        device="cpu",
+        dtype="float32",
+        batch_size=16,
+        environment={"python": "3.11", "torch": "2.13.0", "scoring": {"panel": False}},
+    )
+
+
+def score_rows(
+    stereo: np.ndarray, magnitude: np.ndarray, rng: np.random.Generator, item_ids: list[str]
+) -> list[ScoreRow]:
+    """One night's rows: the snapshot's outcomes ``stereo`` with ``NIGHTLY_CHURN`` of the
+    items redrawn (API-like noise; a repeat group measures it) and delta's size jittered."""
+    churn = rng.random(len(stereo)) < NIGHTLY_CHURN
+    side = np.where(churn, rng.random(len(stereo)) < 0.5, stereo)
+    delta = np.where(side, 1.0, -1.0) * magnitude * rng.uniform(0.9, 1.1, len(stereo))
+    spec = get_metric(METRIC)
+    rows = []
+    for item_id, d in zip(item_ids, delta.tolist(), strict=True):
+        rows.append(
+            ScoreRow(
+                item_id=item_id,
+                metric=METRIC,
+                metric_version=spec.version,
+                outcome="stereo" if d > 0 else "anti",
+                delta=d,
+                score_stereo=-20.0 + d,
+                score_anti=-20.0,
+                lp_stereo=-40.0 + d,
+                lp_anti=-40.0,
+                prior_stereo=-20.0,
+                prior_anti=-20.0,
+                n_tokens_stereo=12,
+                n_tokens_anti=12,
+            )
+        )
+    return rows
+
+
+def generate(
+    path: Path,
+    snapshots: int,
+    nights: range,
+    *,
+    drift_night: int,
+    break_night: int,
+    seed: int = 0,
+) -> tuple[int, int]:
+    """Append ``nights`` of every snapshot to the store at ``path``; (runs, rows) written.
+
+    Every 4th snapshot (1, 5, ...) shifts ``DRIFT_SHARE`` of its anti-stereotype items to
+    the stereotype from ``drift_night`` on; every 5th (2, 7, ...) changes revision at
+    ``break_night`` (a configuration break, with its own outcomes). Deterministic in
+    (snapshot, night): nights 0–29 then 30–364 write what 0–364 at once would.
+    """
+    items = make_items()
+    store = Store.open(path)
+    with store.session():  # one connection for the whole burst of writes
+        return _generate(store, items, snapshots, nights, drift_night, break_night, seed)
+
+
+def _generate(
+    store: Store,
+    items: list[Item],
+    snapshots: int,
+    nights: range,
+    drift_night: int,
+    break_night: int,
+    seed: int,
+) -> tuple[int, int]:
+    item_ids = [it.item_id for it in items]
+    spec = get_metric(METRIC)
+    runs = rows = 0
+    for night in nights:
+        for snap in range(snapshots):
+            changed = snap % 5 == 2 and night >= break_night
+            revision = (f"{snap:02d}" + ("b" if changed else "a") * 38)[:40]
+            base = np.random.default_rng([seed, snap, int(changed)])
+            stereo = base.random(len(items)) < base.beta(2, 2, size=len(items))
+            magnitude = base.gamma(2.0, 0.5, size=len(items))
+            if snap % 4 == 1 and night >= drift_night:
+                stereo = stereo | (base.random(len(items)) < DRIFT_SHARE)
+            repeats = REPEATS_FIRST_NIGHT if night == 0 else 1
+            for r in range(repeats):
+                rng = np.random.default_rng([seed, snap, night, r])
+                record = run_record(snap, night, r, revision)
+                scored = score_rows(stereo, magnitude, rng, item_ids)
+                # items once per store (later runs reference them, as a nightly run does)
+                first = night == nights.start and snap == 0 and r == 0
+                store.record_run(record, items=items if first else [], scores=scored, exclusions=[])
+                store.finish_run(
+                    record.run_id, "complete", run_measures(spec, scored, items), len(scored), 0
+                )
+                runs += 1
+                rows += len(scored)
+    return runs, rows
+
+
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess]:
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    return time.perf_counter() - t, proc
+
+
+def measure(db: Path, out: Path, repeats: int) -> dict[str, float]:
+    """Best-of-``repeats`` wall time of ``drift`` and ``report`` as a user runs them."""
+    exe = str(Path(sys.executable).with_name("bias-monitor"))
+    env = {**os.environ, "MONITOR_DB": str(db)}
+    drift_t, report_t = [], []
+    for _ in range(repeats):
+        t, proc = timed([exe, "drift", "--format", "json"], env)
+        if proc.returncode != 0:
+            raise SystemExit(f"drift failed ({proc.returncode}): {proc.stderr[-2000:]}")
+        drift_t.append(t)
+        t, proc = timed([exe, "report", "--out", str(out)], env)
+        if proc.returncode != 0:
+            raise SystemExit(f"report failed ({proc.returncode}): {proc.stderr[-2000:]}")
+        report_t.append(t)
+    sizes = {f.name: f.stat().st_size for f in out.iterdir()}
+    return {
+        "drift_s": min(drift_t),
+        "report_s": min(report_t),
+        "html_bytes": sizes.get("report.html", 0),
+        "json_bytes": sizes.get("report.json", 0),
+        "md_bytes": sizes.get("report.md", 0),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--snapshots", type=int, default=20)
+    ap.add_argument("--nights", type=int, default=365)
+    ap.add_argument("--early-nights", type=int, default=30)
+    ap.add_argument("--repeats", type=int, default=3, help="timings per command (best kept)")
+    ap.add_argument("--db", type=Path, help="store file (default: cached by arguments)")
+    ap.add_argument("--regenerate", action="store_true")
+    args = ap.parse_args()
+    if not 0 < args.early_nights < args.nights:
+        ap.error("--early-nights must be between 0 and --nights")
+
+    key = hashlib.sha256(
+        json.dumps([GENERATOR_VERSION, args.snapshots, args.nights, BENCHMARKS]).encode()
+    ).hexdigest()[:12]
+    cache = REPO / ".monitor-cache" / "bench"
+    db = args.db or cache / f"store-scale-{key}.duckdb"
+    early = db.with_name(db.stem + "-early.duckdb")
+    out = cache / "store-scale-report"
+    db.parent.mkdir(parents=True, exist_ok=True)
+    print(
+        f"history: {args.snapshots} snapshots x {args.nights} nights, {ITEMS_PER_RUN} items a "
+        f"run (first night x{REPEATS_FIRST_NIGHT}); early point after {args.early_nights} nights"
+    )
+    if args.regenerate or not (db.exists() and early.exists()):
+        for f in (db, early):
+            f.unlink(missing_ok=True)
+        t = time.perf_counter()
+        events = {"drift_night": args.nights - 1, "break_night": 3 * args.nights // 4}
+        runs, rows = generate(db, args.snapshots, range(args.early_nights), **events)
+        shutil.copyfile(db, early)
+        r2, w2 = generate(db, args.snapshots, range(args.early_nights, args.nights), **events)
+        print(
+            f"generated {runs + r2:,} runs, {rows + w2:,} score rows in "
+            f"{time.perf_counter() - t:.0f} s -> {db} ({db.stat().st_size / 2**20:.0f} MiB)"
+        )
+    else:
+        print(f"reusing {db} ({db.stat().st_size / 2**20:.0f} MiB)")
+
+    results = {}
+    for label, path in (("early", early), ("year", db)):
+        if out.exists():
+            shutil.rmtree(out)
+        out.mkdir(parents=True)
+        with Store.open(path).read() as view:
+            n_runs = len(view.runs_since(None))
+        results[label] = {"runs": n_runs, **measure(path, out, args.repeats)}
+    e, y = results["early"], results["year"]
+    print(f"\n{'':14}{'early':>12}{'year':>12}{'year/early':>12}")
+    for k, unit in (
+        ("runs", ""),
+        ("drift_s", " s"),
+        ("report_s", " s"),
+        ("html_bytes", " B"),
+        ("json_bytes", " B"),
+        ("md_bytes", " B"),
+    ):
+        a, b = (f"{v:.2f}{unit}" if k.endswith("_s") else f"{v:,}{unit}" for v in (e[k], y[k]))
+        print(f"{k:14}{a:>12}{b:>12}{y[k] / e[k]:>11.2f}x")
+    ok = y["drift_s"] < 5 and y["report_s"] < 5
+    print(f"\ntarget: drift and report under 5 s on the year's store: {'met' if ok else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""A generated history (bench/store_scale.py's generator, at a small size) read the way a
+year-long store is read: the cached, batched ``StoreView`` reads must equal run-by-run
+reads, a view over a writable connection must not cache, and ``drift``/``report``
+through the CLI must find the regression and the configuration break the generator puts
+in (so the benchmark measures commands that work on what it generates).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from monitor.store import reads
+from monitor.store.db import Store
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))
+
+import store_scale  # noqa: E402
+
+SNAPSHOTS, NIGHTS = 3, 6  # snapshot 1 regresses on the last night, 2 changes revision
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory) -> Path:
+    db = tmp_path_factory.mktemp("scale") / "history.duckdb"
+    events = {"drift_night": NIGHTS - 1, "break_night": NIGHTS - 2}
+    # in two parts, as the benchmark writes its early and full stores
+    runs, rows = store_scale.generate(db, SNAPSHOTS, range(2), **events)
+    more, more_rows = store_scale.generate(db, SNAPSHOTS, range(2, NIGHTS), **events)
+    n_runs = SNAPSHOTS * (NIGHTS + store_scale.REPEATS_FIRST_NIGHT - 1)
+    assert runs + more == n_runs
+    assert rows + more_rows == n_runs * store_scale.ITEMS_PER_RUN
+    return db
+
+
+def test_cached_batched_reads_equal_run_by_run_reads(history: Path):
+    store = Store.open(history)
+    with store.read() as view:
+        everything = view.runs_since(None)
+        assert len(everything) == SNAPSHOTS * (NIGHTS + 2)
+        for snap in range(SNAPSHOTS):
+            sid = f"synthetic-model-{snap:02d}"
+            groups = view.configuration_groups(sid)
+            assert view.configuration_groups(sid) is groups  # remembered
+            with store.read() as fresh:
+                one_by_one = [fresh.run(r) for g in groups for r in g.run_ids]
+            assert [view.run(r.run_id) for r in one_by_one] == one_by_one
+            # the break: snapshot 2 has two configuration groups, the others one
+            assert len(groups) == (2 if snap == 2 else 1)
+        by_id = view.runs([r.run_id for r in everything[:5]])
+        assert list(by_id.values()) == sorted(everything[:5], key=lambda r: r.run_id)
+        with pytest.raises(Exception, match="not in the store"):
+            view.runs(["no-such-run"])
+
+
+def test_a_view_over_a_writable_connection_does_not_cache(history: Path, tmp_path: Path):
+    copy = tmp_path / "copy.duckdb"
+    copy.write_bytes(history.read_bytes())
+    store = Store.open(copy)
+    latest = "s00-n005-r0"
+    with store.session(), store.read() as view:
+        assert view.run(latest).status == "complete"
+        before = view.configuration_groups("synthetic-model-00")
+        store.set_status(latest, "quarantined", "test: a write inside the session")
+        assert view.run(latest).status == "quarantined"
+        after = view.configuration_groups("synthetic-model-00")
+        assert latest in before[0].run_ids and latest not in after[0].run_ids
+    with store.read() as view:
+        assert reads.run(view._con, latest).status == "quarantined"
+
+
+def _cli(*args: str, db: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "monitor", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "MONITOR_DB": str(db)},
+    )
+
+
+def test_drift_and_report_find_what_the_generator_put_in(history: Path, tmp_path: Path):
+    proc = _cli("drift", "--format", "json", "--fail-on", "regression", db=history)
+    assert proc.returncode == 1, proc.stderr  # snapshot 1's regression is flagged
+    out = json.loads(proc.stdout)
+    flagged = {
+        (c["new_run_id"], c["benchmark"], c["axis"])
+        for c in out["comparisons"]
+        if c["verdict"] == "regression"
+    }
+    assert flagged and {rid for rid, _, _ in flagged} == {f"s01-n{NIGHTS - 1:03d}-r0"}
+    roles = {(c["new_run_id"], c["role"]) for c in out["comparison_details"]}
+    # snapshot 2 changed revision: its latest run is also compared with the old revision
+    assert (f"s02-n{NIGHTS - 1:03d}-r0", "configuration change") in roles
+
+    report = tmp_path / "report"
+    proc = _cli("report", "--out", str(report), db=history)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads((report / "report.json").read_text())
+    regressions = [c for c in data["comparisons"] if c["verdict"] == "regression"]
+    assert {c["new_run_id"] for c in regressions} == {f"s01-n{NIGHTS - 1:03d}-r0"}
+    assert "synthetic sentence" not in (report / "report.html").read_text()
