@@ -81,3 +81,14 @@ def test_axis_measures_no_decided_pairs_and_unknown_item() -> None:
     assert (bias.n, bias.value, bias.ci_low, bias.ci_high) == (0, None, None, None)
     with pytest.raises(ValueError, match="zzz"):
         axis_measures([_row("zzz", "stereo")], {})
+
+
+def test_wilson_bounds_contain_the_rate_exactly_at_the_ends():
+    # The results suite refuses ci_low > value; a closed form can give 2.8e-17 at k = 0.
+    from monitor.metrics.intervals import wilson
+
+    for n in (1, 2, 5, 12, 106, 336, 1508):
+        for k in range(n + 1):
+            low, high = wilson(k, n)
+            assert 0.0 <= low <= k / n <= high <= 1.0, (k, n, low, high)
+        assert wilson(0, n)[0] == 0.0 and wilson(n, n)[1] == 1.0
