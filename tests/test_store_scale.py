@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from monitor.store import reads
 from monitor.store.db import Store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -71,8 +70,7 @@ def test_a_view_over_a_writable_connection_does_not_cache(history: Path, tmp_pat
         assert view.run(latest).status == "quarantined"
         after = view.configuration_groups("synthetic-model-00")
         assert latest in before[0].run_ids and latest not in after[0].run_ids
-    with store.read() as view:
-        assert reads.run(view._con, latest).status == "quarantined"
+    assert store.get_run(latest)["status"] == "quarantined"
 
 
 def _cli(*args: str, db: Path) -> subprocess.CompletedProcess:

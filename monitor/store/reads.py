@@ -268,14 +268,6 @@ def existing_run_ids(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str]) -> 
     return {r[0] for r in rows}
 
 
-def configuration_groups(
-    con: duckdb.DuckDBPyConnection, snapshot_id: str, metric: str | None = None
-) -> list[ConfigurationGroup]:
-    """The snapshot's complete runs grouped by measurement configuration, oldest group first
-    (``group_by_configuration`` of ``complete_runs``)."""
-    return group_by_configuration(snapshot_id, complete_runs(con, snapshot_id, metric))
-
-
 def group_by_configuration(snapshot_id: str, runs: Sequence[StoredRun]) -> list[ConfigurationGroup]:
     """``runs`` (one snapshot's, oldest first) grouped by measurement configuration.
 
