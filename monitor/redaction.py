@@ -41,6 +41,41 @@ _PATTERNS: tuple[re.Pattern[str], ...] = (
         r"subscription[-_]?key)[\"']?\s*[=:]\s*[\"']?)[^\s'\"&,}]+"
     ),
 )
+# For each pattern, literals one of which every match of it contains. Looking for a
+# literal is cheap where the patterns are not: on a report's 11 MB of JSON the five
+# patterns took ~2.3 s (and a case-insensitive alternation of the literals as a regex
+# still 1.8 s), on a short label 4.5 µs, for texts that almost never hold a credential.
+# A pattern none of whose literals is in the text cannot match it, so skipping it
+# changes nothing (the tests compare with running every pattern on every text).
+_TRIGGERS: tuple[tuple[str, ...], ...] = (
+    ("sk-",),  # a case-sensitive pattern: looked for in the text as it is
+    ("bearer",),  # the (?i) patterns: looked for in the case-folded text
+    ("basic",),
+    ("://",),
+    (
+        "api-key", "api_key", "apikey", "authorization", "access-token", "access_token",
+        "accesstoken", "password", "secret", "subscription-key", "subscription_key",
+        "subscriptionkey",
+    ),
+)  # fmt: skip
+# Case folding as the regex engine's (?i) does it for ASCII letters: str.lower() plus the
+# four non-ASCII characters (?i) also matches to one (found by trying every code point).
+_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+_FOLDED_AWAY = re.compile("[\u0130\u0131\u017f\u212a]")
+
+
+# Any literal of the (?i) patterns, one search: most texts (labels, figures) hold none,
+# and one compiled search is cheaper than five loops of substring tests.
+_ANY_FOLDED_TRIGGER = re.compile("|".join(re.escape(t) for ts in _TRIGGERS[1:] for t in ts))
+
+
+def _case_folded(text: str) -> str:
+    return (text.translate(_FOLD) if _FOLDED_AWAY.search(text) else text).lower()
+
+
+def _may_match(index: int, text: str, folded: str) -> bool:
+    """Whether ``_PATTERNS[index]`` can match ``text`` (``folded``: its case-folded form)."""
+    return any(t in (text if index == 0 else folded) for t in _TRIGGERS[index])
 
 
 def encoded_forms(secret: str) -> set[str]:
@@ -88,8 +123,14 @@ class Redactor:
             secrets = list(self._secrets)
         for secret in secrets:
             out = out.replace(secret, MARK)
-        for pattern in _PATTERNS:
-            out = pattern.sub(lambda m: (m.group(1) if m.groups() else "") + MARK, out)
+        folded = _case_folded(out)
+        if _TRIGGERS[0][0] not in out and _ANY_FOLDED_TRIGGER.search(folded) is None:
+            return out  # the common case: no pattern can match
+        for index, pattern in enumerate(_PATTERNS):
+            if _may_match(index, out, folded):
+                redacted = pattern.sub(lambda m: (m.group(1) if m.groups() else "") + MARK, out)
+                if redacted != out:
+                    out, folded = redacted, _case_folded(redacted)
         return out
 
 

@@ -213,3 +213,90 @@ def test_client_comes_from_the_environment_only(monkeypatch):
     assert isinstance(make_client("snap", azure, ApiSettings()).client, openai.AzureOpenAI)
     with pytest.raises(UserInputError, match="api_version"):
         make_client("snap", azure.model_copy(update={"api_version": None}), ApiSettings())
+
+
+def _every_pattern(text: str) -> str:
+    """The redactor's shape patterns run on every text, without the trigger prefilter."""
+    from monitor.redaction import _PATTERNS, MARK
+
+    for pattern in _PATTERNS:
+        text = pattern.sub(lambda m: (m.group(1) if m.groups() else "") + MARK, text)
+    return text
+
+
+def test_trigger_prefilter_skips_only_patterns_that_cannot_match():
+    import random
+
+    # Pieces that make or nearly make each shape, in cases and with the non-ASCII
+    # characters that (?i) matches to ASCII letters (İ ı ſ K), so a prefilter that folded
+    # differently from the regex engine would let a credential through.
+    pieces = [
+        "sk-",
+        "SK-",
+        "abcdef123",
+        "Bearer ",
+        "bEaReR\t",
+        "BASIC ",
+        "baſic ",
+        "dXNlcjpw",
+        "https://",
+        "x+y.z://",
+        "user:pw@",
+        "@",
+        "api_key",
+        "API-KEY",
+        "apiKey",
+        "Kelvin",
+        "api-\u212aey",
+        "authorİzation",
+        "authorızation",
+        "ACCESS_TOKEN",
+        "paſſword",
+        "secret",
+        "SECRET",
+        "subscription-key",
+        "=",
+        ": ",
+        '"',
+        "'",
+        "hunter22",
+        " ",
+        "\n",
+        "é",
+        "—",
+        "[REDACTED]",
+        "key",
+        "token",
+    ]
+    rng = random.Random(11)
+    redactor = Redactor()
+    changed = 0
+    for _ in range(4000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 12)))
+        expected = _every_pattern(text)
+        assert redactor(text) == expected, text
+        changed += expected != text
+    assert changed > 500  # the fuzz does reach the patterns
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        *(
+            form.format(name)
+            for name in (
+                "api-key", "api_key", "apikey", "API_KEY", "ApiKey", "x-api-key", "api-\u212aey",
+                "authorization", "AUTHORIZATION", "authorİzation", "authorızation",
+                "access-token", "access_token", "accesstoken", "AccessToken", "password",
+                "PASSWORD", "paſſword", "secret", "SECRET", "subscription-key",
+                "subscription_key", "subscriptionkey", "SubscriptionKey",
+            )
+            for form in ("{}=hunter22", '{{"{}": "hunter22"}}')
+        ),
+        "Bearer abc.def", "bearer\tabc", "BASIC dXNlcjpw", "baſic dXNlcjpw",
+        "https://u:p@host", "HTTPS://u:p@host", "key sk-abcdef123",
+    ],
+)  # fmt: skip
+def test_every_credential_shape_is_still_redacted(text):
+    out = Redactor()(text)
+    assert out == _every_pattern(text) and "[REDACTED]" in out

@@ -280,5 +280,5 @@ def adjust_family(comparisons: Sequence[Any], *, alpha: float = ALPHA) -> list[A
 
     Not-comparable axes (p_value None) are left out of the family and keep their verdict.
     """
-    adjusted = bh_adjust([c.p_value for c in comparisons], alpha)
+    adjusted = bh_adjust([c.p_value for c in comparisons])
     return [c.adjusted(p, alpha) for c, p in zip(comparisons, adjusted, strict=True)]

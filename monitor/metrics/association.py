@@ -43,8 +43,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
-from statsmodels.stats.multitest import multipletests
 
 from monitor.records import Measure, ScoreRow
 
@@ -186,6 +184,10 @@ def bootstrap_interval(
     d = effect_size(x, y, ddof)
     if d is None or len(x) < 2 or len(y) < 2:
         return None
+    # Imported here, not at the top: this module is on drift's import path (via the metric
+    # registry), where scipy.stats would cost every command about 1.4 s.
+    from scipy import stats
+
     for method in ("BCa", "percentile"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # degenerate resamples: judged by the result
@@ -390,6 +392,9 @@ def association_measures(
         )
     tested = [i for i, m in enumerate(out) if m.p_value is not None]
     if tested:
+        # Imported here for the reason given in bootstrap_interval (statsmodels loads pandas).
+        from statsmodels.stats.multitest import multipletests
+
         raw = [out[i].p_value for i in tested]
         holm = multipletests(raw, method="holm")[1]
         bh = multipletests(raw, method="fdr_bh")[1]

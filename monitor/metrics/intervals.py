@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-from scipy.stats import binomtest
+from scipy.special import ndtri
 
 from monitor.records import Measure, ScoreRow
 
@@ -35,21 +35,33 @@ DEFINITIONS = {
 }
 
 
-@lru_cache(maxsize=8192)  # pure, and costly (binomtest); a report repeats the same (k, n)
+@lru_cache(maxsize=8192)  # pure; a report repeats the same (k, n) many times
 def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
     """Wilson score interval for k successes in n trials (no continuity correction).
 
     ``n == 0`` gives ``(nan, nan)``: there is no rate to bound, and NaN keeps the return
     type fixed while making any arithmetic on it visibly empty.
+
+    The closed form in the operations, order and end rules of scipy's
+    ``binomtest(k, n).proportion_ci(method="wilson")`` (Newcombe 1998, method 3), which the
+    tests hold it equal to bit for bit: exactly 0 at k = 0 and 1 at k = n. statsmodels'
+    form gives 2.8e-17 at k = 0, which the results suite rightly refuses (ci_low > value).
+    Written out with ``scipy.special.ndtri`` because importing ``scipy.stats`` costs every
+    command that shows a rate about 1.4 s.
     """
     if n < 0 or k < 0 or k > n:
         raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
     if n == 0:
         return (math.nan, math.nan)
-    # scipy's interval is exact at the ends (0 when k = 0, 1 when k = n); statsmodels' closed
-    # form gives 2.8e-17 there, which the results suite rightly refuses (ci_low > value).
-    ci = binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
-    return (float(ci.low), float(ci.high))
+    p = k / n
+    z = ndtri(0.5 + 0.5 * confidence)
+    denom = 2 * (n + z**2)
+    center = (2 * n * p + z**2) / denom
+    q = 1 - p
+    delta = z / denom * math.sqrt(4 * n * p * q + z**2)
+    low = 0.0 if k == 0 else center - delta
+    high = 1.0 if k == n else center + delta
+    return (float(low), float(high))
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize
-from scipy.special import expit, log_expit
-from scipy.stats import bootstrap, norm
+from scipy.special import expit, log_expit, ndtri
 
 RIDGE = 0.01
 PAPER_RIDGE = 1.0 / math.log(10.0) ** 2
@@ -148,6 +147,10 @@ def cluster_rate(
         )
     if np.all(w / n == w[0] / n[0]):  # every cluster the same rate: nothing to resample
         return ClusterRate(k_total, n_total, value, value, value, g, method)
+    # Imported here: this module is on drift's import path, where scipy.stats would cost
+    # every command about 1.4 s.
+    from scipy.stats import bootstrap
+
     res = bootstrap(
         (w, n),
         lambda a, b, axis=-1: a.sum(axis=axis) / b.sum(axis=axis),
@@ -168,7 +171,7 @@ def cluster_rate(
 def wilson_fraction(p: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
     """The Wilson score interval for a proportion ``p`` observed over ``n`` units (``p``
     need not be a multiple of 1/n: here it is the mean of the clusters' rates)."""
-    z = float(norm.ppf(0.5 + confidence / 2.0))
+    z = float(ndtri(0.5 + confidence / 2.0))  # norm.ppf, without importing scipy.stats
     denom = 1.0 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
