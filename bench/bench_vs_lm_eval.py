@@ -4,8 +4,12 @@ Contenders, on the same model (SmolLM2-135M-Instruct: the converted fp32 safeten
 folder the monitor itself loads), the same sentences (both sentences of every item of
 the four Indian-BhED axes), the same thread count, CPU, fp32:
 
-* **monitor**: ``score_items(..., "cll", batch_size=16)``: the sentences *and* every
-  target-word prior, prefix sharing on (``prefix_sharing=True``; off by default);
+* **monitor**: ``score_items(..., "cll", batch_size=16, panel=False)``: the sentences
+  *and* every target-word prior, prefix sharing on (``prefix_sharing=True``; off by
+  default). ``panel=False`` is ``run --no-panel``: CLL alone. The default panel also
+  scores ``cll-reference`` and ``ull`` (about twice the positions), which lm-eval's
+  rolling log-likelihood has no counterpart for (this benchmark left it on until
+  2026-11-24; that day it gave 0.79× lm-eval with the panel, 1.71× without);
 * **lm-eval**: lm-evaluation-harness (pinned below, in its own virtualenv under
   ``$MONITOR_CACHE_DIR/bench``, created on first use) ``HFLM.loglikelihood_rolling`` at
   batch size 16 over the sentences alone, kept loaded in a worker process
@@ -232,7 +236,7 @@ def timed_monitor(backend: HFCausalLM, items: list[Item], batch_size: int, c: Co
     """One timed CLL run into ``c``; returns its rows."""
     before = backend.stats.padded_tokens
     t, cpu = time.perf_counter(), time.process_time()
-    rows = score_items(backend, items, "cll", batch_size=batch_size)
+    rows = score_items(backend, items, "cll", batch_size=batch_size, panel=False)
     c.seconds.append(time.perf_counter() - t)
     c.cpu.append(time.process_time() - cpu)
     c.executed = backend.stats.padded_tokens - before
@@ -335,8 +339,8 @@ def measure(args, backend: HFCausalLM, unshared: HFCausalLM, items, worker) -> i
     lme.executed = lm_eval_positions(worker.info["token_counts"], args.batch_size)
 
     warm = items[:16]
-    score_items(backend, warm, "cll", batch_size=args.batch_size)
-    score_items(unshared, warm, "cll", batch_size=args.batch_size)
+    score_items(backend, warm, "cll", batch_size=args.batch_size, panel=False)
+    score_items(unshared, warm, "cll", batch_size=args.batch_size, panel=False)
     worker.run(limit=2 * len(warm))
 
     peak_square = matmul_peak(2048, 2048, 2048)
