@@ -136,11 +136,15 @@ def axis_outcomes_of(
     # One row per (run, benchmark, axis) with its items as lists: DuckDB builds the lists,
     # and dict(zip(...)) the maps, instead of a Python loop over a row per item (the scan
     # itself is ~30 ms; turning 250k rows into tuples and looping over them was ~1.3 s).
+    # The lists are ordered by rowid: an aggregate's order is otherwise unspecified (it
+    # varies with threads), and the item order feeds float sums (the design effect), so
+    # it must be the order the items were stored in, in every run of drift.
     cur = con.execute(
         """
         SELECT s.run_id, i.benchmark, i.axis, list(DISTINCT i.benchmark_version),
-               list(s.item_id), list(s.outcome), list(s.delta),
-               list(coalesce(i.template, s.item_id))
+               list(s.item_id ORDER BY s.rowid), list(s.outcome ORDER BY s.rowid),
+               list(s.delta ORDER BY s.rowid),
+               list(coalesce(i.template, s.item_id) ORDER BY s.rowid)
         FROM scores AS s JOIN items AS i USING (item_id)
         WHERE list_contains(?, s.run_id)
         GROUP BY s.run_id, i.benchmark, i.axis
