@@ -37,15 +37,32 @@ What paid, from profiles of the year's store (cProfile of the commands as typed)
   command), with McNemar, Wilson, BH and the MDE's binomials on ``scipy.special``;
   caching MDE searches (170 distinct among 432 comparisons); building each axis's item
   maps from DuckDB lists, not from a Python loop over 250k rows; skipping redaction
-  patterns whose literals are absent (11 MB of report JSON: 2.6 s → 0.3 s).
+  patterns whose literals are absent (11 MB of report JSON: 2.6 s → 0.3 s);
+* (2026-11-24, second session) trend series read as columns, one row per series with
+  its runs as DuckDB lists, and a point made a validated model only when the report keeps
+  it (``history_view.SeriesColumns``): 147k ``TrendRow``/raw-point objects were ~1.6 s;
+  a frozen view that walks more than one snapshot's history reads every run once, not a
+  query per snapshot plus the report's own read of them (~0.4 s); the run's
+  configuration key computed once per run; the redactor remembering short texts for the
+  current secrets (a year's trends ask it ~130k times, mostly the same run ids and keys);
+  the JSON report written by pydantic's serialiser (``json.dumps`` with an indent is the
+  standard library's pure-Python encoder: 0.6 s → 0.1 s for 11 MB).
 
 What did not: statsmodels' closed-form Wilson interval (7× faster than scipy's
 ``binomtest``, but 2.8e-17 instead of 0 at k = 0, which the results suite refuses);
 a case-insensitive regex alternation as the redaction prefilter (1.8 s on the same
-JSON, where substring tests on the case-folded text take milliseconds). What remains
-at a year is spread thin: reading the 7,340 runs' rows and grouping them by
-configuration (~1 s), trend series (~6 s of the report: reading, condensing and
-validating 147k points), the JSON and HTML writers (~4 s), the 432 comparisons (~1.5 s).
+JSON, where substring tests on the case-folded text take milliseconds); importing
+``brentq`` lazily (every drift session needs it for the MDE). What remains at a year,
+in one unprofiled run of the report (~6 s): interpreter and imports ~0.8 s (scipy's
+array-API layer alone imports ``numpy.f2py``, ~0.1 s); drift ~2.3 s, of which reading
+the compared runs' 330k item outcomes is ~0.75 s (half DuckDB building the lists, half
+turning them into Python objects), reading and grouping the 7,340 runs ~0.4 s (JSON
+columns parsed per run), the 432 comparisons ~0.9 s; trends ~1.2 s (the store's lists
+~0.35 s, groups and breaks ~0.25 s, condensing and validating 24k kept points ~0.4 s);
+the HTML ~0.7 s (400 SVG plots through Jinja); the rest of the report input ~0.4 s.
+No piece is a second on its own. My untried expectation: getting under 5 s needs
+the configuration key and trend series kept in the store at write time (a migration)
+rather than more trimming of these.
 """
 
 from __future__ import annotations
@@ -325,7 +342,7 @@ def main() -> None:
             n_runs = len(view.runs_since(None))
         results[label] = {"runs": n_runs, **measure(path, out, args.repeats)}
     e, y = results["early"], results["year"]
-    print(f"\n{'':14}{'early':>12}{'year':>12}{'year/early':>12}")
+    print(f"\n{'':14}{'early':>15}{'year':>15}{'year/early':>12}")
     for k, unit in (
         ("runs", ""),
         ("drift_s", " s"),
@@ -335,7 +352,7 @@ def main() -> None:
         ("md_bytes", " B"),
     ):
         a, b = (f"{v:.2f}{unit}" if k.endswith("_s") else f"{v:,}{unit}" for v in (e[k], y[k]))
-        print(f"{k:14}{a:>12}{b:>12}{y[k] / e[k]:>11.2f}x")
+        print(f"{k:14}{a:>15}{b:>15}{y[k] / e[k]:>11.2f}x")
     ok = y["drift_s"] < 5 and y["report_s"] < 5
     print(f"\ntarget: drift and report under 5 s on the year's store: {'met' if ok else 'NOT met'}")
 

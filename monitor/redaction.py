@@ -27,6 +27,10 @@ from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 MARK = "[REDACTED]"
 MIN_SECRET_LEN = 4  # shorter values would redact ordinary words
+# Texts up to this long are remembered with their redacted form, up to this many
+# (``Redactor``): ids, keys and labels, not documents.
+MEMO_MAX_CHARS = 256
+MEMO_MAX_ENTRIES = 100_000
 _SECRET_PARAMS = re.compile(
     r"(?i)^(?:x-)?(?:api[-_]?key|key|token|access[-_]?token|secret|password|sig|signature|"
     r"code|auth|authorization|subscription[-_]?key)$"
@@ -94,6 +98,10 @@ class Redactor:
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         self._lock = threading.Lock()
         self._secrets: list[str] = []
+        # Results for short texts, valid for the current secrets only: ``add`` starts a
+        # new memo. A report repeats the same run ids, keys and labels tens of thousands
+        # of times (a year's trends: ~130k texts, most of them repeats).
+        self._memo: dict[str, str] = {}
         for s in secrets:
             self.add(s)
 
@@ -103,6 +111,7 @@ class Redactor:
         with self._lock:
             known = set(self._secrets) | encoded_forms(secret)
             self._secrets = sorted(known, key=len, reverse=True)
+            self._memo = {}
 
     def add_url(self, url: str | None) -> None:
         """The credentials a URL carries: user:password, the password, secret-looking
@@ -118,9 +127,19 @@ class Redactor:
                 self.add(value)
 
     def __call__(self, text: object) -> str:
-        out = str(text)
+        original = str(text)
         with self._lock:
-            secrets = list(self._secrets)
+            secrets, memo = self._secrets, self._memo
+        remember = len(original) <= MEMO_MAX_CHARS
+        if remember and (hit := memo.get(original)) is not None:
+            return hit
+        out = self._redacted(original, secrets)
+        if remember and len(memo) < MEMO_MAX_ENTRIES:
+            memo[original] = out  # a memo replaced meanwhile by ``add`` is dropped with it
+        return out
+
+    @staticmethod
+    def _redacted(out: str, secrets: list[str]) -> str:
         for secret in secrets:
             out = out.replace(secret, MARK)
         folded = _case_folded(out)

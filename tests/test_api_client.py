@@ -68,6 +68,20 @@ def test_redactor_removes_the_key_and_key_shaped_strings():
     assert r("api_key=hunter22&x=1") == "api_key=[REDACTED]&x=1"
 
 
+def test_a_remembered_text_is_redacted_again_once_a_secret_is_added():
+    """The redactor remembers short texts it has seen (a report repeats its ids thousands
+    of times); a secret registered later must still reach a text seen before it."""
+    secret = "DISTINCTIVE-0123456789abcdef"  # no credential shape: known or not at all
+    r = Redactor()
+    text = f"run failed: {secret}"
+    assert r(text) == text
+    assert r(text) == text  # now from the memo
+    r.add(secret)
+    assert r(text) == "run failed: [REDACTED]"
+    long_text = "x" * 300 + secret  # past the memo's length: recomputed every time
+    assert r(long_text) == r(long_text) == "x" * 300 + "[REDACTED]"
+
+
 def test_public_url_drops_credentials_and_query():
     assert public_url("https://user:pw@host.example:8443/v1?api-key=x") == (
         "https://host.example:8443/v1"

@@ -48,6 +48,9 @@ def test_cached_batched_reads_equal_run_by_run_reads(history: Path):
             groups = view.configuration_groups(sid)
             assert view.configuration_groups(sid) is groups  # remembered
             with store.read() as fresh:
+                # a fresh view's first walk is one snapshot's query; ``view`` walks every
+                # snapshot from the runs it read at once
+                assert fresh.configuration_groups(sid) == groups
                 one_by_one = [fresh.run(r) for g in groups for r in g.run_ids]
             assert [view.run(r.run_id) for r in one_by_one] == one_by_one
             # the break: snapshot 2 has two configuration groups, the others one
@@ -71,6 +74,10 @@ def test_a_view_over_a_writable_connection_does_not_cache(history: Path, tmp_pat
         after = view.configuration_groups("synthetic-model-00")
         assert latest in before[0].run_ids and latest not in after[0].run_ids
     assert store.get_run(latest)["status"] == "quarantined"
+    with store.read() as view:  # from every run read at once: the quarantined one left out
+        view.runs_since(None)
+        groups = view.configuration_groups("synthetic-model-00")
+        assert latest not in groups[0].run_ids and groups == after
 
 
 def _cli(*args: str, db: Path) -> subprocess.CompletedProcess:

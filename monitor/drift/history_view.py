@@ -14,7 +14,9 @@ side with the method difference named, never joined by a line or paired item by 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from monitor.drift.noise import MAX_RUNS, describe_group, replicate_units
 from monitor.drift.stats import noise_floor
@@ -65,23 +67,115 @@ def quarantined_runs(
     ]
 
 
-def trend_history(
-    view: StoreView,
-    trend: Trend,
+@dataclass(frozen=True, slots=True)
+class SeriesColumns:
+    """A trend's points column by column (entry ``i`` of each is point ``i``), oldest first.
+
+    A year of nightly runs is ~150k points over a report's series, most of which
+    :func:`condense` folds away; a validated ``TrendPoint`` per run would cost more than
+    the rest of the report, so a point becomes a model only when the report keeps it
+    (:meth:`point`). ``runs`` and ``first_run_ids`` are None for raw runs (one run each).
+    """
+
+    run_ids: Sequence[str]
+    started_at: Sequence[datetime]
+    statuses: Sequence[str]
+    values: Sequence[float | None]
+    ci_lows: Sequence[float | None]
+    ci_highs: Sequence[float | None]
+    ns: Sequence[int]
+    flagged: Sequence[str | None]
+    groups: Sequence[str | None]
+    runs: Sequence[int] | None = None
+    first_run_ids: Sequence[str | None] | None = None
+
+    @classmethod
+    def of_points(cls, points: Sequence[TrendPoint]) -> SeriesColumns:
+        return cls(
+            run_ids=[p.run_id for p in points],
+            started_at=[p.started_at for p in points],
+            statuses=[p.status for p in points],
+            values=[p.value for p in points],
+            ci_lows=[p.ci_low for p in points],
+            ci_highs=[p.ci_high for p in points],
+            ns=[p.n for p in points],
+            flagged=[p.flagged for p in points],
+            groups=[p.group for p in points],
+            runs=[p.runs for p in points],
+            first_run_ids=[p.first_run_id for p in points],
+        )
+
+    def __len__(self) -> int:
+        return len(self.run_ids)
+
+    def point(self, i: int) -> TrendPoint:
+        """Point ``i`` as a validated model (text made safe, NaN to None)."""
+        return TrendPoint(
+            run_id=self.run_ids[i],
+            runs=self.runs[i] if self.runs is not None else 1,
+            first_run_id=self.first_run_ids[i] if self.first_run_ids is not None else None,
+            started_at=self.started_at[i],
+            status=self.statuses[i],
+            value=self.values[i],
+            ci_low=self.ci_lows[i],
+            ci_high=self.ci_highs[i],
+            n=self.ns[i],
+            flagged=self.flagged[i],
+            group=self.groups[i],
+        )
+
+
+def series_trend(
+    view: StoreView | None,
+    cols: SeriesColumns,
     quarantined: Sequence[tuple[StoredRun, set[tuple[str, str]]]] = (),
+    *,
+    max_points: int = MAX_TREND_POINTS,
+    **fields: Any,
 ) -> Trend:
-    """``trend`` with its repeat groups, configuration breaks and the ``quarantined`` runs
-    (from :func:`quarantined_runs`) of its snapshot, metric and axis."""
-    pts = trend.points
-    runs = view.runs(p.run_id for p in pts)
+    """The ``Trend`` of one series (``fields``: snapshot id, benchmark, axis, metric, ...)
+    over ``cols``: with its repeat groups, configuration breaks and the ``quarantined``
+    runs (from :func:`quarantined_runs`) of its snapshot, metric and axis when ``view``
+    is given (a bias-rate history), then condensed to what a plot can show."""
+    groups: tuple[TrendGroup, ...] = ()
+    breaks: tuple[TrendBreak, ...] = ()
+    apart: tuple[TrendQuarantined, ...] = ()
+    if view is not None:
+        groups, breaks = _groups_and_breaks(view, cols)
+        apart = tuple(
+            TrendQuarantined(run_id=r.run_id, started_at=r.started_at, reason=r.notes)
+            for r, axes in quarantined
+            if r.snapshot_id == fields["snapshot_id"]
+            and r.metric == fields.get("metric")
+            and (fields["benchmark"], fields["axis"]) in axes
+        )
+    return Trend(
+        **fields,
+        points=_condensed_points(cols, groups, breaks, max_points),
+        groups=groups,
+        breaks=breaks,
+        quarantined=apart,
+    )
 
-    def unit(i: int) -> str | None:
-        """Points with one non-None unit id, next to each other, are one repeat group."""
-        r = runs[pts[i].run_id]
+
+def _groups_and_breaks(
+    view: StoreView, cols: SeriesColumns
+) -> tuple[tuple[TrendGroup, ...], tuple[TrendBreak, ...]]:
+    """The repeat groups and configuration breaks of a series.
+
+    Points with one non-None unit id, next to each other, are one repeat group: for a
+    local run its ``--repeat`` group within its configuration, for an API run its
+    configuration (see the module docstring)."""
+    ids, started, keys = cols.run_ids, cols.started_at, cols.groups
+    runs = view.runs(ids)
+
+    def unit_of(rid: str, group: str | None) -> str | None:
+        r = runs[rid]
         if r.origin != "local":
-            return pts[i].group
-        return f"{pts[i].group}:{r.repeat_group}" if r.repeat_group else None
+            return group
+        return f"{group}:{r.repeat_group}" if r.repeat_group else None
 
+    units = [unit_of(rid, g) for rid, g in zip(ids, keys, strict=True)]
     groups: list[TrendGroup] = []
     breaks: list[TrendBreak] = []
     segment: list[int] = []
@@ -89,108 +183,119 @@ def trend_history(
     def close(seg: list[int]) -> None:
         if len(seg) < 2:
             return
-        first, last = pts[seg[0]], pts[seg[-1]]
-        if last.started_at - first.started_at > MAX_GROUP_SPAN:
+        if started[seg[-1]] - started[seg[0]] > MAX_GROUP_SPAN:
             return
-        run = runs[first.run_id]
-        cfg = run.configuration
+        cfg = runs[ids[seg[0]]].configuration
         what = str(cfg.get("model") or "?") + (f" via {cfg['api']}" if cfg.get("api") else "")
         groups.append(
             TrendGroup(
-                key=unit(seg[0]) or "",
+                key=units[seg[0]] or "",
                 label=f"{len(seg)} runs of {what}",
-                run_ids=tuple(pts[i].run_id for i in seg),
+                run_ids=tuple(ids[i] for i in seg),
             )
         )
 
-    for i, p in enumerate(pts):
-        if i and pts[i - 1].group != p.group:
-            prev = pts[i - 1]
+    for i, unit in enumerate(units):
+        if i and keys[i - 1] != keys[i]:
             breaks.append(
                 TrendBreak(
-                    at=p.started_at,
-                    before_run_id=prev.run_id,
-                    after_run_id=p.run_id,
-                    changes=_change_texts(runs[prev.run_id], runs[p.run_id]),
+                    at=started[i],
+                    before_run_id=ids[i - 1],
+                    after_run_id=ids[i],
+                    changes=_change_texts(runs[ids[i - 1]], runs[ids[i]]),
                 )
             )
-        if segment and (unit(i) is None or unit(segment[-1]) != unit(i)):
+        if segment and (unit is None or units[segment[-1]] != unit):
             close(segment)
             segment = []
-        if unit(i) is not None:
+        if unit is not None:
             segment.append(i)
     close(segment)
-    apart = [
-        TrendQuarantined(run_id=r.run_id, started_at=r.started_at, reason=r.notes)
-        for r, axes in quarantined
-        if r.snapshot_id == trend.snapshot_id
-        and r.metric == trend.metric
-        and (trend.benchmark, trend.axis) in axes
-    ]
-    return trend.model_copy(
-        update={"groups": tuple(groups), "breaks": tuple(breaks), "quarantined": tuple(apart)}
-    )
+    return tuple(groups), tuple(breaks)
 
 
 def condense(trend: Trend, max_points: int = MAX_TREND_POINTS) -> Trend:
-    """``trend`` with at most about ``max_points`` points: runs a reader may ask about stay
-    one point each (the first, the latest ``RECENT_POINTS``, flagged runs, members of
-    repeat groups, the runs on either side of a configuration break); the others are
-    summarised per time bin, consecutive runs of one configuration only, as one point
-    (``TrendPoint.runs``). A series within the limit is returned as it is.
-    """
-    pts = trend.points
-    if len(pts) <= max_points:
+    """``trend`` with at most about ``max_points`` points (see :func:`_condensed_points`);
+    a series within the limit is returned as it is."""
+    if len(trend.points) <= max_points:
         return trend
-    keep = {pts[0].run_id, *(p.run_id for p in pts[-RECENT_POINTS:])}
-    keep |= {p.run_id for p in pts if p.flagged}
-    keep |= {r for g in trend.groups for r in g.run_ids}
-    keep |= {r for b in trend.breaks for r in (b.before_run_id, b.after_run_id)}
-    bins = max(1, max_points - len(keep))
-    t0 = pts[0].started_at
-    width = (pts[-1].started_at - t0) / bins
+    points = _condensed_points(
+        SeriesColumns.of_points(trend.points), trend.groups, trend.breaks, max_points
+    )
+    return trend.model_copy(update={"points": points})
 
-    def bin_of(p: TrendPoint) -> int:
-        return int((p.started_at - t0) / width) if width else 0
+
+def _condensed_points(
+    cols: SeriesColumns,
+    groups: Sequence[TrendGroup],
+    breaks: Sequence[TrendBreak],
+    max_points: int,
+) -> tuple[TrendPoint, ...]:
+    """At most about ``max_points`` points: runs a reader may ask about stay one point each
+    (the first, the latest ``RECENT_POINTS``, flagged runs, members of repeat groups, the
+    runs on either side of a configuration break); the others are summarised per time
+    bin, consecutive runs of one configuration only, as one point (``TrendPoint.runs``).
+    A series within the limit keeps every point.
+    """
+    n = len(cols)
+    if n <= max_points:
+        return tuple(cols.point(i) for i in range(n))
+    ids, started, keys = cols.run_ids, cols.started_at, cols.groups
+    keep = {ids[0], *ids[-RECENT_POINTS:]}
+    keep |= {rid for rid, flag in zip(ids, cols.flagged, strict=True) if flag}
+    keep |= {r for g in groups for r in g.run_ids}
+    keep |= {r for b in breaks for r in (b.before_run_id, b.after_run_id)}
+    bins = max(1, max_points - len(keep))
+    t0 = started[0]
+    width = (started[-1] - t0) / bins
+
+    def bin_of(i: int) -> int:
+        return int((started[i] - t0) / width) if width else 0
 
     out: list[TrendPoint] = []
-    bucket: list[TrendPoint] = []
+    bucket: list[int] = []
+    bucket_bin = 0
 
     def flush() -> None:
         if len(bucket) == 1:
-            out.append(bucket[0])
+            out.append(cols.point(bucket[0]))
         elif bucket:
-            out.append(_summary_point(bucket))
+            out.append(_summary_point(cols, bucket))
         bucket.clear()
 
-    for p in pts:
-        if p.run_id in keep:
+    for i in range(n):
+        if ids[i] in keep:
             flush()
-            out.append(p)
+            out.append(cols.point(i))
             continue
-        if bucket and (bin_of(bucket[0]) != bin_of(p) or bucket[0].group != p.group):
+        at = bin_of(i)
+        if bucket and (bucket_bin != at or keys[bucket[0]] != keys[i]):
             flush()
-        bucket.append(p)
+        if not bucket:
+            bucket_bin = at
+        bucket.append(i)
     flush()
-    return trend.model_copy(update={"points": tuple(out)})
+    return tuple(out)
 
 
-def _summary_point(points: Sequence[TrendPoint]) -> TrendPoint:
+def _summary_point(cols: SeriesColumns, idx: Sequence[int]) -> TrendPoint:
     """Consecutive runs of one configuration as one point (see ``TrendPoint``)."""
-    values = [p.value for p in points if p.value is not None]
-    lows = [p.ci_low for p in points if p.ci_low is not None]
-    highs = [p.ci_high for p in points if p.ci_high is not None]
+    values = [v for i in idx if (v := cols.values[i]) is not None]
+    lows = [v for i in idx if (v := cols.ci_lows[i]) is not None]
+    highs = [v for i in idx if (v := cols.ci_highs[i]) is not None]
+    first = idx[0]
     return TrendPoint(
-        run_id=points[-1].run_id,
-        runs=sum(p.runs for p in points),
-        first_run_id=points[0].first_run_id or points[0].run_id,
-        started_at=points[len(points) // 2].started_at,
+        run_id=cols.run_ids[idx[-1]],
+        runs=sum(cols.runs[i] for i in idx) if cols.runs is not None else len(idx),
+        first_run_id=(cols.first_run_ids[first] if cols.first_run_ids is not None else None)
+        or cols.run_ids[first],
+        started_at=cols.started_at[idx[len(idx) // 2]],
         status="complete",
         value=sum(values) / len(values) if values else None,
         ci_low=min(lows) if lows else None,
         ci_high=max(highs) if highs else None,
-        n=points[-1].n,
-        group=points[0].group,
+        n=cols.ns[idx[-1]],
+        group=cols.groups[first],
     )
 
 

@@ -7,18 +7,17 @@ the run list) through the store's typed view; the report room only renders the
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 from monitor.drift.compare import AxisComparison
 from monitor.drift.effect_size import EffectComparison as DriftEffect
 from monitor.drift.history_view import (
-    condense,
+    SeriesColumns,
     method_comparisons,
     quarantined_runs,
     repeat_groups,
-    trend_history,
+    series_trend,
 )
 from monitor.drift.session import DriftResult
 from monitor.metrics.context import score_contexts
@@ -37,9 +36,8 @@ from monitor.report.model import (
     RunSummary,
     ScoreContext,
     Trend,
-    TrendPoint,
 )
-from monitor.store.models import TrendRow
+from monitor.store.models import TrendSeries
 from monitor.store.view import StoreView
 
 
@@ -129,78 +127,39 @@ def trends(
     """Bias rate over time per snapshot × benchmark axis, from complete runs only, with
     repeat groups, configuration breaks and quarantined runs (``drift.history_view``),
     condensed to what a plot can show (``history_view.condense``)."""
-    rows = view.measure_trend(since, "bias_rate")
-    keys = {rid: r.configuration_key for rid, r in view.runs(r.run_id for r in rows).items()}
-    series: dict[tuple[str, str, str, str], list[_RawPoint]] = {}
-    for r in rows:
-        series.setdefault((r.snapshot_id, r.benchmark, r.axis, r.metric), []).append(
-            _raw_point(r, flags, keys.get(r.run_id))
-        )
+    series = view.measure_trend(since, "bias_rate")
+    runs = view.runs(rid for s in series for rid in s.run_ids)
+    keys = {rid: r.configuration_key for rid, r in runs.items()}
     apart = quarantined_runs(view, since)
     return [
-        _validated(
-            condense(
-                trend_history(
-                    view,
-                    _raw_trend(snapshot_id=s, benchmark=b, axis=a, metric=m, points=tuple(pts)),
-                    apart,
-                )
-            )
+        series_trend(
+            view,
+            _columns(s, flags, [keys.get(r) for r in s.run_ids]),
+            apart,
+            snapshot_id=s.snapshot_id,
+            benchmark=s.benchmark,
+            axis=s.axis,
+            metric=s.metric,
         )
-        for (s, b, a, m), pts in series.items()
+        for s in series
     ]
 
 
-@dataclass(frozen=True, slots=True)
-class _RawPoint:
-    """A stored run's point before validation: the attributes of ``TrendPoint`` as a plain
-    object. A year of nightly runs is hundreds of thousands of points, most of which
-    ``condense`` folds away; building (and making safe) a model for each would cost more
-    than the rest of the report. ``_validated`` turns the points a report keeps into
-    ``TrendPoint`` models."""
-
-    run_id: str
-    started_at: datetime
-    status: str
-    value: float | None
-    ci_low: float | None
-    ci_high: float | None
-    n: int
-    flagged: str | None
-    group: str | None
-    runs: int = 1
-    first_run_id: str | None = None
-
-
-def _raw_point(
-    r: TrendRow, flags: dict[tuple[str, str, str], str], group: str | None = None
-) -> _RawPoint:
-    return _RawPoint(
-        run_id=r.run_id,
-        started_at=r.started_at,
-        status=r.status,
-        value=r.value,
-        ci_low=r.ci_low,
-        ci_high=r.ci_high,
-        n=r.n or 0,
-        flagged=flags.get((r.run_id, r.benchmark, r.axis)),
-        group=group,
+def _columns(
+    s: TrendSeries, flags: dict[tuple[str, str, str], str], groups: Sequence[str | None]
+) -> SeriesColumns:
+    """A stored series as a trend's columns, with drift's flags and configuration keys."""
+    return SeriesColumns(
+        run_ids=s.run_ids,
+        started_at=s.started_at,
+        statuses=s.statuses,
+        values=s.values,
+        ci_lows=s.ci_lows,
+        ci_highs=s.ci_highs,
+        ns=[n or 0 for n in s.ns],
+        flagged=[flags.get((r, s.benchmark, s.axis)) for r in s.run_ids],
+        groups=groups,
     )
-
-
-def _raw_trend(**fields: Any) -> Trend:
-    """A ``Trend`` over raw points, not validated (see ``_RawPoint``)."""
-    return Trend.model_construct(**fields)
-
-
-def _validated(trend: Trend) -> Trend:
-    """``trend`` and every point validated as if built normally (text made safe, NaN to
-    None, points in time order, quarantined runs refused)."""
-    points = tuple(
-        p if isinstance(p, TrendPoint) else TrendPoint(**asdict(p)) for p in trend.points
-    )
-    fields = {name: getattr(trend, name) for name in Trend.model_fields}
-    return Trend(**{**fields, "points": points})
 
 
 def effect_trends(
@@ -208,26 +167,18 @@ def effect_trends(
 ) -> list[Trend]:
     """d over time per snapshot × test × metric, from complete runs only; 0 is the line
     of no association."""
-    series: dict[tuple[str, str, str, str], list[_RawPoint]] = {}
-    for r in view.measure_trend(since, "effect_size"):
-        series.setdefault((r.snapshot_id, r.benchmark, r.axis, r.metric), []).append(
-            _raw_point(r, flags)
-        )
     return [
-        _validated(
-            condense(
-                _raw_trend(
-                    snapshot_id=s,
-                    benchmark=b,
-                    axis=a,
-                    measure="effect_size",
-                    metric=m,
-                    reference=0.0,
-                    points=tuple(pts),
-                )
-            )
+        series_trend(
+            None,
+            _columns(s, flags, [None] * len(s.run_ids)),
+            snapshot_id=s.snapshot_id,
+            benchmark=s.benchmark,
+            axis=s.axis,
+            measure="effect_size",
+            metric=s.metric,
+            reference=0.0,
         )
-        for (s, b, a, m), pts in series.items()
+        for s in view.measure_trend(since, "effect_size")
     ]
 
 

@@ -187,8 +187,13 @@ def layout(trend: Trend) -> TrendPlot:
         t0, t1 = mid - timedelta(days=1), mid + timedelta(days=1)
     span = (t1 - t0).total_seconds()
 
+    xs: dict[datetime, float] = {}
+
     def x(t: datetime) -> float:
-        return round(plot.x0 + (_utc(t) - t0).total_seconds() / span * (plot.x1 - plot.x0), 1)
+        # Each shown time is placed several times (band, line, dot): computed once.
+        if t not in xs:
+            xs[t] = round(plot.x0 + (_utc(t) - t0).total_seconds() / span * (plot.x1 - plot.x0), 1)
+        return xs[t]
 
     ticks = time_ticks(t0, t1)
     plot.x_ticks = [Tick(x(t), s) for t, s in zip(ticks, tick_labels(ticks), strict=True)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -75,8 +76,10 @@ class StoredRun:
         """The measurement configuration (``monitor.store.configuration``)."""
         return measurement_configuration(self.fields)
 
-    @property
+    @cached_property
     def configuration_key(self) -> str:
+        """The configuration's key, computed once per run: a year's report asks for the
+        key of each of its thousands of runs several times (groups, breaks, trends)."""
         return configuration_key(self.configuration)
 
 
@@ -142,21 +145,27 @@ class TestTerms:
     benchmark_versions: set[str] = field(default_factory=set)
 
 
-@dataclass(frozen=True)
-class TrendRow:
-    """One run's value of one measure on one axis, for a trend line."""
+@dataclass(frozen=True, slots=True)
+class TrendSeries:
+    """One measure over time for one snapshot × benchmark axis × metric, oldest first,
+    column by column: entry ``i`` of every tuple is one complete run's value.
+
+    Columns, not a row object per run: a year of nightly runs is ~150k values, most of
+    which a report folds into summary points (``drift.history_view.condense``), and a
+    Python object per value cost more than reading, condensing and rendering together.
+    """
 
     snapshot_id: str
     benchmark: str
     axis: str
     metric: str
-    run_id: str
-    started_at: datetime
-    status: str
-    value: float | None
-    ci_low: float | None
-    ci_high: float | None
-    n: int | None
+    run_ids: tuple[str, ...]
+    started_at: tuple[datetime, ...]
+    statuses: tuple[str, ...]
+    values: tuple[float | None, ...]
+    ci_lows: tuple[float | None, ...]
+    ci_highs: tuple[float | None, ...]
+    ns: tuple[int | None, ...]
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import duckdb
@@ -25,7 +25,7 @@ from monitor.store.models import (
     ResultFrames,
     StoredRun,
     TestTerms,
-    TrendRow,
+    TrendSeries,
     ValidationRow,
 )
 
@@ -53,6 +53,9 @@ def _rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
 def _since_param(since: datetime | None) -> list[datetime | None]:
     """``since`` as the naive UTC timestamp the queries compare with, twice (NULL test)."""
     return [since.astimezone(UTC).replace(tzinfo=None) if since else None] * 2
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _aware(moment: datetime | None) -> datetime | None:
@@ -352,24 +355,54 @@ def outcome_shares(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str]) -> li
 
 def measure_trend(
     con: duckdb.DuckDBPyConnection, since: datetime | None, measure: str = "bias_rate"
-) -> list[TrendRow]:
+) -> list[TrendSeries]:
     """``measure`` over time for every snapshot × benchmark axis × metric, complete runs
-    only, oldest first."""
+    only, oldest first: one series per row, its runs as DuckDB lists (see ``TrendSeries``).
+
+    Start times come as epoch microseconds and are made datetimes once per run: a run has
+    a value on every axis it scored, so the same instant recurs in every series.
+    """
     rows = con.execute(
         """
-        SELECT r.snapshot_id, m.benchmark, m.axis, r.metric, r.run_id,
-               timezone('UTC', r.started_at), r.status, m.value, m.ci_low, m.ci_high, m.n
+        SELECT r.snapshot_id, m.benchmark, m.axis, r.metric,
+               list(r.run_id ORDER BY r.started_at, r.run_id),
+               list(epoch_us(r.started_at) ORDER BY r.started_at, r.run_id),
+               list(r.status ORDER BY r.started_at, r.run_id),
+               list(m.value ORDER BY r.started_at, r.run_id),
+               list(m.ci_low ORDER BY r.started_at, r.run_id),
+               list(m.ci_high ORDER BY r.started_at, r.run_id),
+               list(m.n ORDER BY r.started_at, r.run_id)
         FROM axis_measures m JOIN runs r USING (run_id)
         WHERE m.measure = ? AND r.status = 'complete'
           AND (CAST(? AS TIMESTAMP) IS NULL
                OR timezone('UTC', r.started_at) >= CAST(? AS TIMESTAMP))
-        ORDER BY r.snapshot_id, m.benchmark, m.axis, r.metric, r.started_at, r.run_id
+        GROUP BY r.snapshot_id, m.benchmark, m.axis, r.metric
+        ORDER BY r.snapshot_id, m.benchmark, m.axis, r.metric
         """,
         [measure, *_since_param(since)],
     ).fetchall()
+    moments: dict[int, datetime] = {}
+
+    def moment(us: int) -> datetime:
+        if us not in moments:
+            moments[us] = _EPOCH + timedelta(microseconds=us)
+        return moments[us]
+
     return [
-        TrendRow(s, b, a, metric, rid, started.replace(tzinfo=UTC), status, v, lo, hi, n)
-        for s, b, a, metric, rid, started, status, v, lo, hi, n in rows
+        TrendSeries(
+            s,
+            b,
+            a,
+            metric,
+            tuple(rids),
+            tuple(map(moment, started)),
+            tuple(statuses),
+            tuple(values),
+            tuple(lows),
+            tuple(highs),
+            tuple(ns),
+        )
+        for s, b, a, metric, rids, started, statuses, values, lows, highs, ns in rows
     ]
 
 

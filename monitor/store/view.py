@@ -30,7 +30,7 @@ from monitor.store.models import (
     ResultFrames,
     StoredRun,
     TestTerms,
-    TrendRow,
+    TrendSeries,
     ValidationRow,
 )
 
@@ -107,8 +107,20 @@ class StoreView:
         key = (snapshot_id, metric)
         if key in self._groups:
             return self._groups[key]
-        runs = reads.complete_runs(self._con, snapshot_id, metric)
-        self._remember(runs)
+        if self._frozen and (self._groups or None in self._since):
+            # A session walking more than one snapshot's history (drift over every
+            # snapshot, a report) reads every run once rather than a query per snapshot;
+            # one snapshot's walk (``drift --snapshot``) reads only its own runs.
+            runs = [
+                r
+                for r in self.runs_since(None)
+                if r.snapshot_id == snapshot_id
+                and r.status == "complete"
+                and (metric is None or r.metric == metric)
+            ]
+        else:
+            runs = reads.complete_runs(self._con, snapshot_id, metric)
+            self._remember(runs)
         groups = reads.group_by_configuration(snapshot_id, runs)
         if self._frozen:
             self._groups[key] = groups
@@ -147,7 +159,9 @@ class StoreView:
     def measures(self, run_id: str) -> list[Measure]:
         return [codec.measure_from_row(r) for r in queries.axis_measures(self._con, run_id)]
 
-    def measure_trend(self, since: datetime | None, measure: str = "bias_rate") -> list[TrendRow]:
+    def measure_trend(
+        self, since: datetime | None, measure: str = "bias_rate"
+    ) -> list[TrendSeries]:
         return reads.measure_trend(self._con, since, measure)
 
     def latest_validations(self, since: datetime | None) -> list[ValidationRow]:
