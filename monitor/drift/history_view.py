@@ -13,7 +13,7 @@ side with the method difference named, never joined by a line or paired item by 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -74,7 +74,8 @@ class SeriesColumns:
     A year of nightly runs is ~150k points over a report's series, most of which
     :func:`condense` folds away; a validated ``TrendPoint`` per run would cost more than
     the rest of the report, so a point becomes a model only when the report keeps it
-    (:meth:`point`). ``runs`` and ``first_run_ids`` are None for raw runs (one run each).
+    (:meth:`point`). A stored run is one run (``runs`` 1, ``first_run_ids`` None); a
+    condensed series may hold summary points.
     """
 
     run_ids: Sequence[str]
@@ -86,8 +87,8 @@ class SeriesColumns:
     ns: Sequence[int]
     flagged: Sequence[str | None]
     groups: Sequence[str | None]
-    runs: Sequence[int] | None = None
-    first_run_ids: Sequence[str | None] | None = None
+    runs: Sequence[int]
+    first_run_ids: Sequence[str | None]
 
     @classmethod
     def of_points(cls, points: Sequence[TrendPoint]) -> SeriesColumns:
@@ -112,8 +113,8 @@ class SeriesColumns:
         """Point ``i`` as a validated model (text made safe, NaN to None)."""
         return TrendPoint(
             run_id=self.run_ids[i],
-            runs=self.runs[i] if self.runs is not None else 1,
-            first_run_id=self.first_run_ids[i] if self.first_run_ids is not None else None,
+            runs=self.runs[i],
+            first_run_id=self.first_run_ids[i],
             started_at=self.started_at[i],
             status=self.statuses[i],
             value=self.values[i],
@@ -126,7 +127,7 @@ class SeriesColumns:
 
 
 def series_trend(
-    view: StoreView | None,
+    runs: Mapping[str, StoredRun] | None,
     cols: SeriesColumns,
     quarantined: Sequence[tuple[StoredRun, set[tuple[str, str]]]] = (),
     *,
@@ -135,13 +136,14 @@ def series_trend(
 ) -> Trend:
     """The ``Trend`` of one series (``fields``: snapshot id, benchmark, axis, metric, ...)
     over ``cols``: with its repeat groups, configuration breaks and the ``quarantined``
-    runs (from :func:`quarantined_runs`) of its snapshot, metric and axis when ``view``
-    is given (a bias-rate history), then condensed to what a plot can show."""
+    runs (from :func:`quarantined_runs`) of its snapshot, metric and axis when ``runs``
+    (the stored runs of ``cols``, read once for all series) is given (a bias-rate
+    history), then condensed to what a plot can show."""
     groups: tuple[TrendGroup, ...] = ()
     breaks: tuple[TrendBreak, ...] = ()
     apart: tuple[TrendQuarantined, ...] = ()
-    if view is not None:
-        groups, breaks = _groups_and_breaks(view, cols)
+    if runs is not None:
+        groups, breaks = _groups_and_breaks(runs, cols)
         apart = tuple(
             TrendQuarantined(run_id=r.run_id, started_at=r.started_at, reason=r.notes)
             for r, axes in quarantined
@@ -159,7 +161,7 @@ def series_trend(
 
 
 def _groups_and_breaks(
-    view: StoreView, cols: SeriesColumns
+    runs: Mapping[str, StoredRun], cols: SeriesColumns
 ) -> tuple[tuple[TrendGroup, ...], tuple[TrendBreak, ...]]:
     """The repeat groups and configuration breaks of a series.
 
@@ -167,7 +169,6 @@ def _groups_and_breaks(
     local run its ``--repeat`` group within its configuration, for an API run its
     configuration (see the module docstring)."""
     ids, started, keys = cols.run_ids, cols.started_at, cols.groups
-    runs = view.runs(ids)
 
     def unit_of(rid: str, group: str | None) -> str | None:
         r = runs[rid]
@@ -286,9 +287,8 @@ def _summary_point(cols: SeriesColumns, idx: Sequence[int]) -> TrendPoint:
     first = idx[0]
     return TrendPoint(
         run_id=cols.run_ids[idx[-1]],
-        runs=sum(cols.runs[i] for i in idx) if cols.runs is not None else len(idx),
-        first_run_id=(cols.first_run_ids[first] if cols.first_run_ids is not None else None)
-        or cols.run_ids[first],
+        runs=sum(cols.runs[i] for i in idx),
+        first_run_id=cols.first_run_ids[first] or cols.run_ids[first],
         started_at=cols.started_at[idx[len(idx) // 2]],
         status="complete",
         value=sum(values) / len(values) if values else None,

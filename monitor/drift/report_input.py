@@ -133,7 +133,7 @@ def trends(
     apart = quarantined_runs(view, since)
     return [
         series_trend(
-            view,
+            runs,
             _columns(s, flags, [keys.get(r) for r in s.run_ids]),
             apart,
             snapshot_id=s.snapshot_id,
@@ -149,16 +149,19 @@ def _columns(
     s: TrendSeries, flags: dict[tuple[str, str, str], str], groups: Sequence[str | None]
 ) -> SeriesColumns:
     """A stored series as a trend's columns, with drift's flags and configuration keys."""
+    size = len(s.run_ids)
     return SeriesColumns(
         run_ids=s.run_ids,
         started_at=s.started_at,
-        statuses=s.statuses,
+        statuses=("complete",) * size,
         values=s.values,
         ci_lows=s.ci_lows,
         ci_highs=s.ci_highs,
         ns=[n or 0 for n in s.ns],
         flagged=[flags.get((r, s.benchmark, s.axis)) for r in s.run_ids],
         groups=groups,
+        runs=(1,) * size,
+        first_run_ids=(None,) * size,
     )
 
 

@@ -148,7 +148,8 @@ class TestTerms:
 @dataclass(frozen=True, slots=True)
 class TrendSeries:
     """One measure over time for one snapshot × benchmark axis × metric, oldest first,
-    column by column: entry ``i`` of every tuple is one complete run's value.
+    column by column: entry ``i`` of every tuple is one complete run's value (complete
+    runs only, so a series has no status column).
 
     Columns, not a row object per run: a year of nightly runs is ~150k values, most of
     which a report folds into summary points (``drift.history_view.condense``), and a
@@ -161,7 +162,6 @@ class TrendSeries:
     metric: str
     run_ids: tuple[str, ...]
     started_at: tuple[datetime, ...]
-    statuses: tuple[str, ...]
     values: tuple[float | None, ...]
     ci_lows: tuple[float | None, ...]
     ci_highs: tuple[float | None, ...]

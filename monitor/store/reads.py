@@ -367,7 +367,6 @@ def measure_trend(
         SELECT r.snapshot_id, m.benchmark, m.axis, r.metric,
                list(r.run_id ORDER BY r.started_at, r.run_id),
                list(epoch_us(r.started_at) ORDER BY r.started_at, r.run_id),
-               list(r.status ORDER BY r.started_at, r.run_id),
                list(m.value ORDER BY r.started_at, r.run_id),
                list(m.ci_low ORDER BY r.started_at, r.run_id),
                list(m.ci_high ORDER BY r.started_at, r.run_id),
@@ -396,13 +395,12 @@ def measure_trend(
             metric,
             tuple(rids),
             tuple(map(moment, started)),
-            tuple(statuses),
             tuple(values),
             tuple(lows),
             tuple(highs),
             tuple(ns),
         )
-        for s, b, a, metric, rids, started, statuses, values, lows, highs, ns in rows
+        for s, b, a, metric, rids, started, values, lows, highs, ns in rows
     ]
 
 
