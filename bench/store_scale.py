@@ -46,23 +46,42 @@ What paid, from profiles of the year's store (cProfile of the commands as typed)
   configuration key computed once per run; the redactor remembering short texts for the
   current secrets (a year's trends ask it ~130k times, mostly the same run ids and keys);
   the JSON report written by pydantic's serialiser (``json.dumps`` with an indent is the
-  standard library's pure-Python encoder: 0.6 s → 0.1 s for 11 MB).
+  standard library's pure-Python encoder: 0.6 s → 0.1 s for 11 MB);
+* (2026-11-24, third session; report ~6.0 s → ~4.8 s, outputs byte-identical) the
+  command's garbage collector at a young-generation threshold of 50,000 instead of 700
+  (the collector re-walked the session's millions of long-lived objects: 0.58 s → 0.12 s
+  of collections, same peak memory); bytecode written at install (``make install``), as a
+  regular install does, where PYTHONDONTWRITEBYTECODE kept every command recompiling
+  ~70 modules (~0.1 s); a trend point's texts made safe once per distinct text for all
+  series (``history_view.SafeTexts``) and the point validated without the report
+  model's field walk (``SHOWN_SAFELY``), with the walk itself skipping numbers and
+  dates; the run list built for the runs a report lists, not all 7,340; the measures of
+  the report's ~60 runs in one scan (``prefetch_measures``), each baseline and each
+  snapshot's latest run in one query for all snapshots; repeated JSON texts of the runs
+  (a snapshot's manifest, its benchmark versions) parsed once; item templates fetched as
+  NULLs where there are none rather than as copies of the item ids; summary points from
+  index ranges (slices) rather than index lists; plot times already in UTC not
+  converted again.
 
 What did not: statsmodels' closed-form Wilson interval (7× faster than scipy's
 ``binomtest``, but 2.8e-17 instead of 0 at k = 0, which the results suite refuses);
 a case-insensitive regex alternation as the redaction prefilter (1.8 s on the same
 JSON, where substring tests on the case-folded text take milliseconds); importing
-``brentq`` lazily (every drift session needs it for the MDE). What remains at a year,
-in one unprofiled run of the report (~6 s): interpreter and imports ~0.8 s (scipy's
-array-API layer alone imports ``numpy.f2py``, ~0.1 s); drift ~2.3 s, of which reading
-the compared runs' 330k item outcomes is ~0.75 s (half DuckDB building the lists, half
-turning them into Python objects), reading and grouping the 7,340 runs ~0.4 s (JSON
-columns parsed per run), the 432 comparisons ~0.9 s; trends ~1.2 s (the store's lists
-~0.35 s, groups and breaks ~0.25 s, condensing and validating 24k kept points ~0.4 s);
-the HTML ~0.7 s (400 SVG plots through Jinja); the rest of the report input ~0.4 s.
-No piece is a second on its own. My untried expectation: getting under 5 s needs
-the configuration key and trend series kept in the store at write time (a migration)
-rather than more trimming of these.
+``brentq`` lazily (every drift session needs it for the MDE); ``gc.freeze()`` after the
+imports without a higher threshold (no change: the cost is the session's own objects);
+inlining the trend's per-run unit function (a few hundredths of a second in a profile;
+not worth losing a readable helper); Jinja's on-disk bytecode cache (not tried: compiling
+the templates is ~0.08 s, and the cache would write into a shared temp folder).
+
+What remains at a year, in one unprofiled run of the report (~4.8 s): interpreter,
+typer and imports ~0.9 s (scipy.special's array-API layer imports ``numpy.f2py`` and
+``numpy.testing``, ~0.1 s; ``scipy.optimize`` for ``brentq`` 0.17 s);
+the runs and their configuration groups ~0.45 s; reading the compared runs' 330k item
+outcomes ~0.65 s (DuckDB ~0.2 s, Python objects the rest); the 432 comparisons ~0.95 s,
+of which the sign-flip test's 9,999 patterns ~0.34 s (generating them for 9 distinct
+cluster counts ~0.1 s); trends ~0.75 s (the store's lists ~0.33 s); the HTML ~0.55 s
+(plot geometry ~0.3 s, Jinja ~0.25 s); the rest of the report input, the JSON and the
+interpreter's teardown ~0.5 s.
 """
 
 from __future__ import annotations

@@ -76,3 +76,47 @@ def test_the_plot_caption_counts_runs_not_points():
     report = ReportInput(title="t", generated_at=START + timedelta(days=401), trends=(c,))
     html = render_html(report)
     assert f"400 runs ({len(c.points)} points: older runs of one configuration averaged" in html
+
+
+def test_points_built_from_columns_are_made_safe_like_any_report_text():
+    """A series' points skip the report model's field walk (``SHOWN_SAFELY``) because the
+    columns make their texts safe themselves: controls made visible, secrets redacted,
+    in kept points and in summary points alike, exactly as a model built field by field."""
+    from monitor.drift.history_view import SeriesColumns, series_trend
+    from monitor.redaction import register
+    from monitor.report.model import TrendPoint
+
+    secret = "sk-columns-" + "q7" * 12
+    register(secret)
+    n = 200
+    odd = [f"r{d:03d}\x1b]0;{secret}" for d in range(n)]
+    raw = {
+        "run_ids": odd,
+        "started_at": [START + timedelta(days=d) for d in range(n)],
+        "statuses": ["complete"] * n,
+        "values": [0.5 + (d % 7) / 100 if d != 3 else float("nan") for d in range(n)],
+        "ci_lows": [0.4] * n,
+        "ci_highs": [0.6] * n,
+        "ns": [106] * n,
+        "flagged": [f"regression:\u202e {secret}" if d == 150 else None for d in range(n)],
+        "groups": [f"key\x07{d // 100}" for d in range(n)],
+        "runs": [1] * n,
+        "first_run_ids": [None] * n,
+    }
+    cols = SeriesColumns(**raw)
+    for i in (0, 3, 150, n - 1):
+        expected = TrendPoint(
+            run_id=raw["run_ids"][i], started_at=raw["started_at"][i], status="complete",
+            value=raw["values"][i], ci_low=0.4, ci_high=0.6, n=106, flagged=raw["flagged"][i],
+            group=raw["groups"][i], runs=1, first_run_id=None,
+        )  # fmt: skip
+        assert cols.point(i) == expected
+    assert cols.point(3).value is None  # NaN → None as before
+    trend = series_trend(None, cols, snapshot_id="s", benchmark="b", axis="a")
+    summaries = [p for p in trend.points if p.runs > 1]
+    assert summaries and len(trend.points) < n
+    shown = trend.model_dump_json()
+    assert secret not in shown and "\x1b" not in shown and "\u202e" not in shown
+    assert "\x07" not in shown and "[REDACTED]" in shown
+    for p in trend.points:
+        assert p == TrendPoint(**p.model_dump())  # validating again changes nothing

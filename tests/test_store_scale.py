@@ -111,3 +111,75 @@ def test_drift_and_report_find_what_the_generator_put_in(history: Path, tmp_path
     regressions = [c for c in data["comparisons"] if c["verdict"] == "regression"]
     assert {c["new_run_id"] for c in regressions} == {f"s01-n{NIGHTS - 1:03d}-r0"}
     assert "synthetic sentence" not in (report / "report.html").read_text()
+
+
+def _baseline_rule(runs, new):
+    """default_baseline's rule, written out over the runs (the oracle for the batched SQL):
+    an earlier complete run of the snapshot, outside the run's repeat group, the same
+    metric and version first, then the latest."""
+    candidates = [
+        r
+        for r in runs
+        if r.snapshot_id == new.snapshot_id
+        and r.status == "complete"
+        and r.started_at < new.started_at
+        and r.run_id != new.run_id
+        and (new.repeat_group is None or r.repeat_group != new.repeat_group)
+    ]
+    same = lambda r: (r.metric, r.metric_version) == (new.metric, new.metric_version)  # noqa: E731
+    best = max(candidates, key=lambda r: (same(r), r.started_at, r.run_id), default=None)
+    return best.run_id if best else None
+
+
+def test_batched_baselines_and_latest_runs_follow_the_rules(history: Path):
+    store = Store.open(history)
+    with store.read() as view:
+        runs = view.runs_since(None)
+        # every run: the repeats of the first night (no baseline but each other), the
+        # nights after them, the revision change of snapshot 2
+        expected = {r.run_id: _baseline_rule(runs, r) for r in runs}
+        assert view.default_baselines(expected) == expected
+        assert any(v is None for v in expected.values())
+        assert sum(v is not None for v in expected.values()) >= SNAPSHOTS * (NIGHTS - 1)
+        snapshots = sorted({r.snapshot_id for r in runs})
+        latest = {
+            s: max((r for r in runs if r.snapshot_id == s), key=lambda r: (r.started_at, r.run_id))
+            for s in snapshots
+        }
+        assert view.latest_complete_of([*snapshots, "no-such-snapshot"]) == {
+            s: r.run_id for s, r in latest.items()
+        }
+        with pytest.raises(Exception, match="not in the store"):
+            view.default_baselines([runs[0].run_id, "no-such-run"])
+
+
+def test_measures_read_at_once_equal_measures_read_run_by_run(history: Path):
+    store = Store.open(history)
+    ids = [r["run_id"] for r in store.list_runs()][:7]
+    with store.read() as view:
+        view.prefetch_measures([*ids, "no-such-run"])
+        batched = {r: view.measures(r) for r in ids}
+        assert view.measures("no-such-run") == []
+    with store.read() as fresh:
+        assert {r: fresh.measures(r) for r in ids} == batched
+    assert all(batched.values())
+
+
+def test_a_command_collects_garbage_in_large_steps():
+    """``main`` raises the collector's young-generation threshold (a year's report spent
+    0.58 s of 6 s re-walking its own long-lived objects at CPython's default of 700)."""
+    from monitor.cli.app import GC_YOUNG_THRESHOLD
+
+    code = (
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: print('threshold', gc.get_threshold()[0]))\n"
+        "from monitor.cli.app import main\n"
+        "sys.argv = ['bias-monitor', 'runs', '--help']\n"
+        "main()\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"threshold {GC_YOUNG_THRESHOLD}" in proc.stdout
+    assert GC_YOUNG_THRESHOLD > 700

@@ -14,14 +14,16 @@ side with the method difference named, never joined by a line or paired item by 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from monitor.display import safe_text
 from monitor.drift.noise import MAX_RUNS, describe_group, replicate_units
 from monitor.drift.stats import noise_floor
 from monitor.metrics.registry import METRICS
 from monitor.report.model import (
+    SHOWN_SAFELY,
     ConfigurationChange,
     MethodComparison,
     MethodRun,
@@ -67,6 +69,21 @@ def quarantined_runs(
     ]
 
 
+class SafeTexts:
+    """:func:`monitor.display.safe_text` of each distinct text, computed once: a run id
+    recurs in every series of its run, a configuration key in every point of its run."""
+
+    def __init__(self) -> None:
+        self._done: dict[str, str] = {}
+
+    def __call__(self, text: str | None) -> str | None:
+        if text is None:
+            return None
+        if (safe := self._done.get(text)) is None:
+            safe = self._done[text] = safe_text(text)
+        return safe
+
+
 @dataclass(frozen=True, slots=True)
 class SeriesColumns:
     """A trend's points column by column (entry ``i`` of each is point ``i``), oldest first.
@@ -76,6 +93,11 @@ class SeriesColumns:
     the rest of the report, so a point becomes a model only when the report keeps it
     (:meth:`point`). A stored run is one run (``runs`` 1, ``first_run_ids`` None); a
     condensed series may hold summary points.
+
+    The columns hold the store's texts as they are (run ids look runs up); a kept point's
+    texts are made safe by ``safe`` (:class:`SafeTexts`, once per distinct text for all
+    of a report's series), so the point is validated with ``SHOWN_SAFELY`` instead of
+    having its fields walked again.
     """
 
     run_ids: Sequence[str]
@@ -89,6 +111,7 @@ class SeriesColumns:
     groups: Sequence[str | None]
     runs: Sequence[int]
     first_run_ids: Sequence[str | None]
+    safe: SafeTexts = field(default_factory=SafeTexts)
 
     @classmethod
     def of_points(cls, points: Sequence[TrendPoint]) -> SeriesColumns:
@@ -110,19 +133,23 @@ class SeriesColumns:
         return len(self.run_ids)
 
     def point(self, i: int) -> TrendPoint:
-        """Point ``i`` as a validated model (text made safe, NaN to None)."""
-        return TrendPoint(
-            run_id=self.run_ids[i],
-            runs=self.runs[i],
-            first_run_id=self.first_run_ids[i],
-            started_at=self.started_at[i],
-            status=self.statuses[i],
-            value=self.values[i],
-            ci_low=self.ci_lows[i],
-            ci_high=self.ci_highs[i],
-            n=self.ns[i],
-            flagged=self.flagged[i],
-            group=self.groups[i],
+        """Point ``i`` as a validated model (NaN to None; its texts are already safe)."""
+        safe = self.safe
+        return TrendPoint.model_validate(
+            {
+                "run_id": safe(self.run_ids[i]),
+                "runs": self.runs[i],
+                "first_run_id": safe(self.first_run_ids[i]),
+                "started_at": self.started_at[i],
+                "status": safe(self.statuses[i]),
+                "value": self.values[i],
+                "ci_low": self.ci_lows[i],
+                "ci_high": self.ci_highs[i],
+                "n": self.ns[i],
+                "flagged": safe(self.flagged[i]),
+                "group": safe(self.groups[i]),
+            },
+            context=SHOWN_SAFELY,
         )
 
 
@@ -249,53 +276,56 @@ def _condensed_points(
     bins = max(1, max_points - len(keep))
     t0 = started[0]
     width = (started[-1] - t0) / bins
-
-    def bin_of(i: int) -> int:
-        return int((started[i] - t0) / width) if width else 0
-
     out: list[TrendPoint] = []
-    bucket: list[int] = []
-    bucket_bin = 0
+    # The runs not kept, between two kept ones, of one time bin and one configuration:
+    # consecutive, so the bucket is the index range [start, i).
+    start, bucket_bin = -1, 0
 
-    def flush() -> None:
-        if len(bucket) == 1:
-            out.append(cols.point(bucket[0]))
-        elif bucket:
-            out.append(_summary_point(cols, bucket))
-        bucket.clear()
+    def flush(stop: int) -> None:
+        if start < 0:
+            return
+        if stop - start == 1:
+            out.append(cols.point(start))
+        else:
+            out.append(_summary_point(cols, start, stop))
 
     for i in range(n):
         if ids[i] in keep:
-            flush()
+            flush(i)
+            start = -1
             out.append(cols.point(i))
             continue
-        at = bin_of(i)
-        if bucket and (bucket_bin != at or keys[bucket[0]] != keys[i]):
-            flush()
-        if not bucket:
-            bucket_bin = at
-        bucket.append(i)
-    flush()
+        at = int((started[i] - t0) / width) if width else 0
+        if start >= 0 and (bucket_bin != at or keys[start] != keys[i]):
+            flush(i)
+            start = -1
+        if start < 0:
+            start, bucket_bin = i, at
+    flush(n)
     return tuple(out)
 
 
-def _summary_point(cols: SeriesColumns, idx: Sequence[int]) -> TrendPoint:
-    """Consecutive runs of one configuration as one point (see ``TrendPoint``)."""
-    values = [v for i in idx if (v := cols.values[i]) is not None]
-    lows = [v for i in idx if (v := cols.ci_lows[i]) is not None]
-    highs = [v for i in idx if (v := cols.ci_highs[i]) is not None]
-    first = idx[0]
-    return TrendPoint(
-        run_id=cols.run_ids[idx[-1]],
-        runs=sum(cols.runs[i] for i in idx),
-        first_run_id=cols.first_run_ids[first] or cols.run_ids[first],
-        started_at=cols.started_at[idx[len(idx) // 2]],
-        status="complete",
-        value=sum(values) / len(values) if values else None,
-        ci_low=min(lows) if lows else None,
-        ci_high=max(highs) if highs else None,
-        n=cols.ns[idx[-1]],
-        group=cols.groups[first],
+def _summary_point(cols: SeriesColumns, start: int, stop: int) -> TrendPoint:
+    """Consecutive runs ``start`` to ``stop - 1`` of one configuration as one point (see
+    ``TrendPoint``)."""
+    values = [v for v in cols.values[start:stop] if v is not None]
+    lows = [v for v in cols.ci_lows[start:stop] if v is not None]
+    highs = [v for v in cols.ci_highs[start:stop] if v is not None]
+    last, safe = stop - 1, cols.safe
+    return TrendPoint.model_validate(
+        {
+            "run_id": safe(cols.run_ids[last]),
+            "runs": sum(cols.runs[start:stop]),
+            "first_run_id": safe(cols.first_run_ids[start] or cols.run_ids[start]),
+            "started_at": cols.started_at[start + (stop - start) // 2],
+            "status": "complete",
+            "value": sum(values) / len(values) if values else None,
+            "ci_low": min(lows) if lows else None,
+            "ci_high": max(highs) if highs else None,
+            "n": cols.ns[last],
+            "group": safe(cols.groups[start]),
+        },
+        context=SHOWN_SAFELY,
     )
 
 

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from monitor.drift.compare import AxisComparison
 from monitor.drift.effect_size import EffectComparison as DriftEffect
 from monitor.drift.history_view import (
+    SafeTexts,
     SeriesColumns,
     method_comparisons,
     quarantined_runs,
@@ -131,10 +132,11 @@ def trends(
     runs = view.runs(rid for s in series for rid in s.run_ids)
     keys = {rid: r.configuration_key for rid, r in runs.items()}
     apart = quarantined_runs(view, since)
+    safe = SafeTexts()
     return [
         series_trend(
             runs,
-            _columns(s, flags, [keys.get(r) for r in s.run_ids]),
+            _columns(s, flags, [keys.get(r) for r in s.run_ids], safe),
             apart,
             snapshot_id=s.snapshot_id,
             benchmark=s.benchmark,
@@ -146,9 +148,13 @@ def trends(
 
 
 def _columns(
-    s: TrendSeries, flags: dict[tuple[str, str, str], str], groups: Sequence[str | None]
+    s: TrendSeries,
+    flags: dict[tuple[str, str, str], str],
+    groups: Sequence[str | None],
+    safe: SafeTexts,
 ) -> SeriesColumns:
-    """A stored series as a trend's columns, with drift's flags and configuration keys."""
+    """A stored series as a trend's columns, with drift's flags and configuration keys;
+    ``safe`` makes the texts of its kept points safe to show (shared by the series)."""
     size = len(s.run_ids)
     return SeriesColumns(
         run_ids=s.run_ids,
@@ -158,11 +164,20 @@ def _columns(
         ci_lows=s.ci_lows,
         ci_highs=s.ci_highs,
         ns=[n or 0 for n in s.ns],
-        flagged=[flags.get((r, s.benchmark, s.axis)) for r in s.run_ids],
+        flagged=_flagged(s, flags),
         groups=groups,
         runs=(1,) * size,
         first_run_ids=(None,) * size,
+        safe=safe,
     )
+
+
+def _flagged(s: TrendSeries, flags: dict[tuple[str, str, str], str]) -> Sequence[str | None]:
+    """Drift's flag of each run of the series: a report flags a few dozen (run, axis)
+    pairs among a year's ~150k points, so a series with none is not looked up run by run."""
+    if not any(b == s.benchmark and a == s.axis for _, b, a in flags):
+        return (None,) * len(s.run_ids)
+    return [flags.get((r, s.benchmark, s.axis)) for r in s.run_ids]
 
 
 def effect_trends(
@@ -173,7 +188,7 @@ def effect_trends(
     return [
         series_trend(
             None,
-            _columns(s, flags, [None] * len(s.run_ids)),
+            _columns(s, flags, [None] * len(s.run_ids), SafeTexts()),
             snapshot_id=s.snapshot_id,
             benchmark=s.benchmark,
             axis=s.axis,
@@ -247,7 +262,13 @@ def quality_results(view: StoreView, since: datetime | None) -> list[QualityResu
     return out
 
 
-def run_summaries(view: StoreView, since: datetime | None) -> list[RunSummary]:
+def run_summaries(
+    view: StoreView, since: datetime | None, named: set[str]
+) -> tuple[list[RunSummary], int]:
+    """The runs a report lists (every run that is not complete, and the complete runs
+    it names), and how many runs of the window it leaves out: a year's history is
+    thousands of complete runs, so only the listed ones become models."""
+    every = view.runs_since(since)
     return [
         RunSummary(
             run_id=r.run_id,
@@ -257,8 +278,9 @@ def run_summaries(view: StoreView, since: datetime | None) -> list[RunSummary]:
             metric=r.metric,
             reason=r.notes if r.status != "complete" else None,
         )
-        for r in view.runs_since(since)
-    ]
+        for r in every
+        if r.status != "complete" or r.run_id in named
+    ], len(every)
 
 
 def _controls() -> dict[str, tuple[str, ...]]:
@@ -379,11 +401,13 @@ def build_report_input(
     compared = [r for c in result.comparisons for r in (c.new_run_id, c.baseline_run_id)]
     series = trends(view, since, flags)
     latest = [t.points[-1].run_id for t in series if t.points]
+    new_runs = [p.new_run_id for p in result.pairs]
+    view.prefetch_measures([*compared, *latest, *new_runs])
     contexts = score_contexts_of(view, compared + latest, controls)
     snapshots = sorted({t.snapshot_id for t in series} | {c.snapshot_id for c in comps})
     named = set(compared) | {r for e in effects for r in (e.new_run_id, e.baseline_run_id)}
-    all_runs, all_quality = run_summaries(view, since), quality_results(view, since)
-    runs = [r for r in all_runs if r.status != "complete" or r.run_id in named]
+    runs, n_runs = run_summaries(view, since, named)
+    all_quality = quality_results(view, since)
     quality = [q for q in all_quality if not q.success or q.run_id in named]
     return ReportInput(
         title=title,
@@ -395,13 +419,13 @@ def build_report_input(
         provenance=tuple(diffs.values()),
         quality=tuple(quality),
         runs=tuple(runs),
-        runs_not_listed=len(all_runs) - len(runs),
+        runs_not_listed=n_runs - len(runs),
         quality_not_listed=len(all_quality) - len(quality),
         notes=tuple(notes),
         repeat_groups=tuple(g for s in snapshots for g in repeat_groups(view, s, since)),
         methods=tuple(method_comparisons(view, series)),
         fdr_note=result.fdr_note(),
-        associations=tuple(association_results(view, [p.new_run_id for p in result.pairs])),
+        associations=tuple(association_results(view, new_runs)),
         effect_comparisons=tuple(effects),
         effect_trends=tuple(effect_trends(view, since, flags)),
         alpha=result.alpha,

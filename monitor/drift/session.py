@@ -98,14 +98,18 @@ def select_pairs(
         news = [view.resolve_run(r).run_id for r in run_ids]
     else:
         snaps = list(snapshots) or view.snapshots_with_complete_runs()
+        latest = view.latest_complete_of(snaps)
         news = []
         for s in snaps:
-            rid = view.latest_complete(s)
+            rid = latest.get(s)
             if rid is None:
                 raise UserInputError(f"snapshot {s!r} has no complete run in the store")
             news.append(rid)
     if baseline is not None and len(news) != 1:
         raise UserInputError("--baseline needs exactly one new run (use --run RUN_ID)")
+    defaults = (
+        view.default_baselines(news) if baseline is None and baseline_snapshot is None else {}
+    )
     pairs: list[Pair] = []
     for rid in news:
         row = view.run(rid)
@@ -118,7 +122,7 @@ def select_pairs(
             if base is None:
                 raise UserInputError(f"snapshot {baseline_snapshot!r} has no complete run")
         else:
-            base = view.default_baseline(rid)
+            base = defaults[rid]
         reason = None if base else _why_none(view, rid)
         pairs.append(Pair(rid, base, row.snapshot_id, reason))
         if configuration_changes and baseline is None and baseline_snapshot is None:

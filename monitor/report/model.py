@@ -19,7 +19,14 @@ import math
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    model_validator,
+)
 
 from monitor.display import safe_text
 
@@ -70,16 +77,28 @@ Interval = Annotated[tuple[float, float] | None, BeforeValidator(_interval)]
 Text = Annotated[str | None, BeforeValidator(_as_text)]
 
 
+# Values that hold no text: passed through without a call. A year's report validates
+# ~60k models of mostly numbers, dates and ids (see ``bench/store_scale.py``).
+_NO_TEXT = frozenset({int, float, bool, type(None), datetime})
+
+
 def _shown_safely(value: Any) -> Any:
     """Every string a report shows, made safe once, here, for all three renderers: no
     terminal or bidi control characters (made visible), no credentials (redacted)."""
     if isinstance(value, str):
         return safe_text(value)
     if isinstance(value, dict):
-        return {k: _shown_safely(v) for k, v in value.items()}
+        return {k: v if type(v) in _NO_TEXT else _shown_safely(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return type(value)(_shown_safely(v) for v in value)
+        return type(value)(v if type(v) in _NO_TEXT else _shown_safely(v) for v in value)
     return value
+
+
+# Validation context of a caller whose every string already went through
+# ``display.safe_text``: ``drift.history_view`` makes a series' texts safe once per
+# distinct value, then validates the ~24k trend points a year's report keeps with it
+# instead of walking each point's fields again. Nothing else is skipped.
+SHOWN_SAFELY: dict[str, bool] = {"shown_safely": True}
 
 
 class _Frozen(BaseModel):
@@ -87,8 +106,10 @@ class _Frozen(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _safe_text(cls, data: Any) -> Any:
-        return _shown_safely(data) if isinstance(data, dict) else data
+    def _safe_text(cls, data: Any, info: ValidationInfo) -> Any:
+        if info.context is SHOWN_SAFELY or not isinstance(data, dict):
+            return data
+        return _shown_safely(data)
 
 
 class TrendPoint(_Frozen):

@@ -28,7 +28,8 @@ class StoredRun:
     """One ``runs`` row, JSON columns parsed and timestamps aware (UTC).
 
     The typed attributes are what readers decide on; ``fields`` holds every column, for
-    the provenance diff, which lists every field that differs whatever it is.
+    the provenance diff, which lists every field that differs whatever it is. Read-only,
+    nested values included: runs read together share a repeated JSON column's value.
     """
 
     run_id: str

@@ -113,6 +113,26 @@ def axis_measures(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str,
     )
 
 
+def axis_measures_of(
+    con: duckdb.DuckDBPyConnection, run_ids: Iterable[str]
+) -> dict[str, list[dict[str, Any]]]:
+    """:func:`axis_measures` of several runs from one scan (a report reads the measures
+    of dozens of runs; each query alone scans the whole table). Runs without measures
+    are absent."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    ids = sorted(set(run_ids))
+    if not ids:
+        return out
+    for row in fetch_dicts(
+        con,
+        "SELECT * FROM axis_measures WHERE list_contains(?, run_id) "
+        "ORDER BY run_id, benchmark, axis, measure",
+        [ids],
+    ):
+        out.setdefault(row["run_id"], []).append(row)
+    return out
+
+
 def scores_table(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     """Arrow, for the paired statistics; ``details`` stays a JSON string here."""
     return fetch_table(con, "SELECT * FROM scores WHERE run_id = ? ORDER BY item_id", [run_id])

@@ -46,6 +46,7 @@ class StoreView:
         self._groups: dict[tuple[str, str | None], list[ConfigurationGroup]] = {}
         self._outcomes: dict[str, dict[AxisKey, AxisOutcomes]] = {}
         self._since: dict[datetime | None, list[StoredRun]] = {}
+        self._measures: dict[str, list[Measure]] = {}
 
     def _remember(self, runs: Iterable[StoredRun]) -> None:
         if self._frozen:
@@ -85,11 +86,23 @@ class StoreView:
     def latest_complete(self, snapshot_id: str, before: datetime | None = None) -> str | None:
         return reads.latest_complete(self._con, snapshot_id, before)
 
+    def latest_complete_of(self, snapshot_ids: Iterable[str]) -> dict[str, str]:
+        """Each snapshot's latest complete run; snapshots without one are absent."""
+        return reads.latest_complete_of(self._con, snapshot_ids)
+
     def snapshots_with_complete_runs(self) -> list[str]:
         return reads.snapshots_with_complete_runs(self._con)
 
     def default_baseline(self, run_id: str) -> str | None:
         return reads.default_baseline(self._con, run_id)
+
+    def default_baselines(self, run_ids: Iterable[str]) -> dict[str, str | None]:
+        """:meth:`default_baseline` of each run, in one query (``UserInputError`` for an
+        unknown id, as there)."""
+        ids = list(run_ids)
+        for rid in ids:
+            self.run(rid)
+        return reads.default_baselines(self._con, ids)
 
     def repeat_group_runs(self, run_id: str) -> list[str]:
         return reads.repeat_group_runs(self._con, run_id)
@@ -156,8 +169,24 @@ class StoreView:
         """Per association test, the target words' s(w, A, B) (drift pairs them by id)."""
         return reads.test_terms(self._con, run_id)
 
+    def prefetch_measures(self, run_ids: Iterable[str]) -> None:
+        """Read the measures of ``run_ids`` in one scan and remember them (a frozen view
+        only, as :meth:`prefetch_outcomes`)."""
+        if not self._frozen:
+            return
+        missing = [r for r in set(run_ids) if r not in self._measures]
+        found = queries.axis_measures_of(self._con, missing)
+        for r in missing:
+            self._measures[r] = [codec.measure_from_row(row) for row in found.get(r, [])]
+
     def measures(self, run_id: str) -> list[Measure]:
-        return [codec.measure_from_row(r) for r in queries.axis_measures(self._con, run_id)]
+        """The run's measures; callers must not modify the list."""
+        if run_id in self._measures:
+            return self._measures[run_id]
+        out = [codec.measure_from_row(r) for r in queries.axis_measures(self._con, run_id)]
+        if self._frozen:
+            self._measures[run_id] = out
+        return out
 
     def measure_trend(
         self, since: datetime | None, measure: str = "bias_rate"
