@@ -185,10 +185,11 @@ def effect_trends(
 ) -> list[Trend]:
     """d over time per snapshot × test × metric, from complete runs only; 0 is the line
     of no association."""
+    safe = SafeTexts()
     return [
         series_trend(
             None,
-            _columns(s, flags, [None] * len(s.run_ids), SafeTexts()),
+            _columns(s, flags, [None] * len(s.run_ids), safe),
             snapshot_id=s.snapshot_id,
             benchmark=s.benchmark,
             axis=s.axis,

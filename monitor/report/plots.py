@@ -83,7 +83,7 @@ class TrendPlot:
 
 
 def _utc(t: datetime) -> datetime:
-    if t.tzinfo is UTC:  # what the store and the report's JSON give; ~100k calls a year
+    if t.tzinfo is UTC:  # what the store gives; ~100k calls for a year's plots
         return t
     return t.replace(tzinfo=UTC) if t.utcoffset() is None else t.astimezone(UTC)
 

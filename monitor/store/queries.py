@@ -106,11 +106,7 @@ def resumable_runs(con: duckdb.DuckDBPyConnection, fingerprint: str) -> list[str
 
 
 def axis_measures(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any]]:
-    return fetch_dicts(
-        con,
-        "SELECT * FROM axis_measures WHERE run_id = ? ORDER BY benchmark, axis, measure",
-        [run_id],
-    )
+    return axis_measures_of(con, [run_id]).get(run_id, [])
 
 
 def axis_measures_of(

@@ -94,10 +94,10 @@ def _stored_runs(cur: duckdb.DuckDBPyConnection) -> list[StoredRun]:
                 continue
             if col not in RUN_REPEATED_JSON:
                 row[col] = json.loads(text)
-            elif (value := parsed.get(text)) is not None:
-                row[col] = value
-            else:
-                row[col] = parsed[text] = json.loads(text)
+                continue
+            if text not in parsed:
+                parsed[text] = json.loads(text)
+            row[col] = parsed[text]
         for col in RUN_TIME_COLUMNS:
             row[col] = _aware(row.get(col))
         out.append(StoredRun.from_row(row))
@@ -216,17 +216,13 @@ def default_baseline(con: duckdb.DuckDBPyConnection, run_id: str) -> str | None:
 def default_baselines(
     con: duckdb.DuckDBPyConnection, run_ids: Iterable[str]
 ) -> dict[str, str | None]:
-    """:func:`default_baseline` of several existing runs in one query (a drift session
-    over every snapshot asks for one per snapshot); unknown ids are absent."""
+    """:func:`default_baseline` of several runs in one query (a drift session over every
+    snapshot asks for one per snapshot). The ids must exist: callers check them (an
+    unknown id would read as a run without a baseline)."""
     ids = sorted(set(run_ids))
     if not ids:
         return {}
-    out: dict[str, str | None] = dict.fromkeys(
-        r
-        for (r,) in con.execute(
-            "SELECT run_id FROM runs WHERE list_contains(?, run_id)", [ids]
-        ).fetchall()
-    )
+    out: dict[str, str | None] = dict.fromkeys(ids)
     rows = con.execute(
         """
         SELECT n.run_id, r.run_id
