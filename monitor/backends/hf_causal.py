@@ -13,22 +13,25 @@ Why it looks the way it does:
   full-vocabulary log-softmax tensor is never kept, and bf16/fp16 models still get an
   fp32 normaliser. A float64 model (the reference copy benchmarks and tests compare
   against) keeps float64 throughout, so its values carry no fp32 rounding.
-* Shared prefixes are computed once (``prefix_sharing``, off by default, for
+* Shared prefixes are computed once (``prefix_sharing``, on by default, for
   architectures that take a custom mask): the sequences of a forward pass are laid out
   as one prefix tree (``monitor.backends.prefix_tree``) in a single row with a tree
   attention mask, so a pair's common prefix and every sequence's BOS are computed once
   and their keys and values are read by every continuation. The row has no padding and
   holds only nodes with a child: a sequence's last token is a target, never an input.
-  In float64 the tree and the padded path agree to 1e-13 nats (SmolLM2, sdpa, 256 of
-  cll v3's 1,915 unique sequences of the four Indian-BhED axes; 1e-12 on tiny models,
-  tests/test_prefix_sharing.py). In fp32 they differ by rounding only: up to 7.9e-4
-  nats on a log-prob sum (5 of 1,915 over 1e-4, 0 outcome flips), while against a
-  float64 copy of the model the tree path is off by at most 5.0e-4 (9 over 1e-4) and
-  the padded path by 5.4e-4 (9 over 1e-4). The large ones are name tokens right after
-  BOS (cll v3's bare-form priors and the sentences they open): there SmolLM2's 12th
-  layer lifts the activations at position 1 to ~1e3 and any fp32 rounding ~300-fold;
-  the worst prior is off by 3.6e-4 (tree), 4.3e-4 (padded, batch 16) and 9.0e-4
-  (padded, batch size 1).
+  Backends or architectures that cannot take such a mask keep the padded path.
+* A float32 model's attention core runs in float64 (``monitor.backends.wide_attention``).
+  With a float32 core the tree and the padded path differed by rounding, up to 7.9e-4
+  nats on a log-prob sum (SmolLM2, cll v3, the four Indian-BhED axes): name tokens right
+  after BOS, where SmolLM2's 12th layer lifts the activations at position 1 to ~1e3 and
+  magnifies any rounding ~300-fold. With the wide core, given all 1,898 unique
+  sequences of those axes in one call, the two paths agreed bit for bit; through
+  ``score_items`` (chunks of 128 requests, so more part-filled passes) 2,810 of 3,084
+  log-prob sums had the same bits and the rest were within 4.8e-5 nats (0 over 1e-4,
+  0 outcome flips; make bench). What remains is the projections' matrix products
+  rounding differently when a pass has few rows, as batch size does: up to 8.2e-4
+  nats between batch 1 and 16. In float64 the paths agree to 1e-13 nats; on tiny
+  models bit for bit in float32 and to 1e-12 in float64 (tests/test_prefix_sharing.py).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ import torch
 
 from monitor.backends.base import UniqueSequences
 from monitor.backends.prefix_tree import PrefixTree, tree_batches
+from monitor.backends.wide_attention import WIDE_SDPA, widen_attention
 
 Progress = Callable[[int], None]
 
@@ -52,7 +56,7 @@ DEFAULT_BATCH_SIZE = 16
 PREFIX_SHARING_MODEL_TYPES = frozenset({"llama", "mistral", "gemma3_text", "gpt2"})
 # Attention implementations that add a float mask to the scores (flash-attention kernels
 # take no arbitrary mask).
-PREFIX_SHARING_ATTENTION = frozenset({"sdpa", "eager"})
+PREFIX_SHARING_ATTENTION = frozenset({"sdpa", "eager", WIDE_SDPA})
 # Rows of logits normalised at a time (see ``log_normalisers``).
 NORMALISER_ROWS = 32
 # Tree nodes per forward pass when no ``max_batch_tokens`` is set. One row attends over
@@ -120,13 +124,19 @@ class HFCausalLM:
         dtype: str = "float32",
         batch_size: int = DEFAULT_BATCH_SIZE,
         max_batch_tokens: int | None = None,
-        # Off by default: on SmolLM2 with cll v3's priors the tree path differs from the
-        # padded one by up to 7.9e-4 nats on a log-prob sum (float32, 771 Indian-BhED
-        # items, no outcome flip), over the 1e-4 that batch-size invariance promises;
-        # fp32 rounding, as large on the padded path against float64 (module docstring).
-        prefix_sharing: bool = False,
+        # On where the architecture takes a tree mask: with the float64 attention core
+        # (float32 models) the tree path gives the padded path's values, mostly to the
+        # bit and otherwise within 4.8e-5 nats on SmolLM2 (module docstring).
+        prefix_sharing: bool = True,
+        # False leaves the model's attention implementation as it is given (benchmarks and
+        # tests set a copy to plain "sdpa" to compare the float32 core); the model's
+        # config says which one a run used (``scoring_options``).
+        wide_attention: bool = True,
     ) -> None:
         self.model = model.eval()
+        # Before the sharing check: the wide core is one of the implementations it takes.
+        if wide_attention:
+            widen_attention(self.model)
         self.tokenizer = tokenizer
         self.name = name
         self.device = device

@@ -145,11 +145,13 @@ def load_causal_lm(
     dtype: str = "auto",
     cache_dir: Path | None = None,
     on_event: EventSink | None = None,
-    prefix_sharing: bool = False,
+    prefix_sharing: bool = True,
 ):
     """The backend of kind ``hf-causal``: an :class:`HFCausalLM` on verified weights.
-    ``prefix_sharing=True`` computes shared prefixes once (a prefix tree per pass, see
-    ``HFCausalLM``); off by default until it matches the padded path within 1e-4 nats.
+    ``prefix_sharing`` (on by default) computes shared prefixes once (a prefix tree per
+    pass, see ``HFCausalLM``); ``False`` keeps the padded path, whose values agree with
+    it within 4.8e-5 nats for a float32 SmolLM2 (float64 attention core) and within
+    1e-13 nats for a float64 model.
 
     Raises ``SnapshotUnavailable`` when the weights cannot be had here, so a run over
     several snapshots can skip this one and go on.
