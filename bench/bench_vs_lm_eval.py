@@ -23,8 +23,8 @@ the four Indian-BhED axes), the same thread count, CPU, fp32:
   float32 core puts the tree from the padded path (up to 7.9e-4 nats on 2026-11-24).
 
 They run interleaved (monitor, lm-eval, unshared, float32 core, monitor, ...) so that a
-change in the machine's load hits all four; the script prints the load average before every round
-and the medians. Checks, printed with the times: each sentence's log-prob from the
+change in the machine's load hits all four; the script prints the load average before
+every round and the medians. Checks, printed with the times: each sentence's log-prob from the
 monitor equals lm-eval's within 1e-4 nats; the monitor's per-item values equal the
 unshared path's within 1e-4 nats with no outcome flip (and how many have the same bits);
 reruns are bit-identical.
@@ -40,8 +40,9 @@ threads, once square and once shaped like the model's MLP at the monitor's batch
 What paid and what did not (measured on the 2-core development machine, see the
 report in the branch's history for the numbers):
 
-* paid for exactness, cost 9% of the monitor's time: the float64 attention core (tree
-  and padded path bit-identical instead of up to 7.9e-4 nats apart);
+* paid for exactness, cost 3% of the monitor's time (2026-11-24; 9% and 17% in two
+  earlier single rounds): the float64 attention core (tree and padded path within
+  4.8e-5 nats, mostly the same bits, instead of up to 7.9e-4 nats apart);
 * paid: prefix trees (one row per forward pass, tree attention mask): 28% fewer
   positions fed than the padded path; feeding only nodes with a child (a sequence's last
   token is a target, never an input): a further 13%; logits only at fed positions, so no
@@ -252,26 +253,33 @@ def timed_monitor(backend: HFCausalLM, items: list[Item], batch_size: int, c: Co
     return rows
 
 
-def compare_rows(
-    a: list[ScoreRow], b: list[ScoreRow]
-) -> tuple[float, float, int, int, tuple[int, int]]:
-    """(max |diff| of a log-prob sum, max |diff| of a delta, values over TOLERANCE, flips,
-    (values with the same bits, values compared))."""
-    worst = worst_delta = 0.0
-    over = flips = equal = compared = 0
+@dataclass
+class Agreement:
+    """How two runs' per-item rows agree, over the log-prob sums both have."""
+
+    worst: float = 0.0  # max |diff| of a log-prob sum
+    worst_delta: float = 0.0  # max |diff| of an item's delta
+    over: int = 0  # sums more than TOLERANCE apart
+    equal: int = 0  # sums with the same bits
+    compared: int = 0
+    flips: int = 0  # items whose outcome differs
+
+
+def compare_rows(a: list[ScoreRow], b: list[ScoreRow]) -> Agreement:
+    out = Agreement()
     for x, y in zip(a, b, strict=True):
         assert x.item_id == y.item_id
         for f in FIELDS:
             u, v = getattr(x, f), getattr(y, f)
             if u is not None and v is not None:
-                worst = max(worst, abs(u - v))
-                over += abs(u - v) > TOLERANCE
-                equal += u == v
-                compared += 1
+                out.worst = max(out.worst, abs(u - v))
+                out.over += abs(u - v) > TOLERANCE
+                out.equal += u == v
+                out.compared += 1
         if x.delta is not None and y.delta is not None:
-            worst_delta = max(worst_delta, abs(x.delta - y.delta))
-        flips += x.outcome != y.outcome
-    return worst, worst_delta, over, flips, (equal, compared)
+            out.worst_delta = max(out.worst_delta, abs(x.delta - y.delta))
+        out.flips += x.outcome != y.outcome
+    return out
 
 
 def same_bits(a: list[ScoreRow], b: list[ScoreRow]) -> bool:
@@ -427,17 +435,18 @@ def measure(
 
     rows = runs["monitor"][0]
     agree = check_against_lm_eval(backend, items, rows, lm_values[0])
-    worst, worst_delta, over, flips, same = compare_rows(runs["unshared"][0], rows)
+    vs = compare_rows(runs["unshared"][0], rows)
     print(
-        f"monitor vs unshared path: max |diff| {worst:.2e} nats per log-prob sum "
-        f"({over} of {same[1]} over {TOLERANCE:g}; {same[0]} of {same[1]} the same bits), "
-        f"{worst_delta:.2e} per item delta; item outcomes that differ: {flips}"
+        f"monitor vs unshared path: max |diff| {vs.worst:.2e} nats per log-prob sum "
+        f"({vs.over} of {vs.compared} over {TOLERANCE:g}; {vs.equal} of {vs.compared} the "
+        f"same bits), {vs.worst_delta:.2e} per item delta; item outcomes that differ: "
+        f"{vs.flips}"
     )
-    w32, _, over32, flips32, same32 = compare_rows(runs["unshared"][0], runs["float32"][0])
+    f32vs = compare_rows(runs["unshared"][0], runs["float32"][0])
     print(
-        f"float32 core (shared) vs unshared path: max |diff| {w32:.2e} nats ({over32} over "
-        f"{TOLERANCE:g}; {same32[0]} of {same32[1]} the same bits); outcomes that differ: "
-        f"{flips32}"
+        f"float32 core (shared) vs unshared path: max |diff| {f32vs.worst:.2e} nats "
+        f"({f32vs.over} over {TOLERANCE:g}; {f32vs.equal} of {f32vs.compared} the same "
+        f"bits); outcomes that differ: {f32vs.flips}"
     )
     reruns = all(same_bits(rows, later) for later in runs["monitor"][1:])
     lm_reruns = all(v == lm_values[0] for v in lm_values[1:])
@@ -445,7 +454,7 @@ def measure(
         f"reruns bit-identical: monitor {'yes' if reruns else 'NO'}, "
         f"lm-eval {'yes' if lm_reruns else 'no'}"
     )
-    ok = agree and over == 0 and flips == 0 and reruns
+    ok = agree and vs.over == 0 and vs.flips == 0 and reruns
     verdict = "met" if ok and ratio >= 1.5 else "NOT met"
     print(
         f"goal (>= 1.5x lm-eval, same log-probs as lm-eval and as the unshared path, "

@@ -11,9 +11,7 @@ import os
 
 import httpx
 import pytest
-from _api_support import AXES, SERVED_NAME, ChatServer
-
-from monitor.benchmarks.items import LoadedBenchmark
+from _api_support import SERVED_NAME, ChatServer
 
 
 @pytest.fixture(scope="session")
@@ -26,15 +24,3 @@ def chat_server(request) -> ChatServer:
         return ChatServer(url, url.removesuffix("/v1"), SERVED_NAME)
     server = request.getfixturevalue("vllm_server")
     return ChatServer(server.base_url, server.root, server.model)
-
-
-@pytest.fixture
-def bhed(monitor_env) -> list[LoadedBenchmark]:
-    """The four Indian-BhED axes, fetched from the shared mirror into this test's cache."""
-    from monitor.benchmarks.fetch import fetch
-    from monitor.benchmarks.load import load_benchmarks
-    from monitor.benchmarks.manifest import load_manifest
-
-    manifest = load_manifest()
-    fetch(manifest, list(AXES))
-    return load_benchmarks(list(AXES), errata="current", manifest=manifest)

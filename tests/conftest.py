@@ -15,6 +15,8 @@ import pytest
 # `pytest` and `python -m pytest`. One vLLM server per session for @pytest.mark.vllm tests.
 from servers.vllm import vllm_server  # noqa: F401
 
+from monitor.benchmarks.items import LoadedBenchmark
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = Path(
     os.environ.get("MONITOR_TEST_DATASETS", REPO.parent / "shared" / "datasets")
@@ -47,6 +49,22 @@ def monitor_env(tmp_path, monkeypatch, session_cache, shared_datasets) -> Path:
     monkeypatch.setenv("MONITOR_DATA_MIRROR", str(shared_datasets))
     monkeypatch.setenv("MONITOR_DB", str(tmp_path / "monitor.duckdb"))
     return tmp_path
+
+
+# The API tests and the prefix-sharing test score these.
+BHED_AXES = ("bhed-caste", "bhed-religion", "bhed-gender", "bhed-race")
+
+
+@pytest.fixture
+def bhed(monitor_env) -> list[LoadedBenchmark]:
+    """The four Indian-BhED axes, fetched from the shared mirror into this test's cache."""
+    from monitor.benchmarks.fetch import fetch
+    from monitor.benchmarks.load import load_benchmarks
+    from monitor.benchmarks.manifest import load_manifest
+
+    manifest = load_manifest()
+    fetch(manifest, list(BHED_AXES))
+    return load_benchmarks(list(BHED_AXES), errata="current", manifest=manifest)
 
 
 def pytest_configure(config):

@@ -31,7 +31,7 @@ from monitor.scoring.api_tasks import chat_request, plan_requests, score_item
 from monitor.store.db import Store
 
 pytestmark = pytest.mark.vllm
-pytest_plugins = ["_api_fixtures"]  # fixtures: chat_server, bhed
+pytest_plugins = ["_api_fixtures"]  # fixture chat_server (bhed: conftest)
 
 CHAT = "/v1/chat/completions"
 REPO = Path(__file__).resolve().parents[1]

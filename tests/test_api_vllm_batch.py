@@ -16,7 +16,7 @@ from monitor.jobs.run import run_snapshot
 from monitor.store.db import Store
 
 pytestmark = pytest.mark.vllm
-pytest_plugins = ["_api_fixtures"]  # fixtures: chat_server, bhed
+pytest_plugins = ["_api_fixtures"]  # fixture chat_server (bhed: conftest)
 
 N_ITEMS = 4  # per axis; both option orders, so 8 requests
 

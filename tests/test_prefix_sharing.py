@@ -202,9 +202,6 @@ def test_scoring_options_record_the_choice() -> None:
     assert scoring_provenance(tiny_bert(), chunk_requests=8) == {"chunk_requests": 8}
 
 
-AXES = ["bhed-caste", "bhed-religion", "bhed-gender", "bhed-race"]
-
-
 def test_a_float32_core_is_what_set_the_paths_apart() -> None:
     """Without the float64 core, the same tiny model's two paths do not give the same
     bits (what the exact comparisons above would catch)."""
@@ -217,17 +214,12 @@ def test_a_float32_core_is_what_set_the_paths_apart() -> None:
 
 
 @pytest.mark.slow
-def test_load_backend_shares_prefixes_with_the_padded_paths_bits(
-    session_cache, shared_datasets, tmp_path
-) -> None:
+def test_load_backend_shares_prefixes_with_the_padded_paths_bits(session_cache, bhed) -> None:
     """SmolLM2 through the snapshot loader: sharing is the default and ``False`` turns it
     off. The pass checked is the one of cll v3's four Indian-BhED axes where a float32
     attention core put the tree and the padded path furthest apart (a bare-form name
     prior right after BOS, 7.9e-4 nats over the whole run, 1.0e-4 within this pass):
     with the float64 core every sequence of it has the same bits on both paths."""
-    from monitor.benchmarks.fetch import fetch
-    from monitor.benchmarks.load import load_benchmarks
-    from monitor.benchmarks.manifest import load_manifest
     from monitor.scoring.requests import make_planner
 
     snapshot = load_snapshots()["smollm2-135m-instruct-q4"]
@@ -241,11 +233,7 @@ def test_load_backend_shares_prefixes_with_the_padded_paths_bits(
     assert load.scoring_options()["prefix_sharing"] is False
     assert on.scoring_options()["attn_implementation"] == WIDE_SDPA
 
-    manifest = load_manifest()
-    fetch(manifest, AXES, from_dir=shared_datasets, data_dir=tmp_path)
-    items = [
-        it for b in load_benchmarks(AXES, data_dir=tmp_path, manifest=manifest) for it in b.items
-    ]
+    items = [it for b in bhed for it in b.items]
     planner = make_planner("cll", on)
     requests = list(dict.fromkeys(r for it in items for r in planner.plan(it).requests))
     prior = (on.bos_token_id, *on.encode("Scotts", add_special_tokens=False))

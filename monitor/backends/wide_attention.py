@@ -18,9 +18,9 @@ size does (up to 8.2e-4 nats between batch 1 and 16 on those sequences).
 
 Cost, measured on the 2-core development machine (SmolLM2, the four axes, 2026-11-24):
 3% of the monitor's time in make bench (38.4 s against 37.2 s, medians of 3 interleaved
-rounds; 9% in an earlier pair of runs). The result moved by at most 5.7e-4 nats from the
-float32 core (1 of 1,898 sequences over 1e-4), and its largest error against a float64
-copy of the model fell from 4.9e-4 to 4.4e-4.
+rounds; 9% and 17% in two earlier single rounds). The result moved by at most 5.7e-4 nats
+from the float32 core (1 of 1,898 sequences over 1e-4), and its largest error against a
+float64 copy of the model fell from 4.9e-4 (tree) and 5.4e-4 (padded) to 4.4e-4.
 
 Only float32 models are widened: a float64 model's core is float64 already, and bf16 or
 fp16 models (the CUDA default) keep their fast kernels.
@@ -28,6 +28,7 @@ fp16 models (the CUDA default) keep their fast kernels.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
@@ -35,8 +36,6 @@ import torch
 # The name the model's config carries: it is recorded in every run's scoring options, so
 # two runs that differ in it are told apart.
 WIDE_SDPA = "sdpa_float64_core"
-
-_registered = False
 
 
 def _sdpa_float64_core(
@@ -58,31 +57,21 @@ def _sdpa_float64_core(
     return out.to(query.dtype), weights
 
 
+@functools.cache
 def _register() -> None:
     """Add the function to transformers' registries under its own name (the masks are
-    built as for ``sdpa``); the built-in implementations are left as they are."""
-    global _registered
-    if _registered:
-        return
+    built as for ``sdpa``), once; the built-in implementations are left as they are."""
     from transformers import AttentionInterface
     from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
     AttentionInterface.register(WIDE_SDPA, _sdpa_float64_core)
     AttentionMaskInterface.register(WIDE_SDPA, sdpa_mask)
-    _registered = True
 
 
-def widen_attention(model: torch.nn.Module) -> bool:
-    """Switch a float32 model on SDPA to the float64 core; True when the model now uses it.
-
-    Other dtypes and attention implementations are left alone (False).
-    """
-    config = model.config
-    if getattr(config, "_attn_implementation", None) == WIDE_SDPA:
-        return True
-    dtype = next(model.parameters()).dtype
-    if dtype != torch.float32 or getattr(config, "_attn_implementation", None) != "sdpa":
-        return False
-    _register()
-    model.set_attn_implementation(WIDE_SDPA)
-    return True
+def widen_attention(model: torch.nn.Module) -> None:
+    """Switch a float32 model on SDPA to the float64 core. Other dtypes and attention
+    implementations (a model already switched included) are left as they are."""
+    attn = getattr(model.config, "_attn_implementation", None)
+    if attn == "sdpa" and next(model.parameters()).dtype == torch.float32:
+        _register()
+        model.set_attn_implementation(WIDE_SDPA)
