@@ -117,7 +117,8 @@ class AxisOutcomes:
     benchmark_versions: set[str] = field(default_factory=set)
     # Per-item score difference (stereo − anti; metric-specific units) where stored, and
     # the template each item was filled from: items that share a template (India_Religious
-    # repeats sentences with other targets) are one cluster for intervals and tests.
+    # repeats sentences with other targets) are one cluster for intervals and tests. Items
+    # without a template are absent here, and each is a cluster of its own.
     deltas: dict[str, float | None] = field(default_factory=dict)
     templates: dict[str, str] = field(default_factory=dict)
 

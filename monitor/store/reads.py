@@ -159,7 +159,9 @@ def axis_outcomes_of(
         """
         SELECT s.run_id, i.benchmark, i.axis, list(DISTINCT i.benchmark_version),
                list(s.item_id ORDER BY s.rowid), list(s.outcome ORDER BY s.rowid),
-               list(s.delta ORDER BY s.rowid), list(i.template ORDER BY s.rowid)
+               list(s.delta ORDER BY s.rowid),
+               list(s.item_id ORDER BY s.rowid) FILTER (WHERE i.template IS NOT NULL),
+               list(i.template ORDER BY s.rowid) FILTER (WHERE i.template IS NOT NULL)
         FROM scores AS s JOIN items AS i USING (item_id)
         WHERE list_contains(?, s.run_id)
         GROUP BY s.run_id, i.benchmark, i.axis
@@ -168,7 +170,8 @@ def axis_outcomes_of(
     )
     out: dict[str, dict[AxisKey, AxisOutcomes]] = {}
     versions: dict[str, str] = {}
-    for run_id, benchmark, axis, raw_versions, items, outcomes, deltas, templates in cur.fetchall():
+    for row in cur.fetchall():
+        run_id, benchmark, axis, raw_versions, items, outcomes, deltas, templated, templates = row
         for version in raw_versions:
             if version not in versions:
                 versions[version] = source_version(version)
@@ -176,10 +179,10 @@ def axis_outcomes_of(
             outcomes=dict(zip(items, outcomes, strict=True)),
             benchmark_versions={versions[v] for v in raw_versions},
             deltas=dict(zip(items, deltas, strict=True)),
-            # An item without a template is its own cluster. Filled in here, not by SQL's
-            # coalesce: most benchmarks have no templates, and a NULL costs nothing to
-            # fetch where a copy of the item id is another Python string per item.
-            templates={i: i if t is None else t for i, t in zip(items, templates, strict=True)},
+            # Only the items that have a template (both lists in one order, so they pair
+            # up); an item without one is its own cluster. Most benchmarks have none, so
+            # most axes fetch no list here rather than a NULL or an id per item.
+            templates=dict(zip(templated or (), templates or (), strict=True)),
         )
     return out
 
@@ -408,21 +411,29 @@ def measure_trend(
     Start times come as epoch microseconds and are made datetimes once per run: a run has
     a value on every axis it scored, so the same instant recurs in every series.
     """
+    # Each point's place in its series is numbered once (``k``) and the lists ordered by
+    # that integer: ordering each of the six lists by (start time, run id) itself sorted
+    # the same keys six times (~40 ms of ~160 at a year's 147k points).
     rows = con.execute(
         """
-        SELECT r.snapshot_id, m.benchmark, m.axis, r.metric,
-               list(r.run_id ORDER BY r.started_at, r.run_id),
-               list(epoch_us(r.started_at) ORDER BY r.started_at, r.run_id),
-               list(m.value ORDER BY r.started_at, r.run_id),
-               list(m.ci_low ORDER BY r.started_at, r.run_id),
-               list(m.ci_high ORDER BY r.started_at, r.run_id),
-               list(m.n ORDER BY r.started_at, r.run_id)
-        FROM axis_measures m JOIN runs r USING (run_id)
-        WHERE m.measure = ? AND r.status = 'complete'
-          AND (CAST(? AS TIMESTAMP) IS NULL
-               OR timezone('UTC', r.started_at) >= CAST(? AS TIMESTAMP))
-        GROUP BY r.snapshot_id, m.benchmark, m.axis, r.metric
-        ORDER BY r.snapshot_id, m.benchmark, m.axis, r.metric
+        WITH points AS (
+            SELECT r.snapshot_id, m.benchmark, m.axis, r.metric, r.run_id,
+                   epoch_us(r.started_at) AS started_us, m.value, m.ci_low, m.ci_high, m.n,
+                   row_number() OVER (
+                       PARTITION BY r.snapshot_id, m.benchmark, m.axis, r.metric
+                       ORDER BY r.started_at, r.run_id) AS k
+            FROM axis_measures m JOIN runs r USING (run_id)
+            WHERE m.measure = ? AND r.status = 'complete'
+              AND (CAST(? AS TIMESTAMP) IS NULL
+                   OR timezone('UTC', r.started_at) >= CAST(? AS TIMESTAMP))
+        )
+        SELECT snapshot_id, benchmark, axis, metric,
+               list(run_id ORDER BY k), list(started_us ORDER BY k),
+               list(value ORDER BY k), list(ci_low ORDER BY k),
+               list(ci_high ORDER BY k), list(n ORDER BY k)
+        FROM points
+        GROUP BY snapshot_id, benchmark, axis, metric
+        ORDER BY snapshot_id, benchmark, axis, metric
         """,
         [measure, *_since_param(since)],
     ).fetchall()
