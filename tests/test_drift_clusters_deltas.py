@@ -135,3 +135,34 @@ def test_one_cluster_gives_p_one_instead_of_an_error():
     new = {f"i{k}": 1.0 for k in range(5)}
     t = paired_delta_test(old, new, dict.fromkeys(old, "T"))
     assert t is not None and t.n_clusters == 1 and t.p_value == 1.0
+
+
+def test_sign_flip_batch_gives_each_tests_own_p():
+    # A drift session's tests share one SignFlipBatch: tests of one cluster count are one
+    # matrix product. Each must get the p it gets alone, whatever else is in the batch
+    # (several sizes, exact and random nulls, a test alone in its size, shifts from none
+    # to clear), and a delta test left to the batch says so with a NaN until then.
+    from monitor.drift.deltas import SignFlipBatch, sign_flip_p
+
+    rng = np.random.default_rng(7)
+    batch, alone = SignFlipBatch(), {}
+    for g, shifts in (
+        (9, (0.0, 0.8)),
+        (60, (0.0, 0.1, 0.3, 1.0)),
+        (383, (0.0, 0.05, 0.2)),
+        (21, (0.5,)),
+    ):
+        for shift in shifts:
+            means = rng.normal(shift, 1.0, size=g)
+            batch.add((g, shift), means)
+            alone[(g, shift)] = sign_flip_p(means)
+    got = batch.p_values()
+    assert got == alone
+    assert len({p for p in got.values()}) > 5  # not one value for all
+
+    old = {f"i{k}": float(k) for k in range(40)}
+    new = {i: v + rng.normal(0.2, 1.0) for i, v in old.items()}
+    deferred = SignFlipBatch()
+    pending = paired_delta_test(old, new, {}, sign_flips=deferred, key="axis")
+    assert pending is not None and math.isnan(pending.p_value)
+    assert deferred.p_values() == {"axis": paired_delta_test(old, new, {}).p_value}

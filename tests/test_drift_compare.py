@@ -12,6 +12,7 @@ import pytest
 
 from monitor.benchmarks.items import Item, make_item_id, source_version
 from monitor.drift.compare import adjust_family, compare_runs
+from monitor.drift.deltas import paired_delta_test
 from monitor.drift.stats import NoiseFloor
 from monitor.drift.verdicts import comparability, decide
 from monitor.errors import UserInputError
@@ -79,6 +80,7 @@ def _write(
     repeat_index: int = 0,
     environment: dict | None = None,
     origin: str = "local",
+    deltas: list[float] | None = None,
 ) -> str:
     items = items if items is not None else _items()
     run = RunRecord(
@@ -101,8 +103,8 @@ def _write(
         status=status,
     )
     scores = [
-        ScoreRow(item.item_id, metric, metric_version, outcome, None)
-        for item, outcome in zip(items, outcomes, strict=True)
+        ScoreRow(item.item_id, metric, metric_version, outcome, delta)
+        for item, outcome, delta in zip(items, outcomes, deltas or [None] * len(items), strict=True)
     ]
     con.record_run(run, items=items, scores=scores, exclusions=[])
     return run_id
@@ -137,6 +139,26 @@ def test_regression_is_flagged_with_flipped_ids(con):
     assert "no noise floor" in comp.verdict.reason
     # Only bookkeeping fields differ: nothing to attribute the change to.
     assert comp.attribution == "no provenance change"
+
+
+def test_delta_test_of_a_pair_is_complete(con):
+    # compare_runs on its own (no session batch) returns the delta test with its p, the
+    # same p the test gives alone; a shift of every delta is found though nothing flips.
+    import random
+
+    rng = random.Random(3)
+    old = [rng.uniform(0.5, 2.0) for _ in range(N_ITEMS)]
+    new = [d + 0.3 + rng.gauss(0.0, 0.2) for d in old]
+    _write(con, "r1", ["stereo"] * N_ITEMS, day=1, deltas=old)
+    _write(con, "r2", ["stereo"] * N_ITEMS, day=2, deltas=new)
+    (c,) = compare(con, "r2", "r1")
+    ids = [i.item_id for i in _items()]
+    alone = paired_delta_test(
+        dict(zip(ids, old, strict=True)), dict(zip(ids, new, strict=True)), {}
+    )
+    assert c.delta_test is not None and c.b == c.c == 0
+    assert c.delta_test.p_value == alone.p_value < 0.01
+    assert c.delta_test.n_items == N_ITEMS
 
 
 def test_improvement_and_no_change(con):

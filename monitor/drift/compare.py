@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from monitor.drift.clusters import ClusterSummary, design_effect, widen
-from monitor.drift.deltas import DeltaTest, paired_delta_test
+from monitor.drift.deltas import DeltaTest, SignFlipBatch, paired_delta_test
 from monitor.drift.noise import NoiseBook, NoiseContext
 from monitor.drift.power import DetectableChange, mcnemar_mde
 from monitor.drift.provenance_diff import ProvenanceDiff, diff_runs
@@ -146,9 +146,11 @@ def _paired_extras(
     alpha: float,
     confidence: float,
     continuous: bool,
+    sign_flips: SignFlipBatch,
+    key: tuple[str, str, AxisKey],
 ) -> tuple[tuple[float, float] | None, ClusterSummary, DetectableChange, DeltaTest | None]:
     """The cluster-aware interval (None when no template holds two paired items), the
-    MDE and the delta test of one axis."""
+    MDE and the delta test of one axis (its p left to ``sign_flips`` under ``key``)."""
     d = {i: 0 for i in _decided_both(a_old.outcomes, a_new.outcomes)}
     d.update({i: -1 for i in flips.to_anti})
     d.update({i: 1 for i in flips.to_stereo})
@@ -162,7 +164,14 @@ def _paired_extras(
         flips.n_paired, flips.b, flips.c, alpha=alpha, design_effect=clusters.design_effect
     )
     delta_test = (
-        paired_delta_test(a_old.deltas, a_new.deltas, templates, confidence=confidence)
+        paired_delta_test(
+            a_old.deltas,
+            a_new.deltas,
+            templates,
+            confidence=confidence,
+            sign_flips=sign_flips,
+            key=key,
+        )
         if continuous
         else None
     )
@@ -185,6 +194,7 @@ def compare_runs(
     noise: Mapping[AxisKey, NoiseContext] | None = None,
     noise_book: NoiseBook | None = None,
     role: str = PREVIOUS_RUN,
+    sign_flips: SignFlipBatch | None = None,
 ) -> list[AxisComparison]:
     """Paired comparison of ``new_run_id`` with ``baseline_run_id`` on every axis of either run.
 
@@ -196,6 +206,10 @@ def compare_runs(
 
     ``noise`` overrides the noise contexts; by default they come from the runs' repeat
     groups (``drift.noise``; ``noise_book`` shares its reads across a session).
+
+    ``sign_flips``: a session's batch for the delta tests' p-values; the comparisons come
+    back with those p-values still NaN, for :func:`with_sign_flips` once every pair is
+    compared. Without it the comparisons are complete.
     """
     new, old = view.run(new_run_id), view.run(baseline_run_id)
     provenance = diff_runs(old.fields, new.fields)
@@ -213,6 +227,7 @@ def compare_runs(
     continuous = new.metric == old.metric and spec is not None and "delta" in spec.numbers.required
     axes_new, axes_old = view.axis_outcomes(new_run_id), view.axis_outcomes(baseline_run_id)
     empty = AxisOutcomes()
+    batch = sign_flips if sign_flips is not None else SignFlipBatch()
     comparisons: list[AxisComparison] = []
     for key in sorted(set(axes_new) | set(axes_old)):
         a_new, a_old = axes_new.get(key, empty), axes_old.get(key, empty)
@@ -237,6 +252,8 @@ def compare_runs(
             alpha=alpha,
             confidence=confidence,
             continuous=continuous and not blocked,
+            sign_flips=batch,
+            key=(new_run_id, baseline_run_id, key),
         )
         context = contexts.get(key)
         comparisons.append(
@@ -270,7 +287,22 @@ def compare_runs(
                 started_new=new.started_at,
             )
         )
-    return adjust_family(comparisons, alpha=alpha)
+    adjusted = adjust_family(comparisons, alpha=alpha)
+    return adjusted if sign_flips is not None else with_sign_flips(adjusted, batch)
+
+
+def with_sign_flips(comparisons: Sequence[Any], batch: SignFlipBatch) -> list[Any]:
+    """``comparisons`` with the p-values of their delta tests from ``batch`` (see
+    ``compare_runs``); comparisons of other kinds pass through."""
+    ps = batch.p_values()
+    out = []
+    for c in comparisons:
+        if isinstance(c, AxisComparison) and c.delta_test is not None:
+            p = ps.get((c.new_run_id, c.baseline_run_id, (c.benchmark, c.axis)))
+            if p is not None:
+                c = replace(c, delta_test=replace(c.delta_test, p_value=p))
+        out.append(c)
+    return out
 
 
 def adjust_family(comparisons: Sequence[Any], *, alpha: float = ALPHA) -> list[Any]:

@@ -18,7 +18,9 @@ from monitor.drift.compare import (
     AxisComparison,
     adjust_family,
     compare_runs,
+    with_sign_flips,
 )
+from monitor.drift.deltas import SignFlipBatch
 from monitor.drift.effect_size import EffectComparison, compare_effect_sizes
 from monitor.drift.explain import explain
 from monitor.drift.noise import NoiseBook
@@ -176,6 +178,9 @@ def run_drift(
             new, base = view.run(p.new_run_id), view.run(p.baseline_run_id)
             needed |= {new.run_id, base.run_id} | book.runs_read(new, base)
     view.prefetch_outcomes(needed)
+    # The delta tests' p-values of all pairs in one batch (``SignFlipBatch``: each
+    # pattern matrix read once, not once per test).
+    sign_flips = SignFlipBatch()
     comps: list[AxisComparison | EffectComparison] = []
     for p in pairs:
         if p.baseline_run_id is None:
@@ -194,6 +199,7 @@ def run_drift(
             confidence=confidence,
             noise_book=book,
             role=p.role,
+            sign_flips=sign_flips,
         )
         for c in pair_comps:
             context = getattr(c, "noise_context", None)
@@ -203,7 +209,7 @@ def run_drift(
                 if text not in used:
                     used.append(text)
         comps += pair_comps
-    adjusted = adjust_family(comps, alpha=alpha)
+    adjusted = adjust_family(with_sign_flips(comps, sign_flips), alpha=alpha)
     n_tests = sum(1 for c in adjusted if c.p_value is not None)
     result.comparisons = [
         replace(c, summary=explain(c, alpha=alpha, n_tests=n_tests))
