@@ -62,32 +62,43 @@ What paid, from profiles of the year's store (cProfile of the commands as typed)
   NULLs where there are none rather than as copies of the item ids; summary points from
   index ranges (slices) rather than index lists; plot times already in UTC not
   converted again;
-* (2026-11-24, fourth session; outputs identical but for the generation time) the
-  trend's six lists ordered by one row number instead of each by (start time, run id),
-  ~0.04 s of the query; templates read only for the items that have one rather than a
-  list and a map entry per item in every run. Side by side, interleaved, 3 rounds of 2:
-  best report 5.04 s → 4.90 s, while single timings ranged 4.9–6.2 s: this machine's
-  noise is larger than the gain, and the target's margin stays within that noise.
+* (2026-11-24, fourth session; outputs identical but for the generation time; report
+  ~5.0 s → ~4.7 s) the delta tests' sign-flip nulls of a whole session computed per
+  cluster count as one matrix product (``deltas.SignFlipBatch``): each test had read its
+  9,999 × G pattern matrix (up to 30 MB) from memory again, 432 times in all (~0.3 s →
+  ~0.05 s); the random patterns kept as bytes and widened to float64 a block of rows at a
+  time, not as a 109 MB float64 copy (~0.13 s of allocation → ~0.05 s); the trend's six
+  lists ordered by one row number instead of each by (start time, run id) (~0.04 s);
+  templates read only for items that have one. Side by side with the session's start
+  (6249f8f), interleaved, 5 rounds: report 4.93–5.50 s → 4.51–5.02 s, drift 3.06–3.68 s
+  → 2.86–3.28 s; ``--repeats 3``: report 4.75 s, drift 3.09 s.
 
-What did not: statsmodels' closed-form Wilson interval (7× faster than scipy's
-``binomtest``, but 2.8e-17 instead of 0 at k = 0, which the results suite refuses);
-a case-insensitive regex alternation as the redaction prefilter (1.8 s on the same
-JSON, where substring tests on the case-folded text take milliseconds); importing
+What did not: a background thread reading the trend while drift runs (no gain: DuckDB
+already keeps both cores busy during its queries, and fetching rows holds the GIL);
+outcomes fetched as one string of one-letter codes per axis (~0.04 s, but the column
+admits any text, so it needs a fallback the gain does not pay for); a vectorised trend
+condensing (its loop is ~0.07 s; the ~24k points it keeps, each a validated model, are
+most of its ~0.35 s). Earlier: statsmodels' closed-form Wilson interval (7× faster than
+scipy's ``binomtest``, but 2.8e-17 instead of 0 at k = 0, which the results suite
+refuses); a case-insensitive regex alternation as the redaction prefilter (1.8 s on the
+same JSON, where substring tests on the case-folded text take milliseconds); importing
 ``brentq`` lazily (every drift session needs it for the MDE); ``gc.freeze()`` after the
 imports without a higher threshold (no change: the cost is the session's own objects);
 inlining the trend's per-run unit function (a few hundredths of a second in a profile;
-not worth losing a readable helper); Jinja's on-disk bytecode cache (not tried: compiling
-the templates is ~0.08 s, and the cache would write into a shared temp folder).
+not worth losing a readable helper); Jinja's on-disk bytecode cache (not tried:
+compiling the templates is ~0.08 s, and the cache would write into a shared temp
+folder).
 
-What remains at a year, in one unprofiled run of the report (~4.8 s): interpreter,
-typer and imports ~0.9 s (scipy.special's array-API layer imports ``numpy.f2py`` and
-``numpy.testing``, ~0.1 s; ``scipy.optimize`` for ``brentq`` 0.17 s);
+What remained at a year before the fourth session, in one unprofiled run of the report
+(~4.8 s): interpreter, typer and imports ~0.9 s (scipy.special's array-API layer imports
+``numpy.f2py`` and ``numpy.testing``, ~0.1 s; ``scipy.optimize`` for ``brentq`` 0.17 s);
 the runs and their configuration groups ~0.45 s; reading the compared runs' 330k item
 outcomes ~0.65 s (DuckDB ~0.2 s, Python objects the rest); the 432 comparisons ~0.95 s,
 of which the sign-flip test's 9,999 patterns ~0.34 s (generating them for 9 distinct
 cluster counts ~0.1 s); trends ~0.75 s (the store's lists ~0.33 s); the HTML ~0.55 s
 (plot geometry ~0.3 s, Jinja ~0.25 s); the rest of the report input, the JSON and the
-interpreter's teardown ~0.5 s.
+interpreter's teardown ~0.5 s. The fourth session's changes took ~0.3 s of it from the
+comparisons (the sign-flip nulls) and a few hundredths from the store's reads.
 """
 
 from __future__ import annotations
