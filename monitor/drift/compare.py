@@ -253,7 +253,7 @@ def compare_runs(
             confidence=confidence,
             continuous=continuous and not blocked,
             sign_flips=batch,
-            key=(new_run_id, baseline_run_id, key),
+            key=_test_key(new_run_id, baseline_run_id, key),
         )
         context = contexts.get(key)
         comparisons.append(
@@ -291,6 +291,11 @@ def compare_runs(
     return adjusted if sign_flips is not None else with_sign_flips(adjusted, batch)
 
 
+def _test_key(new_run_id: str, baseline_run_id: str, axis: AxisKey) -> tuple[str, str, AxisKey]:
+    """A delta test's key in a session's ``SignFlipBatch``: one test per pair and axis."""
+    return (new_run_id, baseline_run_id, axis)
+
+
 def with_sign_flips(comparisons: Sequence[Any], batch: SignFlipBatch) -> list[Any]:
     """``comparisons`` with the p-values of their delta tests from ``batch`` (see
     ``compare_runs``); comparisons of other kinds pass through."""
@@ -298,7 +303,7 @@ def with_sign_flips(comparisons: Sequence[Any], batch: SignFlipBatch) -> list[An
     out = []
     for c in comparisons:
         if isinstance(c, AxisComparison) and c.delta_test is not None:
-            p = ps.get((c.new_run_id, c.baseline_run_id, (c.benchmark, c.axis)))
+            p = ps.get(_test_key(c.new_run_id, c.baseline_run_id, (c.benchmark, c.axis)))
             if p is not None:
                 c = replace(c, delta_test=replace(c.delta_test, p_value=p))
         out.append(c)

@@ -111,8 +111,7 @@ def sign_flip_p(means: np.ndarray) -> float:
     g = len(means)
     if 2**g <= N_RESAMPLES:
         return _p_of_null((2.0 * (_all_patterns(g) @ means) - means.sum()) / g, means, exact=True)
-    null = (2.0 * _random_products(g, means[:, None])[:, 0] - means.sum()) / g
-    return _p_of_null(null, means, exact=False)
+    return _p_of_null(_random_nulls(means[:, None])[:, 0], means, exact=False)
 
 
 def _p_of_null(null: np.ndarray, means: np.ndarray, *, exact: bool) -> float:
@@ -151,12 +150,10 @@ class SignFlipBatch:
             by_size[len(means)].append(key)
         out: dict[Hashable, float] = {}
         for g, keys in by_size.items():
-            if 2**g <= N_RESAMPLES or len(keys) == 1:
+            if 2**g <= N_RESAMPLES:
                 out.update((k, sign_flip_p(self._means[k])) for k in keys)
                 continue
-            block = np.stack([self._means[k] for k in keys], axis=1)
-            sums = np.array([self._means[k].sum() for k in keys])
-            nulls = (2.0 * _random_products(g, block) - sums) / g
+            nulls = _random_nulls(np.stack([self._means[k] for k in keys], axis=1))
             for j, k in enumerate(keys):
                 out[k] = _p_of_null(nulls[:, j], self._means[k], exact=False)
         return out
@@ -174,6 +171,13 @@ def _random_patterns(g: int) -> np.ndarray:
     a report tests many axes of the same sizes)."""
     rng = np.random.default_rng(SEED)
     return rng.integers(0, 2, size=(N_RESAMPLES, g), dtype=np.uint8)
+
+
+def _random_nulls(block: np.ndarray) -> np.ndarray:
+    """The random-pattern null of each column of ``block`` (one test's G cluster means per
+    column): ``sign_flip_p`` with one column, ``SignFlipBatch`` with a cluster count's all."""
+    g = block.shape[0]
+    return (2.0 * _random_products(g, block) - block.sum(axis=0)) / g
 
 
 def _random_products(g: int, block: np.ndarray) -> np.ndarray:
