@@ -69,7 +69,7 @@ class KindSpec:
         return metric
 
 
-_LOCAL_WEIGHTS = ("hf-hub", "pypi")
+_LOCAL_WEIGHTS = ("hf-hub", "pypi", "local-dir")
 _CAUSAL_METRICS = ("cll", "cll-reference", "ull")
 _CHAT_METRICS = ("forced-choice", "sampled-choice")
 _ASSOCIATION_METRICS = ("weat", "weat-population-sd")

@@ -24,7 +24,30 @@ def config_dir() -> Path:
 
 
 def snapshots_dir() -> Path:
-    return Path(os.environ.get("MONITOR_SNAPSHOTS_DIR") or project_home() / "snapshots")
+    """The folder ``snapshots add`` writes to: the user's folder, else the shipped one."""
+    return user_snapshots_dir() or shipped_snapshots_dir()
+
+
+def user_snapshots_dir() -> Path | None:
+    """The user's snapshot folder (``$MONITOR_SNAPSHOTS_DIR``, which ``--snapshots-dir``
+    sets), searched before the shipped one; None when unset."""
+    env = os.environ.get("MONITOR_SNAPSHOTS_DIR")
+    return Path(env) if env else None
+
+
+def shipped_snapshots_dir() -> Path:
+    """The snapshots shipped with the project (``<project home>/snapshots``)."""
+    return project_home() / "snapshots"
+
+
+def snapshot_search_path() -> list[Path]:
+    """Where snapshot files are looked up, first match wins: the user's folder, then
+    the shipped one (so shipped snapshots stay usable as baselines)."""
+    user = user_snapshots_dir()
+    shipped = shipped_snapshots_dir()
+    if user is None:
+        return [shipped]
+    return [user] if user.resolve() == shipped.resolve() else [user, shipped]
 
 
 def cache_root() -> Path:

@@ -19,7 +19,13 @@ from typing import Annotated
 
 import typer
 
-from monitor.cli import commands_data, commands_db, commands_drift, commands_run
+from monitor.cli import (
+    commands_data,
+    commands_db,
+    commands_drift,
+    commands_run,
+    commands_snapshots,
+)
 from monitor.cli.output import err
 from monitor.errors import MonitorError
 
@@ -53,6 +59,7 @@ DbOption = Annotated[
 app.add_typer(commands_data.app, name="data")
 app.add_typer(commands_db.runs_app, name="runs")
 app.add_typer(commands_db.db_app, name="db")
+commands_run.snapshots_app.command("add")(commands_snapshots.add)
 app.add_typer(commands_run.snapshots_app, name="snapshots")
 app.command("run", help=inspect.cleandoc(commands_run.run.__doc__ or "") + "\n\n" + EXIT_CODES)(
     commands_run.run
@@ -81,6 +88,9 @@ def main() -> None:
         # returns that only make sense on a terminal; our own plain progress lines remain.
         # Set before any backend imports huggingface_hub, which reads it once.
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        # transformers' GGUF dequantisation draws a bare tqdm bar; tqdm reads TQDM_*
+        # defaults once, at import, which comes later (with the backend).
+        os.environ.setdefault("TQDM_DISABLE", "1")
     try:
         # In non-standalone mode click returns the code of a `typer.Exit` instead of exiting.
         code = app(standalone_mode=False)

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from monitor.cli.commands_db import DbOpt, FmtOpt, _reader, _store
+from monitor.cli.commands_snapshots import SnapshotsDirOpt, check_snapshot_names, use_snapshots_dir
 from monitor.cli.output import Format, err, interval, out, pct, print_json
 from monitor.errors import UserInputError
 
@@ -60,6 +61,9 @@ def _parse_since(since: str | None, option: str = "--since") -> datetime | None:
 def _drift(view, run, snapshot, baseline, baseline_snapshot, alpha, confidence):
     from monitor.drift.session import run_drift, select_pairs
 
+    check_snapshot_names(
+        view, [*(snapshot or ()), *([baseline_snapshot] if baseline_snapshot else [])]
+    )
     pairs = select_pairs(
         view,
         run_ids=run or (),
@@ -141,12 +145,14 @@ def drift(
     ] = False,
     db: DbOpt = None,
     fmt: FmtOpt = Format.table,
+    snapshots_dir: SnapshotsDirOpt = None,
 ) -> None:
     """Compare runs with their baselines per snapshot × axis (paired exact McNemar, BH).
 
     Exit codes: 0 no flagged change matched --fail-on; 1 a flagged change matched
     --fail-on; 2 bad input or errors.
     """
+    use_snapshots_dir(snapshots_dir)
     if fail_on not in ("regression", "any", "never"):
         raise UserInputError(f"--fail-on {fail_on!r}: use regression, any or never")
     with _reader(db).read() as view:
@@ -357,11 +363,13 @@ def report(
         ),
     ] = None,
     db: DbOpt = None,
+    snapshots_dir: SnapshotsDirOpt = None,
 ) -> None:
     """Write the Markdown (PR comment / job summary), self-contained HTML and JSON reports."""
     from monitor.drift.report_input import build_report_input
     from monitor.report import append_summary, write_report
 
+    use_snapshots_dir(snapshots_dir)
     since_at = _parse_since(since)
     with _reader(db).read() as view:
         result = _drift(view, run, snapshot, baseline, baseline_snapshot, alpha, confidence)

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from monitor.cli.commands_snapshots import SnapshotsDirOpt, use_snapshots_dir
 from monitor.cli.output import Format, err, interval, out, pct, print_json, progress_bars
 from monitor.errors import UserInputError
 
@@ -179,6 +180,7 @@ def run(
         ),
     ] = 400,
     fmt: Annotated[Format, typer.Option("--format", help="table or json.")] = Format.table,
+    snapshots_dir: SnapshotsDirOpt = None,
 ) -> None:
     """Score snapshots on benchmarks and store every item score in DuckDB.
 
@@ -193,9 +195,12 @@ def run(
     from monitor.jobs.run import metric_for, run_snapshot
     from monitor.kinds import get_kind
     from monitor.paths import default_db_path
+    from monitor.snapshots.model import LocalDirSource
     from monitor.snapshots.registry import get_snapshot, load_snapshots
+    from monitor.snapshots.resolve import verify_local_dir
     from monitor.store.db import Store, check_writable
 
+    use_snapshots_dir(snapshots_dir)
     if dtype not in ("auto", "float32", "bfloat16", "float16"):
         raise UserInputError(f"unknown --dtype {dtype!r}; use auto, float32, bfloat16 or float16")
     if errata not in ("current", "none"):
@@ -210,6 +215,9 @@ def run(
     )
     for s in chosen:  # an unknown or inapplicable --metric is refused before any work
         metric_for(s, get_kind(s.kind), metric)
+    for s in chosen:  # a changed or missing model folder refuses the run (exit 2)
+        if isinstance(s.source, LocalDirSource):
+            verify_local_dir(s)
     manifest = load_manifest()
     specs = (
         []
@@ -376,13 +384,16 @@ def _print_summary(outcomes, excluded) -> None:
 @snapshots_app.command("list")
 def snapshots_list(
     fmt: Annotated[Format, typer.Option("--format", help="table or json.")] = Format.table,
+    snapshots_dir: SnapshotsDirOpt = None,
 ) -> None:
-    """List the pinned snapshots, what exactly each one means and the metrics that apply
-    (the default first)."""
+    """List the pinned snapshots, what exactly each one means, the metrics that apply
+    (the default first) and the folder each came from (yours first, then the shipped
+    ones)."""
     from monitor.jobs.run import metric_for
     from monitor.kinds import get_kind
     from monitor.snapshots.registry import load_snapshots
 
+    use_snapshots_dir(snapshots_dir)
     snaps = load_snapshots()
 
     def metrics(s) -> list[str]:
@@ -393,7 +404,12 @@ def snapshots_list(
     if fmt is Format.json:
         print_json(
             [
-                s.model_dump(mode="json") | {"revision": s.revision_label, "metrics": metrics(s)}
+                s.model_dump(mode="json")
+                | {
+                    "revision": s.revision_label,
+                    "metrics": metrics(s),
+                    "folder": str(s.file.parent) if s.file else None,
+                }
                 for s in snaps.values()
             ]
         )
@@ -401,10 +417,15 @@ def snapshots_list(
     from monitor.cli.output import SafeTable as Table
 
     table = Table()
-    for col in ("id", "kind", "default", "metrics", "revision"):
+    for col in ("id", "kind", "default", "metrics", "revision", "folder"):
         table.add_column(col)
     for s in sorted(snaps.values(), key=lambda s: s.id):
         table.add_row(
-            s.id, s.kind, "yes" if s.default else "", ", ".join(metrics(s)), s.revision_label
+            s.id,
+            s.kind,
+            "yes" if s.default else "",
+            ", ".join(metrics(s)),
+            s.revision_label,
+            str(s.file.parent) if s.file else "",
         )
     out.print(table)

@@ -7,13 +7,16 @@ exact version with the file's sha256. API kinds (issue 4) add their own sources.
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
+import re
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     StrictBool,
     StringConstraints,
     field_validator,
@@ -23,7 +26,31 @@ from pydantic import (
 from monitor.kinds import EMBEDDING_DRIVER, KINDS
 
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
-GitRevision = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")]
+_HEX40 = re.compile(r"[0-9a-f]{40}")
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def check_git_revision(value: str) -> str:
+    """A hub revision must be a commit: a branch or tag name can move under the pin."""
+    if not _HEX40.fullmatch(value):
+        raise ValueError(
+            "revision must be a 40-hex commit id (lower case, e.g. the 'commit' of the "
+            "model page's history), not a branch, tag or short hash"
+        )
+    return value
+
+
+def _folder_digest(value: str) -> str:
+    if not _DIGEST.fullmatch(value):
+        raise ValueError(
+            "digest must be 'sha256:' followed by 64 lower-case hex digits; compute it with "
+            "bias-monitor snapshots add PATH"
+        )
+    return value
+
+
+GitRevision = Annotated[str, AfterValidator(check_git_revision)]
+FolderDigest = Annotated[str, AfterValidator(_folder_digest)]
 SnapshotId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*$")]
 
 
@@ -122,6 +149,30 @@ class LocalFileSource(_Strict):
         return safe_relative_path(value)
 
 
+class LocalDirSource(_Strict):
+    """A model folder the user brings (a fine-tune saved with ``save_pretrained``),
+    pinned by its content digest and verified before every load.
+
+    ``path`` is absolute or relative to the snapshot file's folder. ``digest`` is
+    ``sha256:`` + the hex sha256 of the lines ``<relative POSIX path>\t<size>\t<sha256>\n``,
+    one per regular file, sorted by path; hidden files and folders (a name starting with
+    ``.``, which covers ``.cache/`` and ``.git/``) and ``__pycache__`` are left out
+    (``monitor.snapshots.resolve.folder_digest``). Any added, removed or changed file
+    changes it. Weights must be safetensors; remote code is never trusted.
+    """
+
+    type: Literal["local-dir"]
+    path: str
+    digest: FolderDigest
+
+    @field_validator("path")
+    @classmethod
+    def _non_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("path must name a model folder")
+        return value
+
+
 class EmbeddingSettings(_Strict):
     """How an embedding snapshot turns a term into a vector. Part of the snapshot, so a
     change is a new snapshot or shows in the provenance diff.
@@ -196,7 +247,8 @@ class Snapshot(_Strict):
     kind: str  # a key of monitor.kinds.KINDS, which says what the kind means
     display_name: str
     source: Annotated[
-        HubSource | PypiSource | ApiSource | LocalFileSource, Field(discriminator="type")
+        HubSource | PypiSource | ApiSource | LocalFileSource | LocalDirSource,
+        Field(discriminator="type"),
     ]
     api: ApiSettings | None = None
     embedding: EmbeddingSettings | None = None  # embedding kinds only
@@ -208,6 +260,9 @@ class Snapshot(_Strict):
     # or changes it: ids of other snapshots, e.g. the model it replaces. Empty: scored and
     # reported without a comparison.
     baselines: tuple[SnapshotId, ...] = ()
+    # The file this snapshot was read from (set by the registry): a local-dir path is
+    # relative to its folder, and `snapshots list` shows where each snapshot came from.
+    _file: Path | None = PrivateAttr(default=None)
 
     @field_validator("kind")
     @classmethod
@@ -236,6 +291,26 @@ class Snapshot(_Strict):
         return self
 
     @property
+    def file(self) -> Path | None:
+        """The snapshot file it was read from (None when built in code)."""
+        return self._file
+
+    def with_file(self, path: Path) -> Snapshot:
+        """This snapshot, remembering the file it was read from."""
+        self._file = path
+        return self
+
+    def local_dir(self) -> Path:
+        """A ``local-dir`` source's folder: absolute, or relative to the snapshot file."""
+        src = self.source
+        if not isinstance(src, LocalDirSource):
+            raise ValueError(f"snapshot {self.id} has no local-dir source")
+        path = Path(src.path).expanduser()
+        if not path.is_absolute() and self._file is not None:
+            path = self._file.parent / path
+        return path
+
+    @property
     def revision_label(self) -> str:
         """The single string that identifies these weights in provenance and reports."""
         s = self.source
@@ -245,4 +320,6 @@ class Snapshot(_Strict):
             return f"{s.provider}:{s.model}"
         if isinstance(s, LocalFileSource):
             return f"local:{s.path}#sha256={s.sha256}"
+        if isinstance(s, LocalDirSource):
+            return f"local-dir:{PurePosixPath(s.path).name or s.path}#{s.digest}"
         return f"{s.package}=={s.version}:{s.file}#sha256={s.sha256}"

@@ -8,8 +8,9 @@ out of the nightly run.
 
 from __future__ import annotations
 
+import difflib
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -23,7 +24,7 @@ def _first_problem(err: ValidationError) -> str:
     """One readable line for the first pydantic error (field path + message)."""
     first = err.errors()[0]
     loc = ".".join(str(part) for part in first["loc"]) or "(top level)"
-    msg = first["msg"]
+    msg = first["msg"].removeprefix("Value error, ")
     value = first.get("input")
     if first["type"] != "extra_forbidden" and isinstance(value, str | int | float | bool):
         shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
@@ -52,23 +53,38 @@ def load_snapshot_file(path: Path) -> Snapshot:
             f"snapshot file {path} declares id {snapshot.id!r}; "
             f"the file must be named {snapshot.id}.toml (or the id changed to {path.stem!r})"
         )
-    return snapshot
+    return snapshot.with_file(path)
+
+
+def _load_folder(folder: Path) -> dict[str, Snapshot]:
+    return {snap.id: snap for snap in map(load_snapshot_file, sorted(folder.glob("*.toml")))}
 
 
 def load_snapshots(directory: Path | None = None) -> dict[str, Snapshot]:
-    """All snapshots in ``directory`` (default :func:`monitor.paths.snapshots_dir`), by id.
+    """All snapshots, by id, ordered by id so listings and default runs are stable.
 
-    Ordered by id so listings and default runs are stable.
+    With ``directory``: the files of that folder only. Without: the user's folder
+    (``$MONITOR_SNAPSHOTS_DIR`` / ``--snapshots-dir``) first, then the shipped
+    ``snapshots/`` (:func:`monitor.paths.snapshot_search_path`); a user file with a
+    shipped id replaces the shipped one. When a user folder is set, only its snapshots
+    can be ``default`` (what ``run`` scores with no ``-s``): the shipped ones are there to
+    be named, e.g. as baselines. Each snapshot's ``file`` says where it came from.
     """
-    folder = Path(directory) if directory is not None else paths.snapshots_dir()
-    if not folder.is_dir():
+    folders = [Path(directory)] if directory is not None else paths.snapshot_search_path()
+    user = folders[0]
+    if not user.is_dir():
         raise UserInputError(
-            f"snapshot folder {folder} does not exist (set MONITOR_SNAPSHOTS_DIR or MONITOR_HOME)"
+            f"snapshot folder {user} does not exist (set MONITOR_SNAPSHOTS_DIR or "
+            "--snapshots-dir to a folder of snapshot files, or MONITOR_HOME)"
         )
-    files = sorted(folder.glob("*.toml"))
-    if not files:
-        raise UserInputError(f"snapshot folder {folder} holds no *.toml files")
-    snapshots = {snap.id: snap for snap in map(load_snapshot_file, files)}
+    found = [_load_folder(f) for f in folders if f.is_dir()]
+    if not any(found):
+        raise UserInputError(f"snapshot folder {user} holds no *.toml files")
+    snapshots = dict(found[0])
+    for later in found[1:]:
+        for sid, snap in later.items():
+            if sid not in snapshots:
+                snapshots[sid] = snap.model_copy(update={"default": False}).with_file(snap.file)
     return dict(sorted(snapshots.items()))
 
 
@@ -77,9 +93,21 @@ def get_snapshot(snapshot_id: str, snapshots: Mapping[str, Snapshot]) -> Snapsho
     try:
         return snapshots[snapshot_id]
     except KeyError:
-        known = ", ".join(sorted(snapshots)) or "(none)"
-        msg = f"unknown snapshot {snapshot_id!r}; known snapshots: {known}"
-        raise UserInputError(msg) from None
+        raise UserInputError(unknown_snapshot(snapshot_id, snapshots)) from None
+
+
+def unknown_snapshot(snapshot_id: str, known: Iterable[str]) -> str:
+    """The one-line message for an id no snapshot file has: what to do, and the closest
+    known id when there is one (a typo is the usual cause)."""
+    ids = sorted(known)
+    close = [k for k in ids if k.startswith(snapshot_id)][:1] or difflib.get_close_matches(
+        snapshot_id, ids, n=1, cutoff=0.6
+    )
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return (
+        f"unknown snapshot {snapshot_id!r}{hint}; add one with bias-monitor snapshots add "
+        "PATH, or list them with bias-monitor snapshots list"
+    )
 
 
 def default_snapshots(snapshots: Mapping[str, Snapshot]) -> list[Snapshot]:

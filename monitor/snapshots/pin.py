@@ -1,0 +1,194 @@
+"""Write a snapshot file for a model folder or a hub repo (``bias-monitor snapshots add``).
+
+Everything that can be found out is found out here, so the user is asked for nothing
+else: the kind from the folder's own config, the id from the folder name, the digest
+from the files, a hub commit from the local Hugging Face cache. The file is written
+under a temporary name, validated by loading it through the registry like any other
+snapshot file, and only then renamed into place: a snapshot the registry would refuse
+is never left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from monitor.errors import UserInputError
+from monitor.kinds import KINDS
+from monitor.snapshots.model import Snapshot, check_git_revision
+from monitor.snapshots.registry import load_snapshot_file
+from monitor.snapshots.resolve import folder_digest
+
+# Kinds a folder can be pinned as (the ones whose loaders read a from_pretrained folder).
+LOCAL_KINDS = tuple(k.name for k in KINDS.values() if "local-dir" in k.sources)
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+@dataclass(frozen=True)
+class Pinned:
+    """What ``snapshots add`` wrote: the file and the snapshot it holds."""
+
+    path: Path
+    snapshot: Snapshot
+
+
+def sanitise_id(name: str) -> str:
+    """A snapshot id from a folder or repo name: lower case, runs of characters outside
+    ``[a-z0-9._-]`` become ``-``, starting with a letter or digit (the id rule)."""
+    text = re.sub(r"[^a-z0-9._-]+", "-", name.lower())
+    text = re.sub(r"-{2,}", "-", text).lstrip("._-").rstrip("-")
+    if not text:
+        raise UserInputError(f"cannot make a snapshot id from {name!r}; give one with --id NAME")
+    return text
+
+
+def detect_kind(folder: Path) -> str:
+    """The snapshot kind a model folder is, from its own files.
+
+    ``modules.json`` or ``config_sentence_transformers.json``: sentence-transformers;
+    otherwise ``config.json``'s ``architectures``: ``*ForCausalLM`` is hf-causal,
+    ``*ForMaskedLM`` hf-mlm. Anything else asks for ``--kind``.
+    """
+    if (folder / "modules.json").is_file() or (
+        folder / "config_sentence_transformers.json"
+    ).is_file():
+        return "sentence-transformers"
+    config = folder / "config.json"
+    if not config.is_file():
+        raise UserInputError(
+            f"{folder} has no config.json; save the model with save_pretrained, or give --kind"
+        )
+    try:
+        archs = json.loads(config.read_text(encoding="utf-8")).get("architectures") or []
+    except (OSError, ValueError, AttributeError) as exc:
+        raise UserInputError(f"{config} is not readable JSON: {exc}") from exc
+    if any(str(a).endswith("ForCausalLM") for a in archs):
+        return "hf-causal"
+    if any(str(a).endswith("ForMaskedLM") for a in archs):
+        return "hf-mlm"
+    found = ", ".join(map(str, archs)) or "none"
+    raise UserInputError(
+        f"cannot tell the kind of {folder} from config.json architectures ({found}); "
+        f"give --kind, one of: {', '.join(LOCAL_KINDS)}"
+    )
+
+
+def _toml_string(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)  # a JSON string is a valid TOML basic string
+
+
+def _relative(folder: Path, snapshots_dir: Path) -> str:
+    """The folder's path relative to the snapshot file when it can be written so (the
+    two live in one repository), else absolute."""
+    try:
+        return Path(os.path.relpath(folder.resolve(), snapshots_dir.resolve())).as_posix()
+    except ValueError:  # another drive (Windows)
+        return folder.resolve().as_posix()
+
+
+def _hub_cache_dir() -> Path:
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HUB_CACHE)
+
+
+def cached_hub_revision(repo: str) -> str | None:
+    """The commit ``refs/main`` points to in the local Hugging Face cache, if any."""
+    ref = _hub_cache_dir() / f"models--{repo.replace('/', '--')}" / "refs" / "main"
+    try:
+        text = ref.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return text if re.fullmatch(r"[0-9a-f]{40}", text) else None
+
+
+def _cached_hub_folder(repo: str, revision: str) -> Path | None:
+    folder = _hub_cache_dir() / f"models--{repo.replace('/', '--')}" / "snapshots" / revision
+    return folder if folder.is_dir() else None
+
+
+def pin(
+    target: str,
+    snapshots_dir: Path,
+    *,
+    snapshot_id: str | None = None,
+    kind: str | None = None,
+    revision: str | None = None,
+    force: bool = False,
+) -> Pinned:
+    """Write ``<snapshots_dir>/<id>.toml`` for a folder (``local-dir``, with its digest)
+    or a hub repo id (``hf-hub`` at a commit) and return it, validated."""
+    if kind is not None and kind not in LOCAL_KINDS:
+        raise UserInputError(f"--kind {kind!r}: use one of {', '.join(LOCAL_KINDS)}")
+    folder = Path(target).expanduser()
+    if folder.is_dir():
+        if revision is not None:
+            raise UserInputError("--revision is for a hub repo id, not a folder")
+        sid = snapshot_id or sanitise_id(folder.resolve().name)
+        kind = kind or detect_kind(folder)
+        path_text = _relative(folder, snapshots_dir)
+        body = (
+            f'[source]\ntype = "local-dir"\npath = {_toml_string(path_text)}\n'
+            f'digest = "{folder_digest(folder)}"\n'
+        )
+        what = f"model folder {path_text}"
+    elif _HUB_ID.match(target) and not folder.exists():
+        revision = revision or cached_hub_revision(target)
+        if revision is None:
+            raise UserInputError(
+                f"{target} is not in the local Hugging Face cache; give --revision, the "
+                "40-hex commit id to pin (the model page's history lists them)"
+            )
+        try:
+            check_git_revision(revision)
+        except ValueError as exc:
+            raise UserInputError(f"--revision {revision!r}: {exc}") from None
+        cached = _cached_hub_folder(target, revision)
+        if kind is None:
+            if cached is None:
+                raise UserInputError(
+                    f"{target}@{revision[:12]} is not in the local cache, so its kind cannot "
+                    f"be read from its config; give --kind, one of: {', '.join(LOCAL_KINDS)}"
+                )
+            kind = detect_kind(cached)
+        sid = snapshot_id or sanitise_id(target.split("/", 1)[1])
+        body = (
+            f'[source]\ntype = "hf-hub"\nrepo = {_toml_string(target)}\nrevision = "{revision}"\n'
+        )
+        what = f"hub repo {target} at commit {revision}"
+    else:
+        raise UserInputError(
+            f"{target} is neither a model folder nor a hub repo id (ORG/NAME); give the "
+            "folder saved with save_pretrained, or ORG/NAME with --revision"
+        )
+    if snapshot_id is not None:
+        sid = snapshot_id
+        if sanitise_id(sid) != sid:
+            raise UserInputError(
+                f"--id {sid!r}: use lower-case letters, digits, '.', '_' and '-', starting "
+                f"with a letter or digit (e.g. {sanitise_id(sid)})"
+            )
+    snapshots_dir.mkdir(parents=True, exist_ok=True)
+    path = snapshots_dir / f"{sid}.toml"
+    if path.exists() and not force:
+        raise UserInputError(f"{path} exists; pass --force to replace it")
+    text = (
+        f"# Written by bias-monitor snapshots add: {what}.\n"
+        f"id = {_toml_string(sid)}\nkind = {_toml_string(kind)}\n"
+        f"display_name = {_toml_string(sid)}\n\n{body}"
+    )
+    pending = snapshots_dir / f".pending-{os.getpid()}"
+    pending.mkdir(exist_ok=True)
+    try:
+        draft = pending / f"{sid}.toml"
+        draft.write_text(text, encoding="utf-8")
+        checked = load_snapshot_file(draft)  # the registry's own rules, id = file name
+        os.replace(draft, path)
+    finally:
+        for leftover in pending.iterdir():
+            leftover.unlink()
+        pending.rmdir()
+    return Pinned(path=path, snapshot=checked.with_file(path))
