@@ -136,11 +136,19 @@ def test_empty_or_missing_folder(tmp_path):
         load_snapshots(tmp_path)
 
 
-def test_default_folder_follows_env(snap_dir, monkeypatch):
+def test_user_folder_comes_before_the_shipped_one(snap_dir, monkeypatch):
+    """$MONITOR_SNAPSHOTS_DIR is searched first; the shipped snapshots stay available
+    (as baselines), are never default there, and a user file replaces a shipped id."""
     (snap_dir / "falcon-7b.toml").unlink()
+    gpt2 = snap_dir / "gpt2.toml"
+    gpt2.write_text(gpt2.read_text().replace('display_name = "', 'display_name = "mine ', 1))
     monkeypatch.setenv("MONITOR_SNAPSHOTS_DIR", str(snap_dir))
-    assert "falcon-7b" not in load_snapshots()
-    assert "gpt2" in load_snapshots()
+    snaps = load_snapshots()
+    assert snaps["falcon-7b"].file.parent == SHIPPED  # still found, in the shipped folder
+    assert snaps["gpt2"].display_name.startswith("mine ") and snaps["gpt2"].file == gpt2
+    assert {s.id for s in default_snapshots(snaps)} == {
+        s.id for s in default_snapshots(load_snapshots(snap_dir))
+    }
 
 
 def test_unknown_snapshot_lists_known_ids():
@@ -148,5 +156,5 @@ def test_unknown_snapshot_lists_known_ids():
     assert get_snapshot("gpt2", snaps).source.repo == "openai-community/gpt2"
     with pytest.raises(UserInputError, match="unknown snapshot 'gpt-5'") as err:
         get_snapshot("gpt-5", snaps)
-    for known in snaps:
-        assert known in str(err.value)
+    assert "(did you mean gpt2?)" in str(err.value)
+    assert "add one with bias-monitor snapshots add PATH" in str(err.value)

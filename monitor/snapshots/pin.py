@@ -65,7 +65,7 @@ def detect_kind(folder: Path) -> str:
         archs = json.loads(config.read_text(encoding="utf-8")).get("architectures") or []
     except (OSError, ValueError, AttributeError) as exc:
         raise UserInputError(f"{config} is not readable JSON: {exc}") from exc
-    if any(str(a).endswith("ForCausalLM") for a in archs):
+    if any(str(a).endswith(("ForCausalLM", "LMHeadModel")) for a in archs):
         return "hf-causal"
     if any(str(a).endswith("ForMaskedLM") for a in archs):
         return "hf-mlm"
