@@ -204,7 +204,8 @@ def test_bad_input_leaves_store_untouched(monitor_env: Path, tmp_path: Path, mon
 
     proc = cli("run", "--snapshot", "no-such-model", check=False)
     assert proc.returncode == 2
-    assert "no-such-model" in proc.stderr and "smollm2-135m-instruct-q4" in proc.stderr
+    assert "unknown snapshot 'no-such-model'" in proc.stderr
+    assert "add one with bias-monitor snapshots add PATH" in proc.stderr
     assert not db.exists()
 
     proc = cli("run", "--benchmark", "no-such-benchmark", check=False)
