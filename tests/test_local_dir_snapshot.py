@@ -254,3 +254,24 @@ def test_a_hub_cache_blob_that_does_not_match_its_name_is_refused(monitor_env, t
     lines = errors
     assert "cached model.safetensors of bias-monitor-test/tiny@555555555555" in lines[0]
     assert "the hub recorded" in lines[0]
+
+
+def test_library_progress_bars_write_no_carriage_returns_into_a_log(tmp_path):
+    """transformers' GGUF dequantisation draws a bare tqdm bar; with stderr not a terminal
+    the CLI turns such bars off before any backend imports tqdm."""
+    code = (
+        "import sys\n"
+        "sys.argv = ['bias-monitor', 'snapshots', 'list']\n"
+        "from monitor.cli.app import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "from tqdm.auto import tqdm\n"
+        "for _ in tqdm(range(3), desc='Converting and de-quantizing GGUF tensors...'):\n"
+        "    pass\n"
+    )
+    env = {**_quick_env(tmp_path), "TQDM_DISABLE": ""}
+    del env["TQDM_DISABLE"]
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "\r" not in proc.stderr and "de-quantizing" not in proc.stderr
