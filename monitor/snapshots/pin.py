@@ -171,7 +171,6 @@ def pin(
                 f"--id {sid!r}: use lower-case letters, digits, '.', '_' and '-', starting "
                 f"with a letter or digit (e.g. {sanitise_id(sid)})"
             )
-    snapshots_dir.mkdir(parents=True, exist_ok=True)
     path = snapshots_dir / f"{sid}.toml"
     if path.exists() and not force:
         raise UserInputError(f"{path} exists; pass --force to replace it")
@@ -181,7 +180,12 @@ def pin(
         f"display_name = {_toml_string(sid)}\n\n{body}"
     )
     pending = snapshots_dir / f".pending-{os.getpid()}"
-    pending.mkdir(exist_ok=True)
+    try:
+        pending.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserInputError(
+            f"cannot write to snapshot folder {snapshots_dir}: {exc.strerror or exc}"
+        ) from exc
     try:
         draft = pending / f"{sid}.toml"
         draft.write_text(text, encoding="utf-8")
