@@ -67,7 +67,7 @@ def test_readme_block_is_the_capture() -> None:
 def test_script_refuses_output_of_another_shape(tmp_path: Path) -> None:
     """A cut-off output (no "scored N items" line) is refused with one line, exit 2,
     and the README is left as it was."""
-    cut = "\n".join(CAPTURE.read_text(encoding="utf-8").splitlines()[:4])
+    cut = "\n".join(CAPTURE.read_text(encoding="utf-8").splitlines()[:-2])
     (tmp_path / "out.txt").write_text(cut)
     readme = tmp_path / "README.md"
     readme.write_text(f"x\n{quickstart.BEGIN}\nold\n{quickstart.END}\n")
