@@ -14,7 +14,7 @@ export MONITOR_CACHE_DIR
 MONITOR_DATA_DIR ?= $(MONITOR_CACHE_DIR)/datasets
 export MONITOR_DATA_DIR
 
-.PHONY: install run test lint bench bench-store clean lock
+.PHONY: install run test lint docs bench bench-store clean lock
 
 # Installed from the lock files (scripts/lock.py; the image and CI use the same ones): exact
 # versions, sha256-checked, nothing resolved here. torch is the CPU build of 2.13.0.
@@ -55,6 +55,18 @@ test: install
 lint: install
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/lint-imports
 
+# The documentation site (mkdocs.yml, pages in docs/), built strict: a broken link, a page
+# missing from the nav or a nav entry without a page fails. mkdocs comes from its own lock
+# file (requirements/docs-lock.txt, resolved against dev-lock.txt), installed on top of the
+# monitor's .venv with the same --require-hashes --no-deps rule; the site is written to
+# site/ (gitignored).
+$(BIN)/.docs-installed: requirements/docs-lock.txt $(BIN)/.installed
+	$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r requirements/docs-lock.txt
+	touch $@
+
+docs: $(BIN)/.docs-installed
+	$(BIN)/mkdocs build --strict --site-dir site 2>&1 | grep -v "^INFO" ; exit $${PIPESTATUS[0]}
+
 # The monitor against lm-evaluation-harness (installed once into its own venv under
 # $(MONITOR_CACHE_DIR)/bench), interleaved; bench/bench_scoring.py is run by hand.
 bench: install
@@ -70,4 +82,4 @@ lock: install
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python scripts/lock.py
 
 clean:
-	rm -rf $(VENV) .monitor-cache results .pytest_cache .ruff_cache
+	rm -rf $(VENV) .monitor-cache results site .pytest_cache .ruff_cache
