@@ -14,7 +14,14 @@ from monitor.report.markdown import MAX_CHARS, md
 
 
 def _table_rows(text: str) -> list[str]:
-    return [line for line in text.splitlines() if line.startswith("| ")]
+    """Rows of the detailed verdict table (after the per-axis answer at the top)."""
+    detail = text.split("### Paired comparisons in detail", 1)[-1].split("\n> ", 1)[0]
+    return [line for line in detail.splitlines() if line.startswith("| ")]
+
+
+def _answer_rows(text: str) -> list[str]:
+    """Rows of the per-axis tables the summary opens with (before the title heading)."""
+    return [line for line in text.split("\n## ", 1)[0].splitlines() if line.startswith("| ")]
 
 
 def _cells(row: str) -> int:
@@ -78,6 +85,7 @@ def test_hostile_values_are_inert_markdown():
     assert "\n# heading" not in text  # newlines in a value cannot start a block
     rows = _table_rows(text)
     assert {_cells(r) for r in rows} == {8}, "an escaped | must not add a table column"
+    assert {_cells(r) for r in _answer_rows(text)} == {6}
 
 
 def test_md_escapes_each_special_character():
@@ -97,6 +105,11 @@ def test_every_flag_is_shown_however_long_the_table():
     assert len(rows) == 20
     assert "regression" in rows[0] and "improvement" in rows[1]
     assert "283 more comparisons are in the HTML report." in text
+    # The per-axis answer: the 300 quiet axes are gpt-4o's, yet smollm2's regression shows.
+    answer = [r for r in _answer_rows(text) if not r.startswith("| Axis |")]
+    assert len(answer) == 20
+    assert "improvement" in answer[0] and sum("regression" in r for r in answer) == 1
+    assert "283 more axis comparisons without a flag are in the HTML report." in text
 
 
 def test_output_stays_under_githubs_comment_limit():

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
+from monitor.report.answer import verdict_comparisons, verdict_counts
 from monitor.report.model import VERDICT_ORDER, Comparison, ReportInput
 
 
-def verdict_counts(report: ReportInput) -> dict[str, int]:
-    return {v: sum(c.verdict == v for c in report.comparisons) for v in VERDICT_ORDER}
-
-
 def summary_line(report: ReportInput) -> str:
+    """Counts of verdicts; a neutral control is not a comparison of its own here."""
     n = verdict_counts(report)
     return (
-        f"{len(report.comparisons)} comparisons: "
+        f"{len(verdict_comparisons(report))} comparisons: "
         f"{n['regression']} regression{'s' * (n['regression'] != 1)}, "
         f"{n['improvement']} improvement{'s' * (n['improvement'] != 1)}, "
         f"{n['no significant change']} no significant change, "
