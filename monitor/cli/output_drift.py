@@ -179,10 +179,11 @@ def pair_block(
                 # The sentence is ~57 characters besides the label and the arrow.
                 shown = abbreviate(row.label, max(MIN_LABEL, width - 61))
                 lines += wrap("  ↳ " + control_sentence(shown, row.control), width, "    ")
-    label_w = max((len(r.label) for r in rows), default=4)
+    # Unscored axes line up with the compared ones (the label column of the lines above).
+    column = fitted[0].index("old → new") - 2 if rows else 0
     for u, label in zip(unscored, labels[len(rows) :], strict=True):
-        shown = abbreviate(label, max(MIN_LABEL, min(label_w, width - 28)))
-        lines.append(f"{shown.ljust(max(label_w, len(shown)))}  {u.words}")
+        shown = abbreviate(label, max(MIN_LABEL, width - 2 - len(u.words)))
+        lines.append(f"{shown.ljust(column)}  {u.words}")
     for row in rows:
         if row.why:
             lines += wrap(f"  {row.label}: not comparable: {row.why}", width, "    ")
