@@ -55,18 +55,23 @@ class _StripView:
     point: TrendPoint | None
 
 
+def _charted(report: ReportInput) -> list[Trend]:
+    """The rate series a reader reads, controls left out: a neutral control is drawn as
+    the control line in its axis's chart (``Trend.control``), never a series of its own."""
+    controls = answer.control_benchmarks(report)
+    return [t for t in report.trends if t.benchmark not in controls]
+
+
 def _single_runs(report: ReportInput) -> list[_StripView]:
     """Series of one run: one row each on a shared scale, not a chart each."""
-    out = []
-    for t in report.trends:
-        if len(t.points) == 1:
-            out.append(_StripView(t, plots.strip(t), t.points[0]))
-    return out
+    return [
+        _StripView(t, plots.strip(t), t.points[0]) for t in _charted(report) if len(t.points) == 1
+    ]
 
 
 def _trend_views(report: ReportInput) -> list[_TrendView]:
     views = []
-    for i, t in enumerate(report.trends):
+    for i, t in enumerate(_charted(report)):
         if len(t.points) == 1:
             continue  # drawn in the single-run strip
         plot = plots.layout(t)
