@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from monitor.report.answer import verdict_comparisons, verdict_counts
-from monitor.report.model import VERDICT_ORDER, Comparison, ReportInput
+from monitor.report.model import ReportInput
 
 
 def summary_line(report: ReportInput) -> str:
@@ -22,17 +22,9 @@ def fdr_text(report: ReportInput) -> str:
     """How many tests were corrected together: a reader needs it to weigh any one flag."""
     if report.fdr_note:
         return report.fdr_note
-    m = sum(c.p_value is not None for c in report.comparisons)
+    m = sum(c.p_value is not None for c in verdict_comparisons(report))
     return (
         f"p (BH) is Benjamini–Hochberg-adjusted over the {m} paired tests in this report "
         f"(false discovery rate {report.alpha:g}); a drift is flagged only when p (BH) < "
         f"{report.alpha:g} and the flips clear the snapshot's noise floor."
-    )
-
-
-def ordered_comparisons(comparisons: tuple[Comparison, ...]) -> list[Comparison]:
-    """Drifts first: a reader of a truncated comment must still see every flag."""
-    return sorted(
-        comparisons,
-        key=lambda c: (VERDICT_ORDER.index(c.verdict), c.snapshot_id, c.benchmark, c.axis),
     )
