@@ -239,7 +239,7 @@ def test_the_answer_comes_first_with_controls_beside_their_axis():
     assert 'id="single-runs"' in rest and rest.count('<figure id="trend-') == 1
     strip = rest.split('id="single-runs"', 1)[1].split("</table>", 1)[0]
     assert "<strong>my-finetune</strong> — religion" in strip and "47.9%" in strip
-    assert '<circle class="dot " cx="172.9"' in strip  # 8 px + 47.9% of 344 px
+    assert '<circle class="dot " cx="173.2"' in strip  # 16 px + 47.9% of 328 px
 
 
 def test_the_markdown_of_a_pr_check_leads_with_its_verdict():

@@ -324,7 +324,7 @@ class _Shown:
 
 # One-run series: a row of points on one shared 0–100% scale instead of a chart each
 # (a chart of one point has no line, and per-chart y-ranges made rates look alike).
-STRIP_WIDTH, STRIP_HEIGHT, STRIP_PAD = 360, 18, 8
+STRIP_WIDTH, STRIP_HEIGHT, STRIP_PAD = 360, 18, 16
 
 
 def strip_x(rate: float) -> float:
