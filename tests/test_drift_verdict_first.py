@@ -282,3 +282,47 @@ def test_table_wide_keeps_the_full_table(fewer_axes: Path) -> None:
 def test_a_bad_format_is_one_line(fewer_axes: Path) -> None:
     proc = cli(fewer_axes, "--format", "wide")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_smollm2_two_axes_against_its_four_axis_run(monitor_env: Path) -> None:
+    """The real thing: SmolLM2 scores the four Indian-BhED axes (with caste's neutral
+    control), then caste and religion only; drift compares what both scored, reads the
+    control beside caste and says gender and race were not scored, at 80 columns."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+
+    def run(*benchmarks: str) -> str:
+        args = [arg for b in benchmarks for arg in ("-b", b)]
+        args += ["--no-panel", "--format", "json"]
+        proc = subprocess.run(
+            [sys.executable, "-m", "monitor", "run", "-s", "smollm2-135m-instruct-q4", *args],
+            capture_output=True,
+            text=True,
+            timeout=1200,
+            env=env,
+        )
+        assert proc.returncode == 0, proc.stderr
+        [row] = json.loads(proc.stdout)
+        return row["run_id"]
+
+    old = run("bhed-caste", "bhed-religion", "bhed-gender", "bhed-race")
+    new = run("bhed-caste", "bhed-religion")
+    db = monitor_env / "monitor.duckdb"
+    pair = ("--run", new, "--baseline", old)
+    proc = cli(db, *pair, "--fail-on", "any", columns=80)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80, proc.stdout
+    for axis in ("caste", "religion", "gender", "race"):
+        assert len([line for line in lines if line.split()[:1] == [axis]]) == 1, axis
+    assert [line.split()[0] for line in lines if "not scored in the new run" in line] == [
+        "gender",
+        "race",
+    ]
+    assert re.search(r"↳ caste [\d.]+% with its control at [\d.]+%, was [\d.]+% with", proc.stdout)
+    data = json.loads(cli(db, *pair, "--format", "json").stdout)
+    assert [c["axis"] for c in data["comparisons"]] == ["caste", "religion"]
+    assert not any(c["flagged"] for c in data["comparisons"])
+    assert data["comparisons"][0]["control"]["benchmark"] == "bhed-neutral"
+    for c in data["comparisons"]:
+        assert not [f for f in c["provenance_diff"] if f["field"].startswith("dataset_versions")]
