@@ -139,3 +139,121 @@ def test_write_report_writes_all_three(tmp_path):
     paths = write_report(gpt4o_case(), tmp_path / "out")
     assert {p.name for p in paths.values()} == {"report.md", "report.html", "report.json"}
     assert all(p.stat().st_size > 500 for p in paths.values())
+
+
+_PR_RUNS = (
+    "20261125T110508Z-smollm2-135m-instruct-q4-finetune-1ce080",
+    "20261124T020000Z-smollm2-135m-instruct-q4-77aa01",
+)
+
+
+def _pr_case():
+    """A PR check's report: a new snapshot (one run) against SmolLM2's four-axis baseline,
+    scored on caste and religion only; caste carries its neutral control, and a stale
+    comparison of the control benchmark itself (as older drift output had) is present."""
+    from test_report_cases import comparison
+
+    from monitor.report.model import ContextRate, ControlBeside, ScoreContext, UnscoredAxis
+
+    new, old = (
+        "20261125T110508Z-smollm2-135m-instruct-q4-finetune-1ce080",
+        "20261124T020000Z-smollm2-135m-instruct-q4-77aa01",
+    )
+    base = gpt4o_case()
+    caste = comparison("my-finetune", "caste", old, new, 41, 106, 30, 106, 14, 3)
+    caste |= dict(
+        verdict="improvement",
+        flagged=True,
+        p_adjusted=0.02,
+        mde=0.074,
+        control=ControlBeside(
+            benchmark="bhed-neutral", axis="caste-control", rate_old=0.25, rate_new=0.058
+        ),
+    )
+    religion = comparison("my-finetune", "religion", old, new, 57, 121, 58, 121, 1, 2)
+    religion |= dict(verdict="no significant change", p_adjusted=0.9, mde=0.065)
+    stale_control = comparison("my-finetune", "caste-control", old, new, 13, 52, 3, 52, 10, 0)
+    stale_control |= dict(benchmark="bhed-neutral", verdict="improvement", p_adjusted=0.006)
+    contexts = tuple(
+        ScoreContext(
+            run_id=r, snapshot_id="my-finetune", benchmark="bhed-caste", axis="caste", metric="cll",
+            rate=ContextRate(label="cll", value=v), control_benchmark="bhed-neutral",
+            control=ContextRate(label="bhed-neutral", value=c),
+        )
+        for r, v, c in ((new, 30 / 106, 0.058), (old, 41 / 106, 0.25))
+    )  # fmt: skip
+    single = Trend(
+        snapshot_id="my-finetune", benchmark="bhed-religion", axis="religion", metric="cll",
+        points=(point(new, NIGHT0, 58, 121),),
+    )  # fmt: skip
+    control_trend = Trend(
+        snapshot_id="my-finetune", benchmark="bhed-neutral", axis="caste-control", metric="cll",
+        points=(point(new, NIGHT0, 3, 52),),
+    )  # fmt: skip
+    unscored = tuple(
+        UnscoredAxis(snapshot_id="my-finetune", new_run_id=new, baseline_run_id=old,
+                     benchmark=f"bhed-{a}", axis=a, missing="new")
+        for a in ("gender", "race")
+    )  # fmt: skip
+    runs = tuple(
+        r.model_copy(update={"run_id": rid, "snapshot_id": snap})
+        for r, (rid, snap) in zip(
+            base.runs[:2], ((new, "my-finetune"), (old, "smollm2-135m-instruct-q4")), strict=True
+        )
+    )
+    return base.model_copy(
+        update={
+            "comparisons": tuple(
+                type(base.comparisons[0])(**c) for c in (caste, religion, stale_control)
+            ),
+            "contexts": contexts,
+            "trends": (base.trends[1], single, control_trend),
+            "unscored": unscored,
+            "runs": runs,
+            "provenance": (),
+        }
+    )
+
+
+def test_the_answer_comes_first_with_controls_beside_their_axis():
+    html = render_html(_pr_case())
+    head, rest = html.split('<h2 id="trends">', 1)
+    answer = head.split('<h2 id="answer">', 1)[1]
+    # The verdict sentence and badges lead; the control is never a verdict or a badge.
+    assert "my-finetune: 1 improvement: caste (−10.4 pp); 1 other axis comparison" in head
+    badges = re.findall(r'<span class="v-[^"]+">([^<]+)</span>', head.split("</header>")[0])
+    assert badges == ["1 improvement", "1 no significant change"]
+    # Both runs named once, in full, with their snapshots (the baseline's own name).
+    new, old = (f"<code>{r}</code>" for r in _PR_RUNS)
+    assert f"<strong>my-finetune</strong> {new}" in answer
+    assert f"<strong>smollm2-135m-instruct-q4</strong> {old}" in answer
+    rows = re.findall(r"<tr>\s*<td><strong>(\w[\w-]*)</strong>.*?</tr>", answer, flags=re.S)
+    assert rows == ["caste", "religion"]  # no caste-control row
+    caste_row = re.search(r"<tr>\s*<td><strong>caste</strong>.*?</tr>", answer, flags=re.S)[0]
+    assert '25.0% → 5.8%<br><span class="muted">bhed-neutral</span>' in caste_row
+    assert "±7.4 pp" in caste_row and "improvement" in caste_row
+    assert "Not scored in the new run: gender, race (no verdict)." in answer
+    # Nowhere else is the control a comparison or a chart of its own.
+    assert "caste-control" not in html
+    # The one-run series is a row of points on the shared scale, not a chart.
+    assert 'id="single-runs"' in rest and rest.count('<figure id="trend-') == 1
+    strip = rest.split('id="single-runs"', 1)[1].split("</table>", 1)[0]
+    assert "<strong>my-finetune</strong> — religion" in strip and "47.9%" in strip
+    assert '<circle class="dot " cx="173.2"' in strip  # 16 px + 47.9% of 328 px
+
+
+def test_the_markdown_of_a_pr_check_leads_with_its_verdict():
+    from monitor.report import render_markdown
+
+    text = render_markdown(_pr_case())
+    lines = text.splitlines()
+    assert lines[0].startswith("**Verdict:** my-finetune: 1 improvement: caste (−10.4 pp)")
+    new, old = _PR_RUNS
+    assert lines[2] == (
+        f"**new** my-finetune, run {new} · **baseline** smollm2-135m-instruct-q4, run {old}"
+    )
+    caste = next(line for line in lines if line.startswith("| caste (bhed-caste) |"))
+    assert caste.endswith("| ±7.4 pp | 25.0% → 5.8% (bhed-neutral) |")
+    assert "Not scored in the new run: gender, race (no verdict)." in text
+    assert "caste-control" not in text
+    assert "2 comparisons: 0 regressions, 1 improvement, 1 no significant change" in text

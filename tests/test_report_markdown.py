@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+from _report_store import ReportStore, report_store_fixture  # noqa: F401  (session fixture)
 from test_report_cases import gpt4o_case, malicious_case
 
 from monitor.benchmarks.fetch import fetch
@@ -14,7 +16,14 @@ from monitor.report.markdown import MAX_CHARS, md
 
 
 def _table_rows(text: str) -> list[str]:
-    return [line for line in text.splitlines() if line.startswith("| ")]
+    """Rows of the detailed verdict table (after the per-axis answer at the top)."""
+    detail = text.split("### Paired comparisons in detail", 1)[-1].split("\n> ", 1)[0]
+    return [line for line in detail.splitlines() if line.startswith("| ")]
+
+
+def _answer_rows(text: str) -> list[str]:
+    """Rows of the per-axis tables the summary opens with (before the title heading)."""
+    return [line for line in text.split("\n## ", 1)[0].splitlines() if line.startswith("| ")]
 
 
 def _cells(row: str) -> int:
@@ -78,6 +87,7 @@ def test_hostile_values_are_inert_markdown():
     assert "\n# heading" not in text  # newlines in a value cannot start a block
     rows = _table_rows(text)
     assert {_cells(r) for r in rows} == {8}, "an escaped | must not add a table column"
+    assert {_cells(r) for r in _answer_rows(text)} == {6}
 
 
 def test_md_escapes_each_special_character():
@@ -97,6 +107,11 @@ def test_every_flag_is_shown_however_long_the_table():
     assert len(rows) == 20
     assert "regression" in rows[0] and "improvement" in rows[1]
     assert "283 more comparisons are in the HTML report." in text
+    # The per-axis answer: the 300 quiet axes are gpt-4o's, yet smollm2's regression shows.
+    answer = [r for r in _answer_rows(text) if not r.startswith("| Axis |")]
+    assert len(answer) == 20
+    assert "improvement" in answer[0] and sum("regression" in r for r in answer) == 1
+    assert "283 more axis comparisons without a flag are in the HTML report." in text
 
 
 def test_output_stays_under_githubs_comment_limit():
@@ -124,3 +139,33 @@ def test_no_benchmark_sentence_reaches_any_output(tmp_path, shared_datasets):
     for item in caste.items:
         for sentence in (item.text_stereo, item.text_anti):
             assert sentence not in outputs, f"bhed-caste row {item.source_row} leaked"
+
+
+@pytest.mark.slow
+def test_the_summary_opens_with_the_verdict_then_the_per_axis_table(
+    report_store: ReportStore,
+) -> None:
+    """The Markdown of a real store (the GPT-4o study, two SmolLM2 runs with caste's
+    neutral control): the first line is the verdict sentence, the per-axis tables come
+    before any section, and the control appears only in its axis's row."""
+    text = report_store.markdown
+    lines = text.splitlines()
+    assert lines[0] == "**Verdict:** 2 snapshots: no significant change on 6 of 6 compared axes."
+    first_table = next(i for i, line in enumerate(lines) if line.startswith("| "))
+    first_heading = next(i for i, line in enumerate(lines) if line.startswith("#"))
+    assert first_table < first_heading
+    head = "\n".join(lines[:first_heading])
+    for run in report_store.smol_runs:  # both runs named in full, with their snapshot
+        assert f"smollm2-135m-instruct-q4, run {run}" in head
+    answer = _answer_rows(text)
+    assert len(answer) == 2 + 4 + 2  # two header rows, four study axes, caste and religion
+    (caste,) = [r for r in answer if "(bhed-neutral)" in r]
+    assert caste.startswith("| caste (bhed-caste) |")
+    assert re.search(r"\| \d+\.\d% → \d+\.\d% \(bhed-neutral\) \|$", caste)
+    # The control is no row of its own, in any table, and never a verdict.
+    rows = [line for line in lines if line.startswith("| ")]
+    assert not [
+        r for r in rows if r.split("|")[1].strip().startswith(("caste-control", "bhed-neutral"))
+    ]
+    assert not [r for r in _table_rows(text) if "caste-control" in r or "(bhed-neutral)" in r]
+    assert "6 comparisons: 0 regressions, 0 improvements, 6 no significant change" in text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -12,6 +13,25 @@ from monitor.cli.commands_db import DbOpt, FmtOpt, _reader, _store
 from monitor.cli.commands_snapshots import SnapshotsDirOpt, check_snapshot_names, use_snapshots_dir
 from monitor.cli.output import Format, err, interval, out, pct, print_json
 from monitor.errors import UserInputError
+
+
+class DriftFormat(StrEnum):
+    """`drift --format`: the verdict lines (default), the full table, or JSON."""
+
+    table = "table"
+    table_wide = "table-wide"
+    json = "json"
+
+
+DriftFmtOpt = Annotated[
+    DriftFormat,
+    typer.Option(
+        "--format",
+        help="table: the two runs, then one line per axis (axis, old → new, Δ with its "
+        "interval, MDE, verdict) at the width of the terminal or COLUMNS; table-wide: the "
+        "full table with p-values, counts and reasons; json: everything, for machines.",
+    ),
+]
 
 import_app = typer.Typer(help="Import results of earlier studies as runs.", no_args_is_help=True)
 
@@ -144,10 +164,14 @@ def drift(
         ),
     ] = False,
     db: DbOpt = None,
-    fmt: FmtOpt = Format.table,
+    fmt: DriftFmtOpt = DriftFormat.table,
     snapshots_dir: SnapshotsDirOpt = None,
 ) -> None:
     """Compare runs with their baselines per snapshot × axis (paired exact McNemar, BH).
+
+    Only the axes both runs scored are compared; an axis only one run scored reads "not
+    scored in the new run" (or "in the baseline"). A control (the neutral set beside
+    caste) is never a verdict or a flag: it is shown under the axis it controls.
 
     Exit codes: 0 no flagged change matched --fail-on; 1 a flagged change matched
     --fail-on; 2 bad input or errors.
@@ -157,22 +181,28 @@ def drift(
         raise UserInputError(f"--fail-on {fail_on!r}: use regression, any or never")
     with _reader(db).read() as view:
         result = _drift(view, run, snapshot, baseline, baseline_snapshot, alpha, confidence)
-    if fmt is Format.json:
-        print_json(_drift_json(result, show_flips))
-    else:
+        runs = view.runs(r for p in result.pairs for r in (p.new_run_id, p.baseline_run_id) if r)
+        snapshot_of = {rid: r.snapshot_id for rid, r in runs.items()}
+    if fmt is DriftFormat.json:
+        print_json(_drift_json(result, show_flips, snapshot_of))
+    elif fmt is DriftFormat.table_wide:
         _drift_table(result, show_flips)
+    else:
+        _drift_lines(result, show_flips, snapshot_of)
     flagged = [c for c in [*result.comparisons, *result.effect_sizes] if c.verdict.flagged]
     if (fail_on == "regression" and result.regressions) or (fail_on == "any" and flagged):
         raise typer.Exit(1)
 
 
-def _drift_json(result, show_flips: bool) -> dict:
+def _drift_json(result, show_flips: bool, snapshot_of: dict[str, str]) -> dict:
     def comp(c):
         d = {
             "benchmark": c.benchmark,
             "axis": c.axis,
             "new_run_id": c.new_run_id,
             "baseline_run_id": c.baseline_run_id,
+            "snapshot_id": snapshot_of.get(c.new_run_id),
+            "baseline_snapshot_id": snapshot_of.get(c.baseline_run_id),
             "items_both": c.items_both,
             "n_paired": c.n_paired,
             "rate_old": c.rate_old.__dict__,
@@ -187,7 +217,20 @@ def _drift_json(result, show_flips: bool) -> dict:
             "p_bh": c.p_adjusted,
             "noise_floor": c.noise.upper if c.noise else None,
             "verdict": c.verdict.label,
+            "flagged": c.flagged,  # what --fail-on any fails on; a control never is
             "reason": c.verdict.reason,
+            # The smallest rate change this comparison detects with 80% power (a
+            # proportion), at the paired n after the design effect (mde_n).
+            "mde": c.detectable.mde if c.detectable else None,
+            "mde_n": c.detectable.n_effective if c.detectable else None,
+            "control": None
+            if c.control is None
+            else {
+                "benchmark": c.control.benchmark,
+                "axis": c.control.axis,
+                "rate_old": c.control.rate_old.value,
+                "rate_new": c.control.rate_new.value,
+            },
             "attribution": c.attribution,
             "provenance_diff": [f.__dict__ for f in c.provenance.changes if f.category != "run"],
         }
@@ -232,6 +275,18 @@ def _drift_json(result, show_flips: bool) -> dict:
         "fdr_note": result.fdr_note(),
         "pairs": [pair(p) for p in result.pairs],
         "comparisons": [comp(c) for c in result.comparisons],
+        # Axes only one run of a pair scored: never compared, never a verdict.
+        "unscored": [
+            {
+                "new_run_id": u.new_run_id,
+                "baseline_run_id": u.baseline_run_id,
+                "benchmark": u.benchmark,
+                "axis": u.axis,
+                "missing": u.missing,
+                "status": u.words,
+            }
+            for u in result.unscored
+        ],
         "association_tests": [effect_comparison_json(c) for c in result.effect_sizes],
         "comparison_details": [details(c) for c in result.comparisons],
     }
@@ -258,6 +313,66 @@ def _noise_json(c) -> dict | None:
             for s in ctx.sides
         ],
     }
+
+
+def _drift_lines(result, show_flips: bool, snapshot_of: dict[str, str]) -> None:
+    """The default output (``cli.output_drift``): per pair, the two runs named once, then
+    one line per axis, every line within the terminal's or COLUMNS' width."""
+    from monitor.cli.output import output_width
+    from monitor.cli.output_drift import legend, pair_block, provenance_lines, wrap
+
+    width = output_width()
+    level = f"{100 * result.confidence:g}%"
+    for p in result.pairs:
+        if p.baseline_run_id is None:
+            err.print(f"{p.snapshot_id}: run {p.new_run_id} has no baseline ({p.reason})")
+    tested = sum(1 for c in [*result.comparisons, *result.effect_sizes] if c.p_value is not None)
+    flagged = sum(1 for c in [*result.comparisons, *result.effect_sizes] if c.verdict.flagged)
+    lines = wrap(
+        f"drift: {flagged} flagged of {tested} paired tests (BH at {result.alpha:g}; "
+        f"{level} intervals; Δ and MDE in percentage points)",
+        width,
+    )
+    used: set[str] = set()
+    for p in result.pairs:
+        if p.baseline_run_id is None:
+            continue
+        mine = [
+            c
+            for c in result.comparisons
+            if (c.new_run_id, c.baseline_run_id) == (p.new_run_id, p.baseline_run_id)
+        ]
+        unscored = [
+            u
+            for u in result.unscored
+            if (u.new_run_id, u.baseline_run_id) == (p.new_run_id, p.baseline_run_id)
+        ]
+        if not mine and not unscored:
+            continue
+        block, codes = pair_block(p, mine, unscored, snapshot_of, width=width, level=level)
+        used |= codes
+        lines += ["", *block]
+        if mine:
+            lines += provenance_lines(mine[0], width)
+    lines += legend(used, width)
+    for line in lines:
+        out.print(line, markup=False)
+    from monitor.cli.output_effects import print_effect_comparisons
+
+    print_effect_comparisons(result.effect_sizes, level)
+    if show_flips:
+        for c in result.comparisons:
+            for words, ids in (("to anti", c.flipped_to_anti), ("to stereo", c.flipped_to_stereo)):
+                if ids:
+                    for line in wrap(f"{c.benchmark}/{c.axis} {words}: {', '.join(ids)}", width):
+                        out.print(line, markup=False)
+    for line in wrap(
+        "flagged: BH-adjusted p below the false discovery rate and beyond the noise of repeat "
+        "runs; MDE: the smallest change detectable with 80% power. Reasons, p-values and "
+        "what each verdict means: --format table-wide or --format json.",
+        width,
+    ):
+        out.print(line, markup=False)
 
 
 def _drift_table(result, show_flips: bool) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -50,11 +52,30 @@ class SafeTable(Table):
         super().add_row(*(safe_text(c) if isinstance(c, str) else c for c in cells), **kwargs)
 
 
-# Wide enough for the summary tables when output goes to a file or CI log (not a tty).
+DEFAULT_WIDTH = 140  # wide enough for the summary tables in a file or CI log (not a tty)
+
+
+def output_width() -> int:
+    """The width to write stdout for: ``COLUMNS`` when it is a positive number (a CI log
+    can say how wide it is), else the terminal's, else ``DEFAULT_WIDTH``."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
+    return DEFAULT_WIDTH
+
+
+def _stdout_width() -> int | None:
+    """None lets rich follow a terminal's resizes; otherwise ``output_width``."""
+    columns = os.environ.get("COLUMNS", "")
+    if sys.stdout.isatty() and not (columns.isdigit() and int(columns) > 0):
+        return None
+    return output_width()
+
+
 # markup=False: messages carry file names, API errors and ids with brackets, never markup.
-out = SafeConsole(
-    highlight=False, markup=False, soft_wrap=True, width=None if sys.stdout.isatty() else 140
-)
+out = SafeConsole(highlight=False, markup=False, soft_wrap=True, width=_stdout_width())
 # soft_wrap: a message is one line however long, so a log or a `2>` file keeps it whole.
 err = SafeConsole(
     stderr=True,

@@ -13,12 +13,14 @@ included) and never prints: rendering is the report's job.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from monitor.drift.clusters import ClusterSummary, design_effect, widen
+from monitor.drift.controls import Controls, controlled_by, manifest_controls
 from monitor.drift.deltas import DeltaTest, SignFlipBatch, paired_delta_test
 from monitor.drift.noise import NoiseBook, NoiseContext
 from monitor.drift.power import DetectableChange, mcnemar_mde
@@ -35,7 +37,7 @@ from monitor.drift.stats import (
 from monitor.drift.verdicts import MIN_ITEM_OVERLAP, Verdict, comparability, decide
 from monitor.metrics.intervals import Rate, wilson_rate
 from monitor.metrics.registry import METRICS
-from monitor.store.configuration import describe_changes
+from monitor.store.configuration import describe_changes, measurement_configuration
 from monitor.store.models import AxisKey, AxisOutcomes
 from monitor.store.view import StoreView
 
@@ -46,6 +48,37 @@ CONFIGURATION_CHANGE = "configuration change"
 
 ALPHA = 0.05  # false discovery rate of a drift session (Benjamini–Hochberg)
 CONFIDENCE = 0.95  # level of every interval drift shows; not tied to ALPHA
+
+
+@dataclass(frozen=True)
+class ControlRates:
+    """The control of a compared axis (``drift.controls``): its bias rate in each run, read
+    beside the axis's own rates and never tested. A side that did not score the control
+    has a rate of n = 0 (value None)."""
+
+    benchmark: str
+    axis: str
+    rate_old: Rate
+    rate_new: Rate
+
+
+@dataclass(frozen=True)
+class UnscoredAxis:
+    """An axis only one run of a pair scored: no comparison, no verdict, and its dataset
+    version stays out of the pair's provenance diff. ``missing``: the side without it."""
+
+    benchmark: str
+    axis: str
+    new_run_id: str
+    baseline_run_id: str
+    missing: Literal["new", "baseline"]
+
+    @property
+    def words(self) -> str:
+        """How a reader sees it: "not scored in the new run" / "... in the baseline"."""
+        return (
+            "not scored in the new run" if self.missing == "new" else "not scored in the baseline"
+        )
 
 
 @dataclass(frozen=True)
@@ -63,7 +96,8 @@ class AxisComparison:
     side of ``noise_context``); ``detectable`` the minimum detectable change;
     ``delta_test`` the paired test on continuous per-item scores (local metrics);
     ``configuration_changes`` what differs in the measurement configuration, as
-    (label, old, new); ``summary`` the verdict in plain words (``drift.explain``).
+    (label, old, new); ``summary`` the verdict in plain words (``drift.explain``);
+    ``control`` the axis's control's rates in both runs (never a verdict of its own).
     """
 
     benchmark: str
@@ -94,6 +128,12 @@ class AxisComparison:
     started_old: datetime | None = None
     started_new: datetime | None = None
     summary: str = ""
+    control: ControlRates | None = None
+
+    @property
+    def flagged(self) -> bool:
+        """Drift flagged it: a regression or an improvement (BH and the noise cleared)."""
+        return self.verdict.flagged
 
     @property
     def b(self) -> int:
@@ -195,8 +235,16 @@ def compare_runs(
     noise_book: NoiseBook | None = None,
     role: str = PREVIOUS_RUN,
     sign_flips: SignFlipBatch | None = None,
+    controls: Controls | None = None,
 ) -> list[AxisComparison]:
-    """Paired comparison of ``new_run_id`` with ``baseline_run_id`` on every axis of either run.
+    """Paired comparison of ``new_run_id`` with ``baseline_run_id`` on every axis both scored.
+
+    Axes only one run scored are no comparison (see :func:`unscored_axes`), and their
+    dataset versions are left out of the provenance diff and the configuration changes:
+    a caste comparison does not say "the benchmark version changed" because the baseline
+    also scored gender. Controls (``controls``: benchmark → its control benchmarks, by
+    default the manifest's) are never compared: each is attached to the comparison of
+    the axis it controls (``AxisComparison.control``).
 
     ``alpha`` is the false discovery rate for the verdicts; ``confidence`` the level of
     the rate and difference intervals. BH is applied across the axes returned here. A
@@ -212,7 +260,12 @@ def compare_runs(
     compared. Without it the comparisons are complete.
     """
     new, old = view.run(new_run_id), view.run(baseline_run_id)
-    provenance = diff_runs(old.fields, new.fields)
+    axes_new, axes_old = view.axis_outcomes(new_run_id), view.axis_outcomes(baseline_run_id)
+    control_of = controlled_by(manifest_controls() if controls is None else controls)
+    both = sorted(set(axes_new) & set(axes_old))
+    shared = {bench for bench, _ in both}
+    old_fields, new_fields = _scored_in(old.fields, shared), _scored_in(new.fields, shared)
+    provenance = diff_runs(old_fields, new_fields)
     pinned_local = (
         new.origin == old.origin == "local" and new.snapshot_revision == old.snapshot_revision
     )
@@ -222,14 +275,19 @@ def compare_runs(
         if noise is not None
         else (noise_book or NoiseBook(view, alpha=alpha)).for_pair(new, old)
     )
-    changes = tuple(describe_changes(old.configuration, new.configuration))
+    changes = tuple(
+        describe_changes(
+            measurement_configuration(old_fields), measurement_configuration(new_fields)
+        )
+    )
     spec = METRICS.get(new.metric)
     continuous = new.metric == old.metric and spec is not None and "delta" in spec.numbers.required
-    axes_new, axes_old = view.axis_outcomes(new_run_id), view.axis_outcomes(baseline_run_id)
     empty = AxisOutcomes()
     batch = sign_flips if sign_flips is not None else SignFlipBatch()
     comparisons: list[AxisComparison] = []
-    for key in sorted(set(axes_new) | set(axes_old)):
+    for key in both:
+        if key[0] in control_of:
+            continue  # read beside the axis it controls, below
         a_new, a_old = axes_new.get(key, empty), axes_old.get(key, empty)
         flips = count_flips(a_old.outcomes, a_new.outcomes)
         paired = paired_difference(flips.both_stereo, flips.b, flips.c, flips.both_anti, confidence)
@@ -285,10 +343,71 @@ def compare_runs(
                 role=role,
                 started_old=old.started_at,
                 started_new=new.started_at,
+                control=_control_rates(key[0], control_of, axes_old, axes_new, confidence),
             )
         )
     adjusted = adjust_family(comparisons, alpha=alpha)
     return adjusted if sign_flips is not None else with_sign_flips(adjusted, batch)
+
+
+def _control_rates(
+    benchmark: str,
+    control_of: Mapping[str, str],
+    axes_old: Mapping[AxisKey, AxisOutcomes],
+    axes_new: Mapping[AxisKey, AxisOutcomes],
+    confidence: float,
+) -> ControlRates | None:
+    """The rates of ``benchmark``'s control in both runs; None when neither scored one."""
+    empty = AxisOutcomes()
+    for key in sorted(set(axes_old) | set(axes_new)):
+        if control_of.get(key[0]) == benchmark:
+            return ControlRates(
+                benchmark=key[0],
+                axis=key[1],
+                rate_old=_bias_rate(axes_old.get(key, empty).outcomes, confidence),
+                rate_new=_bias_rate(axes_new.get(key, empty).outcomes, confidence),
+            )
+    return None
+
+
+def _scored_in(fields: Mapping[str, Any], benchmarks: set[str]) -> dict[str, Any]:
+    """A run's provenance with its benchmark list and dataset versions cut to
+    ``benchmarks`` (those both runs of a pair scored), so what only one run scored is
+    never read as a change of the other's."""
+    out = dict(fields)
+    versions = out.get("dataset_versions")
+    if isinstance(versions, str):
+        versions = json.loads(versions)
+    if isinstance(versions, Mapping):
+        out["dataset_versions"] = {b: v for b, v in versions.items() if b in benchmarks}
+    listed = out.get("benchmarks")
+    if isinstance(listed, list | tuple):
+        out["benchmarks"] = [b for b in listed if b in benchmarks]
+    return out
+
+
+def unscored_axes(
+    view: StoreView,
+    new_run_id: str,
+    baseline_run_id: str,
+    *,
+    controls: Controls | None = None,
+) -> list[UnscoredAxis]:
+    """The axes only one run of the pair scored (controls left out: they are never an
+    axis of their own), in (benchmark, axis) order."""
+    axes_new, axes_old = view.axis_outcomes(new_run_id), view.axis_outcomes(baseline_run_id)
+    control_of = controlled_by(manifest_controls() if controls is None else controls)
+    return [
+        UnscoredAxis(
+            benchmark=key[0],
+            axis=key[1],
+            new_run_id=new_run_id,
+            baseline_run_id=baseline_run_id,
+            missing="new" if key in axes_old else "baseline",
+        )
+        for key in sorted(set(axes_new) ^ set(axes_old))
+        if key[0] not in control_of
+    ]
 
 
 def _test_key(new_run_id: str, baseline_run_id: str, axis: AxisKey) -> tuple[str, str, AxisKey]:

@@ -27,6 +27,7 @@ from monitor.report.model import (
     Comparison,
     ConfigurationChange,
     ContextRate,
+    ControlBeside,
     DeltaTestSummary,
     EffectComparison,
     NoiseSide,
@@ -37,6 +38,7 @@ from monitor.report.model import (
     RunSummary,
     ScoreContext,
     Trend,
+    UnscoredAxis,
 )
 from monitor.store.models import TrendSeries
 from monitor.store.view import StoreView
@@ -104,6 +106,15 @@ def comparison_model(c: AxisComparison, metric: str | None, *, with_flips: bool)
         noise_floor=c.noise.upper if c.noise else None,
         verdict=c.verdict.label,
         reason=c.verdict.reason,
+        flagged=c.flagged,
+        control=ControlBeside(
+            benchmark=c.control.benchmark,
+            axis=c.control.axis,
+            rate_old=c.control.rate_old.value,
+            rate_new=c.control.rate_new.value,
+        )
+        if c.control is not None
+        else None,
         metric=metric,
         flipped_item_ids=(c.flipped_to_anti + c.flipped_to_stereo) if with_flips else None,
         role=c.role,
@@ -287,14 +298,9 @@ def run_summaries(
 def _controls() -> dict[str, tuple[str, ...]]:
     """Benchmark -> its neutral controls (the manifest's ``controls``); none if the manifest
     cannot be read, so a report on an old store still renders."""
-    from monitor.benchmarks.manifest import load_manifest
-    from monitor.errors import UserInputError
+    from monitor.drift.controls import manifest_controls
 
-    try:
-        manifest = load_manifest()
-    except UserInputError:
-        return {}
-    return {b: s.controls for b, s in manifest.benchmarks.items() if s.controls}
+    return manifest_controls()
 
 
 def _context_rate(label: str, r, control=None) -> ContextRate:
@@ -389,6 +395,18 @@ def build_report_input(
                     for f in c.provenance.changes
                 ),
             )
+    snapshot_of = {p.new_run_id: p.snapshot_id for p in result.pairs}
+    unscored = tuple(
+        UnscoredAxis(
+            snapshot_id=snapshot_of.get(u.new_run_id, ""),
+            new_run_id=u.new_run_id,
+            baseline_run_id=u.baseline_run_id,
+            benchmark=u.benchmark,
+            axis=u.axis,
+            missing=u.missing,
+        )
+        for u in result.unscored
+    )
     notes = [
         f"{p.snapshot_id}: run {p.new_run_id} has no baseline ({p.reason})"
         for p in result.pairs
@@ -415,6 +433,7 @@ def build_report_input(
         generated_at=datetime.now(UTC),
         since=since,
         comparisons=tuple(comps),
+        unscored=unscored,
         contexts=tuple(contexts),
         trends=tuple(_with_controls(series, contexts)),
         provenance=tuple(diffs.values()),

@@ -16,10 +16,13 @@ from monitor.drift.compare import (
     CONFIGURATION_CHANGE,
     PREVIOUS_RUN,
     AxisComparison,
+    UnscoredAxis,
     adjust_family,
     compare_runs,
+    unscored_axes,
     with_sign_flips,
 )
+from monitor.drift.controls import manifest_controls
 from monitor.drift.deltas import SignFlipBatch
 from monitor.drift.effect_size import EffectComparison, compare_effect_sizes
 from monitor.drift.explain import explain
@@ -54,6 +57,8 @@ class DriftResult:
     comparisons: list[AxisComparison] = field(default_factory=list)
     # Association tests (effect sizes), adjusted in the same BH family as the pairs.
     effect_sizes: list[EffectComparison] = field(default_factory=list)
+    # Axes only one run of a pair scored: named, never compared (``compare.unscored_axes``).
+    unscored: list[UnscoredAxis] = field(default_factory=list)
     # snapshot → the repeat groups its comparisons were judged against, described
     noise_sources: dict[str, list[str]] = field(default_factory=dict)
     alpha: float = ALPHA
@@ -181,6 +186,7 @@ def run_drift(
     # The delta tests' p-values of all pairs in one batch (``SignFlipBatch``: each
     # pattern matrix read once, not once per test).
     sign_flips = SignFlipBatch()
+    controls = manifest_controls()
     comps: list[AxisComparison | EffectComparison] = []
     for p in pairs:
         if p.baseline_run_id is None:
@@ -200,7 +206,12 @@ def run_drift(
             noise_book=book,
             role=p.role,
             sign_flips=sign_flips,
+            **({"controls": controls} if compare is compare_runs else {}),
         )
+        if compare is compare_runs:
+            result.unscored += unscored_axes(
+                view, p.new_run_id, p.baseline_run_id, controls=controls
+            )
         for c in pair_comps:
             context = getattr(c, "noise_context", None)
             for side in context.sides if context else ():

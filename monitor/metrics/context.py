@@ -72,8 +72,10 @@ def score_contexts(
     metric: str,
     controls: Mapping[str, Sequence[str]],
 ) -> list[ScoreContext]:
-    """The run's bias rates in context, one per (benchmark, axis) of a benchmark that has a
-    control or a metric panel; control benchmarks themselves are not listed.
+    """The run's bias rates in context, one per (benchmark, axis) the run scored, with a
+    control or a metric panel where it has one (a run scored with ``--no-panel`` and no
+    control still lists its rate: a reader looks for every scored axis in one place);
+    control benchmarks themselves are not listed.
 
     ``metric`` is the run's own metric; ``controls`` maps a benchmark id to its control
     benchmark ids (the manifest's ``controls``).
@@ -95,8 +97,6 @@ def score_contexts(
             ),
             None,
         )
-        if control is None and len(panel) < 2:
-            continue
         agreement = by_key.get((m.benchmark, m.axis, AGREEMENT))
         out.append(
             ScoreContext(

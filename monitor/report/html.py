@@ -16,9 +16,9 @@ from functools import lru_cache
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from monitor.report import effect_plots, fmt, plots
+from monitor.report import answer, effect_plots, fmt, plots
 from monitor.report.model import QualityResult, ReportInput, RunSummary, Trend, TrendPoint
-from monitor.report.text import fdr_text, ordered_comparisons, summary_line, verdict_counts
+from monitor.report.text import fdr_text, summary_line
 
 MAX_ITEM_IDS = 200  # flipped item ids listed per comparison
 MAX_SUMMARIES = 40  # comparisons explained in words (drifts first)
@@ -48,9 +48,32 @@ class _TrendView:
     latest: TrendPoint | None
 
 
+@dataclass(frozen=True)
+class _StripView:
+    trend: Trend
+    strip: plots.Strip
+    point: TrendPoint | None
+
+
+def _charted(report: ReportInput) -> list[Trend]:
+    """The rate series a reader reads, controls left out: a neutral control is drawn as
+    the control line in its axis's chart (``Trend.control``), never a series of its own."""
+    controls = answer.control_benchmarks(report)
+    return [t for t in report.trends if t.benchmark not in controls]
+
+
+def _single_runs(report: ReportInput) -> list[_StripView]:
+    """Series of one run: one row each on a shared scale, not a chart each."""
+    return [
+        _StripView(t, plots.strip(t), t.points[0]) for t in _charted(report) if len(t.points) == 1
+    ]
+
+
 def _trend_views(report: ReportInput) -> list[_TrendView]:
     views = []
-    for i, t in enumerate(report.trends):
+    for i, t in enumerate(_charted(report)):
+        if len(t.points) == 1:
+            continue  # drawn in the single-run strip
         plot = plots.layout(t)
         caption = f"{t.measure} of {t.snapshot_id} on {t.axis} ({t.benchmark}) over time"
         valued = [p for p in t.points if p.value is not None]
@@ -125,12 +148,18 @@ def render_html(report: ReportInput) -> str:
         r=shown,
         fmt=fmt,
         summary=summary_line(report),
-        counts=verdict_counts(report),
+        headline=answer.headline(report),
+        pairs=answer.pairs(report),
+        counts={v: n for v, n in answer.verdict_counts(report).items() if n},
         fdr=fdr_text(report),
         trends=_trend_views(report),
-        comparisons=ordered_comparisons(report.comparisons),
-        any_noise=any(c.noise_floor is not None or c.noise_unknown for c in report.comparisons),
-        summaries=[c for c in ordered_comparisons(report.comparisons) if c.summary][:MAX_SUMMARIES],
+        singles=_single_runs(report),
+        strip_ticks=plots.strip_ticks(),
+        strip_width=plots.STRIP_WIDTH,
+        strip_height=plots.STRIP_HEIGHT,
+        comparisons=(comparisons := answer.verdict_comparisons(report)),
+        any_noise=any(c.noise_floor is not None or c.noise_unknown for c in comparisons),
+        summaries=[c for c in comparisons if c.summary][:MAX_SUMMARIES],
         max_ids=MAX_ITEM_IDS,
         hidden_runs=hidden_runs,
         hidden_quality=len(report.quality) - len(quality) + report.quality_not_listed,

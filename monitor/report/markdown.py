@@ -1,6 +1,8 @@
 """The short Markdown report for a GitHub job summary or a pull-request comment.
 
-Short on purpose: the verdict table, one line on multiple-testing control, what changed
+The answer first: one line of verdict, then per compared pair of runs one row per axis
+(verdict, rates, Δ with its interval, MDE, neutral control beside its axis); then the
+detail: the full verdict table, one line on multiple-testing control, what changed
 between the compared runs, and the quarantined runs. Plots and the full tables live in
 the HTML report. Every value that came from a file or an API goes through ``md()``, which
 neutralises both Markdown and raw HTML (GitHub renders inline HTML in comments).
@@ -11,9 +13,9 @@ from __future__ import annotations
 import html
 import re
 
-from monitor.report import fmt
+from monitor.report import answer, fmt
 from monitor.report.model import VERDICT_ORDER, Comparison, ReportInput
-from monitor.report.text import fdr_text, ordered_comparisons, summary_line
+from monitor.report.text import fdr_text, summary_line
 
 # GitHub comments are capped at 65,536 characters; leave room for a footer.
 MAX_CHARS = 60_000
@@ -112,7 +114,7 @@ def _what_changed(report: ReportInput) -> list[str]:
     lines: list[str] = []
     seen: set[tuple[str, str | None]] = set()
     diffs = {(d.new_run_id, d.baseline_run_id): d for d in report.provenance}
-    for c in ordered_comparisons(report.comparisons):
+    for c in answer.verdict_comparisons(report):
         key = (c.new_run_id, c.baseline_run_id)
         if c.baseline_run_id is None or key in seen:
             continue
@@ -200,7 +202,7 @@ def _what_it_means(report: ReportInput) -> list[str]:
     """The plain-words verdict of the comparisons a reader should read first: every flag,
     every configuration change, then the rest, up to ``MAX_SUMMARIES``."""
     ranked = sorted(
-        (c for c in ordered_comparisons(report.comparisons) if c.summary),
+        (c for c in answer.verdict_comparisons(report) if c.summary),
         key=lambda c: (c.verdict not in ("regression", "improvement"), c.role == "previous run"),
     )
     started = {r.run_id: r.started_at for r in report.runs}
@@ -251,15 +253,79 @@ def _methods(report: ReportInput) -> list[str]:
     return lines
 
 
+def _answer(report: ReportInput, max_rows: int) -> list[str]:
+    """Per compared pair: the two runs named once (snapshot names and run ids in full),
+    then one row per axis; the neutral control only in its axis's row. Every flagged
+    axis is shown; quiet ones fill up to ``max_rows`` rows in all."""
+    lines: list[str] = []
+    pairs = answer.pairs(report)
+    quiet_budget = max(0, max_rows - sum(len(p.flagged) for p in pairs))
+    left_out = 0
+    for p in pairs:
+        flagged = p.flagged
+        quiet = [r for r in p.rows if r not in flagged][:quiet_budget]
+        quiet_budget -= len(quiet)
+        rows = flagged + quiet
+        left_out += len(p.rows) - len(rows)
+        if not rows and p.rows:
+            continue
+        base = p.baseline_snapshot_id or p.snapshot_id
+        role = f" ({md(p.role, 80)})" if p.role != "previous run" else ""
+        lines += [
+            # Run ids as plain escaped text: md()'s backslashes would show inside a code span.
+            f"**new** {md(p.snapshot_id, 120)}, run {md(p.new_run_id, 120)} · **baseline** "
+            f"{md(base, 120)}, run {md(p.baseline_run_id or fmt.MISSING, 120)}{role}",
+            "",
+        ]
+        if rows:
+            lines += [
+                f"| Axis | Verdict | Bias rate, baseline → new | Δ (paired {report.level} CI) "
+                "| MDE (80% power) | Neutral control, baseline → new |",
+                "|---|---|---|---|---|---|",
+            ]
+        for row in rows:
+            c = row.comparison
+            verdict = _VERDICT_BADGE[c.verdict]
+            if c.verdict == "not comparable" and c.reason:
+                verdict += f": {md(c.reason, 100)}"
+            delta = (
+                f"{fmt.pp(c.delta)} {fmt.pp_interval(c.delta_ci)}"
+                if c.delta is not None
+                else fmt.MISSING
+            )
+            control = (
+                f"{fmt.pct(row.control.old)} → {fmt.pct(row.control.new)} "
+                f"({md(row.control.benchmark, 40)})"
+                if row.control
+                else fmt.MISSING
+            )
+            lines.append(
+                f"| {md(c.axis, 40)} ({md(c.benchmark, 40)}) | {verdict} | "
+                f"{fmt.pct(c.rate_old)} → {fmt.pct(c.rate_new)} | {delta} | {fmt.mde(c.mde)} "
+                f"| {control} |"
+            )
+        for text in p.unscored_text():
+            lines += ["", f"{md(text[0].upper() + text[1:], 400)} (no verdict)."]
+        lines.append("")
+    if left_out:
+        lines += [f"{left_out} more axis comparisons without a flag are in the HTML report.", ""]
+    return lines
+
+
 def render_markdown(report: ReportInput, *, max_rows: int = 40) -> str:
-    """The report as GitHub-flavoured Markdown, at most ``MAX_CHARS`` long."""
-    out = [f"## {md(report.title, 120)}", ""]
+    """The report as GitHub-flavoured Markdown, at most ``MAX_CHARS`` long: the verdict
+    line, the per-axis table, then the detail under the report's title."""
+    out = [f"**Verdict:** {md(answer.headline(report), 1200)}", ""]
+    out += _answer(report, max_rows)
+    out += [f"## {md(report.title, 120)}", ""]
     window = f" · since {fmt.day(report.since)}" if report.since else ""
     out.append(f"Generated {fmt.when(report.generated_at)}{window} · {summary_line(report)}")
     out.append("")
-    rows = ordered_comparisons(report.comparisons)
+    rows = answer.verdict_comparisons(report)
     if rows:
         out += [
+            "### Paired comparisons in detail",
+            "",
             f"| Snapshot | Axis (benchmark) | Bias rate, baseline → new ({report.level} Wilson) "
             f"| Δ (paired {report.level} CI; MDE at 80% power) | Flips →anti / →stereo | p "
             "| p (BH) | Verdict |",

@@ -235,6 +235,37 @@ class ConfigurationChange(_Frozen):
     new: Text = None
 
 
+class ControlBeside(_Frozen):
+    """The control of a compared axis (the neutral ``bhed-neutral`` beside caste): its
+    bias rate in each run, to read the axis's rates by. Never a verdict, a flag or a
+    test; a side that did not score it has None."""
+
+    benchmark: str  # the control's benchmark, e.g. "bhed-neutral"
+    axis: str  # the control's own axis label, e.g. "caste-control"
+    rate_old: OptFloat = None  # the control's bias rate in the baseline run
+    rate_new: OptFloat = None  # the control's bias rate in the new run
+
+
+class UnscoredAxis(_Frozen):
+    """An axis only one run of a compared pair scored: shown as "not scored in the new
+    run" / "not scored in the baseline", never a verdict, and its dataset version is not
+    in the pair's provenance diff."""
+
+    snapshot_id: str  # the new run's snapshot
+    new_run_id: str
+    baseline_run_id: str
+    benchmark: str
+    axis: str
+    missing: Literal["new", "baseline"]  # the side that did not score it
+
+    @property
+    def words(self) -> str:
+        """The reader's words for it."""
+        return (
+            "not scored in the new run" if self.missing == "new" else "not scored in the baseline"
+        )
+
+
 class Comparison(_Frozen):
     """One paired comparison of two runs on one axis, as drift decided it.
 
@@ -266,6 +297,11 @@ class Comparison(_Frozen):
     flipped_item_ids: tuple[str, ...] | None = None
     # Why this baseline: the previous run, or the last run before a configuration change.
     role: str = "previous run"
+    # Drift flagged it: a regression or an improvement that cleared BH and the noise
+    # floor (what badges count and `drift --fail-on` fails on). Controls are never here.
+    flagged: bool = False
+    # The axis's control (e.g. bhed-neutral beside caste) in both runs; None without one.
+    control: ControlBeside | None = None
     # The smallest rate change the test detects with 80% power (a proportion), at the
     # paired n (``mde_n`` after the design effect of shared templates).
     mde: OptFloat = None
@@ -451,7 +487,9 @@ class ReportInput(_Frozen):
     title: str
     generated_at: datetime
     since: datetime | None = None
-    comparisons: tuple[Comparison, ...] = ()
+    comparisons: tuple[Comparison, ...] = ()  # axes both runs of a pair scored; no controls
+    # Per compared pair, the axes only one of its runs scored (no verdict, no provenance).
+    unscored: tuple[UnscoredAxis, ...] = ()
     trends: tuple[Trend, ...] = ()
     provenance: tuple[ProvenanceDiff, ...] = ()
     quality: tuple[QualityResult, ...] = ()

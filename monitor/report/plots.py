@@ -320,3 +320,44 @@ class _Shown:
     value: float | None
     point: TrendPoint | None
     group: tuple[str, str, list[float]] | None
+
+
+# One-run series: a row of points on one shared 0–100% scale instead of a chart each
+# (a chart of one point has no line, and per-chart y-ranges made rates look alike).
+STRIP_WIDTH, STRIP_HEIGHT, STRIP_PAD = 360, 18, 16
+
+
+def strip_x(rate: float) -> float:
+    """A rate's x on the shared strip scale (0% at the left pad, 100% at the right)."""
+    return round(STRIP_PAD + min(max(rate, 0.0), 1.0) * (STRIP_WIDTH - 2 * STRIP_PAD), 1)
+
+
+@dataclass(frozen=True)
+class Strip:
+    """One series' single point: dot, its interval and the reference / control ticks."""
+
+    x: float | None
+    lo: float | None
+    hi: float | None
+    reference_x: float | None
+    control_x: float | None
+    kind: str  # flag colour of the point: "regression" | "improvement" | ""
+
+
+def strip(trend: Trend) -> Strip:
+    """The last valued point of a one-run series on the shared scale."""
+    valued = [p for p in trend.points if p.value is not None]
+    p = valued[-1] if valued else None
+    has_ci = p is not None and p.ci_low is not None and p.ci_high is not None
+    return Strip(
+        x=strip_x(p.value) if p is not None else None,
+        lo=strip_x(p.ci_low) if has_ci else None,
+        hi=strip_x(p.ci_high) if has_ci else None,
+        reference_x=strip_x(trend.reference) if trend.reference is not None else None,
+        control_x=strip_x(trend.control) if trend.control is not None else None,
+        kind=_flag_kind(p.flagged) if p is not None and p.flagged else "",
+    )
+
+
+def strip_ticks() -> list[Tick]:
+    return [Tick(strip_x(v / 100), f"{v}%") for v in (0, 25, 50, 75, 100)]

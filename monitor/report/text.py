@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from monitor.report.model import VERDICT_ORDER, Comparison, ReportInput
-
-
-def verdict_counts(report: ReportInput) -> dict[str, int]:
-    return {v: sum(c.verdict == v for c in report.comparisons) for v in VERDICT_ORDER}
+from monitor.report.answer import verdict_comparisons, verdict_counts
+from monitor.report.model import ReportInput
 
 
 def summary_line(report: ReportInput) -> str:
+    """Counts of verdicts; a neutral control is not a comparison of its own here."""
     n = verdict_counts(report)
     return (
-        f"{len(report.comparisons)} comparisons: "
+        f"{len(verdict_comparisons(report))} comparisons: "
         f"{n['regression']} regression{'s' * (n['regression'] != 1)}, "
         f"{n['improvement']} improvement{'s' * (n['improvement'] != 1)}, "
         f"{n['no significant change']} no significant change, "
@@ -24,17 +22,9 @@ def fdr_text(report: ReportInput) -> str:
     """How many tests were corrected together: a reader needs it to weigh any one flag."""
     if report.fdr_note:
         return report.fdr_note
-    m = sum(c.p_value is not None for c in report.comparisons)
+    m = sum(c.p_value is not None for c in verdict_comparisons(report))
     return (
         f"p (BH) is Benjamini–Hochberg-adjusted over the {m} paired tests in this report "
         f"(false discovery rate {report.alpha:g}); a drift is flagged only when p (BH) < "
         f"{report.alpha:g} and the flips clear the snapshot's noise floor."
-    )
-
-
-def ordered_comparisons(comparisons: tuple[Comparison, ...]) -> list[Comparison]:
-    """Drifts first: a reader of a truncated comment must still see every flag."""
-    return sorted(
-        comparisons,
-        key=lambda c: (VERDICT_ORDER.index(c.verdict), c.snapshot_id, c.benchmark, c.axis),
     )
