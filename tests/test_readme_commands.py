@@ -9,9 +9,6 @@ assignments) must be one of:
 * ``MAPPED``: run by another test, named by its node id; that test file must contain the
   command's words (its subcommands, options and environment variables), so a mapping
   cannot point at a test of something else;
-* ``PENDING``: commands whose feature and tests arrive with another branch of issue 25.
-  They are accepted only while the feature is missing here: once ``bias-monitor snapshots
-  add`` exists, ``test_pending_commands_are_still_pending`` fails until they are mapped.
 
 A README command in none of these fails ``test_every_readme_command_is_exercised``; an
 entry no longer in the README fails ``test_no_stale_entries``. Keep the README's command
@@ -24,7 +21,6 @@ import ast
 import re
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -37,17 +33,19 @@ ENV_ASSIGNMENT = re.compile(r"^[A-Z_][A-Z0-9_]*=")
 RUN_HERE = {
     "make docs": "test_make_docs_builds_strict",
 }
+E2E = (
+    "tests/test_local_dir_snapshot.py"
+    "::test_pinned_folder_is_scored_compared_and_refused_when_changed"
+)
 MAPPED = {
     "make run": "tests/test_readme_quickstart.py::test_make_run_prints_what_the_readme_shows",
     "make test": "tests/test_readme_commands.py::test_ci_runs_make_test_and_make_docs",
-}
-PENDING = {
     "MONITOR_SNAPSHOTS_DIR=my-snapshots bias-monitor snapshots add ./models/my-finetune "
-    "--id my-finetune": "snapshots add: engineer snap's end-to-end CLI test",
+    "--id my-finetune": E2E,
     "MONITOR_SNAPSHOTS_DIR=my-snapshots bias-monitor run -s my-finetune -b bhed-caste "
-    "-b bhed-religion": "the folder model scored: engineer snap's end-to-end CLI test",
+    "-b bhed-religion": E2E,
     "bias-monitor drift --snapshot my-finetune --baseline-snapshot smollm2-135m-instruct-q4 "
-    "--fail-on regression": "the README's PR-check line: engineer snap's end-to-end CLI test",
+    "--fail-on regression": E2E,
 }
 
 
@@ -112,7 +110,7 @@ def test_extraction_on_a_sample() -> None:
 def test_every_readme_command_is_exercised() -> None:
     commands = readme_commands(README.read_text(encoding="utf-8"))
     assert commands, "no commands found in the README's code blocks"
-    known = RUN_HERE.keys() | MAPPED.keys() | PENDING.keys()
+    known = RUN_HERE.keys() | MAPPED.keys()
     unmapped = [c for c in commands if c not in known]
     assert not unmapped, (
         "README commands no test exercises; run them here (RUN_HERE) or map them to the "
@@ -122,7 +120,7 @@ def test_every_readme_command_is_exercised() -> None:
 
 def test_no_stale_entries() -> None:
     commands = set(readme_commands(README.read_text(encoding="utf-8")))
-    stale = [c for c in (*RUN_HERE, *MAPPED, *PENDING) if c not in commands]
+    stale = [c for c in (*RUN_HERE, *MAPPED) if c not in commands]
     assert not stale, f"entries for commands no longer in the README: {stale}"
 
 
@@ -139,21 +137,6 @@ def test_mapped_test_exists_and_names_the_command(command: str) -> None:
     assert name in tests, f"{MAPPED[command]}: no such test"
     missing = [w for w in command_words(command) if w not in source]
     assert not missing, f"{path} does not mention {missing} of {command!r}"
-
-
-def test_pending_commands_are_still_pending() -> None:
-    """PENDING is allowed only while ``snapshots add`` does not exist in this checkout;
-    after the merge that brings it, map each entry to the test that runs it."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "monitor", "snapshots", "add", "--help"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert proc.returncode != 0, (
-        "`bias-monitor snapshots add` exists now: move these README commands from PENDING "
-        f"to MAPPED with the tests that run them: {sorted(PENDING)}"
-    )
 
 
 def test_ci_runs_make_test_and_make_docs() -> None:
