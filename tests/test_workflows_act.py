@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import duckdb
@@ -133,3 +136,143 @@ def test_manual_dispatch_plans_the_snapshots_it_was_given(state, nightly):
     proc = act("workflow_dispatch", state)
     assert 'local=["gemma-3-270m-q4"]' in proc.stdout
     assert "api=[]" in proc.stdout
+
+
+# -- the reusable workflow from another repository (examples/consumer-repo) -------------
+
+EXAMPLE = REPO / "examples" / "consumer-repo"
+NOOP = REPO / ".github" / "act" / "noop"
+REMOTE_ACTIONS = (
+    "actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1",
+    "actions/upload-artifact@bbbca2ddaa5d8feaa63e36b76fdaad77386f024f",
+    "actions/download-artifact@3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c",
+)
+
+
+def consumer_repo(tmp_path: Path, snapshots: dict[str, str] | None = None) -> Path:
+    """The example consumer repository as a git repository of its own, plus this repository's
+    reusable workflow; the caller's `uses:` is rewritten from the published workflow to that
+    local copy (act runs a local reusable workflow), nothing else. ``snapshots`` replaces the
+    example's snapshot files (name -> TOML text)."""
+    repo = tmp_path / "consumer"
+    shutil.copytree(EXAMPLE, repo)
+    workflows = repo / ".github" / "workflows"
+    shutil.copy(REPO / ".github" / "workflows" / "bias-check.yml", workflows / "bias-check.yml")
+    caller = workflows / "bias.yml"
+    text, n = re.subn(
+        r"uses: bias-monitor/bias-monitor/\.github/workflows/bias-check\.yml@\S+",
+        "uses: ./.github/workflows/bias-check.yml",
+        caller.read_text(),
+    )
+    assert n == 1, "the example's caller must use the published reusable workflow"
+    caller.write_text(text)
+    if snapshots is not None:
+        for old in (repo / "snapshots").glob("*.toml"):
+            old.unlink()
+        for name, toml in snapshots.items():
+            (repo / "snapshots" / name).write_text(toml)
+    git = ["git", "-C", str(repo), "-c", "user.name=act", "-c", "user.email=act@localhost"]
+    subprocess.run([*git, "init", "--quiet", "-b", "main"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "--quiet", "-m", "consumer"], check=True)
+    # act names the repository after origin; the event's pull request comes from it, so the
+    # comment job (same-repository pull requests only) runs, in dry-run mode.
+    subprocess.run(
+        [*git, "remote", "add", "origin", "https://github.com/example/consumer.git"], check=True
+    )
+    return repo
+
+
+def act_consumer(repo: Path, out: Path) -> subprocess.CompletedProcess:
+    out.mkdir(parents=True, exist_ok=True)
+    sha = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    full = "example/consumer"
+    pr = {
+        "number": 7,
+        "base": {"ref": "main", "sha": sha, "repo": {"full_name": full}},
+        "head": {"ref": "model", "sha": sha, "repo": {"full_name": full}},
+    }
+    event = out / "event.json"
+    event.write_text(
+        json.dumps(
+            {"action": "opened", "number": 7, "pull_request": pr, "repository": {"full_name": full}}
+        )
+    )
+    mirror = os.environ.get("MONITOR_DATA_MIRROR") or str(REPO.parent / "shared" / "datasets")
+    cache = os.environ.get("MONITOR_CACHE_DIR") or str(REPO / ".monitor-cache")
+    cmd = [
+        str(BIN / "act"),
+        "pull_request",
+        "-W",
+        ".github/workflows/bias.yml",
+        "-e",
+        str(event),
+        "-P",
+        "ubuntu-latest=-self-hosted",
+        "--env",
+        f"MONITOR_ACT_BIAS_MONITOR={BIN / 'bias-monitor'}",
+        "--env",
+        f"MONITOR_ACT_SHARDS={out}",
+        "--env",
+        f"MONITOR_DATA_MIRROR={mirror}",
+        "--env",
+        f"MONITOR_CACHE_DIR={cache}",
+    ]
+    for action in REMOTE_ACTIONS:
+        cmd += ["--local-repository", f"{action}={NOOP}"]
+    proc = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, timeout=1200)
+    (out / "act.log").write_text(proc.stdout + proc.stderr)
+    return proc
+
+
+def test_consumer_example_runs_green_and_posts_its_summary(tmp_path):
+    proc = act_consumer(consumer_repo(tmp_path), tmp_path / "out")
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, "\n".join(log.splitlines()[-60:])
+    summary = (tmp_path / "out" / "summary.md").read_text()
+    # Both the caller's snapshot and its shipped baseline were scored and compared.
+    assert "my-finetune" in summary and "smollm2-135m-instruct-q4" in summary
+    assert (tmp_path / "out" / "scored.txt").read_text().split() == [
+        "my-finetune",
+        "smollm2-135m-instruct-q4",
+    ]
+    assert "dry run: would comment on example/consumer#7" in log
+    assert "Job succeeded" in log
+
+
+def test_consumer_example_fails_when_its_snapshot_is_skipped(tmp_path):
+    # A hub snapshot at a commit nobody has cached: its weights cannot be had offline (exit 3).
+    unreachable = (REPO / "snapshots" / "gpt2.toml").read_text()
+    unreachable = unreachable.replace('id = "gpt2"', 'id = "unreachable-model"').replace(
+        "607a30d783dfa663caf39e06633721c8d4cfcd7e", "0" * 40
+    )
+    repo = consumer_repo(tmp_path, {"unreachable-model.toml": unreachable})
+    proc = act_consumer(repo, tmp_path / "out")
+    log = proc.stdout + proc.stderr
+    assert proc.returncode != 0, "\n".join(log.splitlines()[-60:])
+    assert (tmp_path / "out" / "skipped.txt").read_text().split() == ["unreachable-model"]
+    assert "unreachable-model not scored; the check fails" in log
+    assert "**unreachable-model was not scored**" in (tmp_path / "out" / "summary.md").read_text()
+
+
+def test_release_builds_a_checked_wheel_and_sdist_up_to_the_push(state):
+    # A manual run on a branch: everything before the push runs; the image job and both
+    # publishing steps are skipped (no tag, no registry, no Buildx under act).
+    proc = act("release", state)
+    dist = state / "release" / "dist"
+    wheel, sdist = sorted(dist.glob("*.whl")), sorted(dist.glob("*.tar.gz"))
+    assert [p.name for p in wheel] == ["bias_monitor-0.1.0-py3-none-any.whl"]
+    assert [p.name for p in sdist] == ["bias_monitor-0.1.0.tar.gz"]
+    assert proc.stdout.count("PASSED") >= 2  # twine check --strict, both files
+    with zipfile.ZipFile(wheel[0]) as zf:
+        names = zf.namelist()
+        meta = zf.read("bias_monitor-0.1.0.dist-info/METADATA").decode()
+    assert "monitor/report/templates/report.html.j2" in names or any(
+        n.startswith("monitor/report/templates/") for n in names
+    )
+    assert "Requires-Python: <3.14,>=3.11" in meta or "Requires-Python: >=3.11,<3.14" in meta
+    assert "Project-URL: Source," in meta
+    assert "the image is not built under act" in proc.stdout
+    assert "gh-action-pypi-publish" not in proc.stdout  # the pypi job did not run

@@ -40,6 +40,7 @@ _EXACT: dict[str, Category] = {
     "snapshot_manifest.notes": "run",
     "snapshot_manifest.licence": "run",
     "snapshot_manifest.default": "run",
+    "snapshot_manifest.nightly": "run",  # which workflow scores it, not what is scored
 }
 _PREFIXES: tuple[tuple[str, Category], ...] = (
     ("snapshot_manifest.source.install_hint", "run"),

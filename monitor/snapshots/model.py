@@ -253,6 +253,8 @@ class Snapshot(_Strict):
     api: ApiSettings | None = None
     embedding: EmbeddingSettings | None = None  # embedding kinds only
     default: StrictBool = False  # scored by `bias-monitor run` with no --snapshot
+    # Scored by the nightly workflow when neither its input nor MONITOR_SNAPSHOTS names ids.
+    nightly: StrictBool = False
     licence: str | None = None
     notes: str | None = None
     max_length: int = 512

@@ -1,6 +1,6 @@
 """What a workflow should score: the job matrices of nightly.yml and pr-check.yml.
 
-    python3 scripts/ci/plan.py nightly [--only ID,ID]       # all snapshots (or these)
+    python3 scripts/ci/plan.py nightly [--only ID,ID]       # `nightly = true` ones (or these)
     python3 scripts/ci/plan.py changed --base SHA           # snapshots a PR adds or changes
 
 Prints ``key=value`` lines for ``$GITHUB_OUTPUT``:
@@ -56,6 +56,8 @@ def nightly(root: Path, only: list[str] | None) -> dict[str, list]:
         if unknown:
             raise SystemExit(f"error: unknown snapshot(s) {', '.join(unknown)}")
         snaps = {k: snaps[k] for k in only}
+    else:  # not every file: a 7B or API snapshot is scored nightly only when asked for
+        snaps = {k: s for k, s in snaps.items() if s.get("nightly") is True}
     local = [i for i, s in snaps.items() if not served(s)]
     api = [{"id": i, "secret": secret_for(s)} for i, s in snaps.items() if served(s)]
     return {"local": local, "api": api}
@@ -85,16 +87,27 @@ def changed(root: Path, base: str) -> dict[str, object]:
     plan = nightly(root, [e["id"] for e in entries]) if entries else {"local": [], "api": []}
     config = load(root / CONFIG).get("pr-check", {}) if (root / CONFIG).is_file() else {}
     alpha, fail_on = float(config.get("alpha", 0.05)), str(config.get("fail_on", "regression"))
+    allow_skipped = config.get("allow_skipped", False)
     if not 0 < alpha <= 0.5 or fail_on not in ("regression", "any", "never"):
         raise SystemExit(f"error: {CONFIG}: need 0 < alpha <= 0.5, fail_on regression/any/never")
-    return {"changed": entries, **plan, "alpha": alpha, "fail_on": fail_on}
+    if not isinstance(allow_skipped, bool):
+        raise SystemExit(f"error: {CONFIG}: allow_skipped must be true or false")
+    return {
+        "changed": entries,
+        **plan,
+        "alpha": alpha,
+        "fail_on": fail_on,
+        "allow_skipped": "true" if allow_skipped else "false",
+    }
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="what", required=True)
     n = sub.add_parser("nightly")
-    n.add_argument("--only", default="", help="comma-separated snapshot ids (default: all)")
+    n.add_argument(
+        "--only", default="", help="comma-separated snapshot ids (default: nightly = true ones)"
+    )
     c = sub.add_parser("changed")
     c.add_argument("--base", required=True, help="the pull request's base commit")
     args = parser.parse_args(argv)
