@@ -152,3 +152,14 @@ def test_make_docs_builds_strict() -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert (ROOT / "site" / "index.html").is_file()
     assert (ROOT / "site" / "performance" / "index.html").is_file()
+
+
+def test_readme_caller_workflow_is_the_example_file() -> None:
+    """The README's caller workflow is the consumer example the act test runs, byte for
+    byte, so the workflow a reader copies is the one CI ran green."""
+    marker = "<!-- caller workflow: examples/consumer-repo/.github/workflows/bias.yml -->"
+    text = README.read_text(encoding="utf-8")
+    assert marker in text
+    block = text.split(marker, 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    example = ROOT / "examples" / "consumer-repo" / ".github" / "workflows" / "bias.yml"
+    assert block == example.read_text(encoding="utf-8")
