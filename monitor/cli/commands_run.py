@@ -210,6 +210,7 @@ def run(
     )
     for s in chosen:  # an unknown or inapplicable --metric is refused before any work
         metric_for(s, get_kind(s.kind), metric)
+    _warn_stored_credentials(chosen)
     manifest = load_manifest()
     specs = (
         []
@@ -284,6 +285,22 @@ def run(
         raise typer.Exit(1)
     if "skipped" in statuses:
         raise typer.Exit(3)
+
+
+def _warn_stored_credentials(snapshots) -> None:
+    """A snapshot file is committed: a credential in its ``base_url`` is accepted (it is
+    redacted everywhere) but named, so that it moves to an environment variable."""
+    from monitor.redaction import url_credentials
+
+    for s in snapshots:
+        found = url_credentials(getattr(s.source, "base_url", None))
+        if found:
+            err.print(
+                f"warning: snapshot {s.id}: source.base_url carries credentials "
+                f"({', '.join(found)}); they are redacted from the store and every output, "
+                "but move the URL to an environment variable named by source.base_url_env "
+                "(and the key to source.api_key_env)"
+            )
 
 
 def _official(manifest, folder: Path, tasks, partners: int, limit: int | None, seed: int):
@@ -384,6 +401,7 @@ def snapshots_list(
     from monitor.snapshots.registry import load_snapshots
 
     snaps = load_snapshots()
+    _warn_stored_credentials(snaps.values())
 
     def metrics(s) -> list[str]:
         kind = get_kind(s.kind)

@@ -633,7 +633,7 @@ class Store:
             queries.run_status(con, run_id)
             con.execute(
                 "INSERT INTO validations VALUES (?, ?, ?, ?, current_timestamp)",
-                [run_id, suite, bool(success), codec.dumps(results)],
+                [run_id, suite, bool(success), codec.dumps(redact_json(results))],
             )
 
     def _require_writable_run(self, con: duckdb.DuckDBPyConnection, run_id: str) -> None:

@@ -33,7 +33,7 @@ import duckdb
 import pyarrow as pa
 
 from monitor.errors import DataIntegrityError, UserInputError
-from monitor.store import migrate, sql
+from monitor.store import codec, migrate, sql
 from monitor.store.db import Store
 from monitor.store.export import EXPORT_TABLES, is_export_folder, verify_export
 
@@ -290,7 +290,11 @@ def _stage(
             if table in MERGE_TABLES:  # not schema_migrations, nor tables shards do not carry
                 load(stage, table)
         migrate.apply_migrations(stage, label)
-        return {t: stage.sql(f"SELECT * FROM {t}").to_arrow_table() for t in MERGE_TABLES}
+        # Shards written by any version pass the store's one redaction point as well.
+        return {
+            t: codec.redacted(stage.sql(f"SELECT * FROM {t}").to_arrow_table())
+            for t in MERGE_TABLES
+        }
     finally:
         stage.close()
 
