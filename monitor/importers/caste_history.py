@@ -283,7 +283,9 @@ def import_caste_history(
     store = db if isinstance(db, Store) else Store.open(db)
     ids = [history_run_id(snapshot, e) for e, _ in planned]
     with store.read() as view:
-        present = view.existing_run_ids(ids)
+        # A run left ``running`` by a killed import is imported again (finished, not
+        # skipped): see ``RunLifecycle.record_import``.
+        present = {r for r in view.existing_run_ids(ids) if view.run(r).status != "running"}
     new: list[str] = []
     for (entry, parsed), run_id in zip(planned, ids, strict=True):
         if run_id in present:
