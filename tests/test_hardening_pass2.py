@@ -243,3 +243,113 @@ def test_markdown_report_neutralises_mentions_and_bare_urls(monitor_env: Path, t
         assert "org/team" in line and "example.invalid/x" in line, line
         assert not re.search(r"@[\w-]", line), line  # no mention GitHub would resolve
         assert not re.search(r"https?://|www\.", line), line  # no autolink
+
+
+# -- finding 4: one line (exit 2), not a traceback, for each bad input --------------------
+
+
+def test_a_deeply_nested_snapshot_file_is_one_line(monitor_env: Path, tmp_path: Path):
+    folder = tmp_path / "snapshots"
+    folder.mkdir()
+    (folder / "deep.toml").write_text("x = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    proc = cli({**os.environ, "MONITOR_SNAPSHOTS_DIR": str(folder)}, "snapshots", "list")
+    assert "deep.toml is nested too deeply" in one_line_refusal(proc)
+
+
+def test_a_store_with_a_damaged_data_block_is_one_line(monitor_env: Path):
+    db = monitor_env / "monitor.duckdb"
+    store = Store(db)
+    items = make_items(400)
+    with store.session():
+        store.upsert_items(items)
+        store.begin_run(make_run("r1"))
+        store.add_scores("r1", [make_score(i) for i in items])
+    size = db.stat().st_size
+    assert size > 64 * 1024
+    with db.open("r+b") as fh:  # the three header blocks (12 KiB) stay intact
+        fh.seek(12 * 1024)
+        fh.write(os.urandom(size - 12 * 1024))
+    for args in (("runs", "list"), ("show", "r1")):
+        message = one_line_refusal(cli(dict(os.environ), *args))
+        assert "DuckDB" in message or "corrupt" in message.lower(), message
+
+
+def _export(tmp_path: Path) -> Path:
+    from monitor.store.export import export_run
+
+    store = Store(tmp_path / "src.duckdb")
+    items = make_items(4)
+    with store.session():
+        store.upsert_items(items)
+        store.begin_run(make_run("r1"))
+        store.add_scores("r1", [make_score(i) for i in items])
+        store.finish_run("r1", "complete", make_measures(), 4, 0)
+    return export_run(store, "r1", tmp_path / "exports")
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda m: {**m, "format_version": [1]},
+        lambda m: {**m, "tables": {**m["tables"], "scores": None}},
+        None,  # not UTF-8
+    ],
+    ids=["format_version-list", "scores-null", "not-utf8"],
+)
+@pytest.mark.parametrize("command", ["merge", "rebuild"])
+def test_a_damaged_export_manifest_is_one_line(monitor_env, tmp_path, damage, command):
+    folder = _export(tmp_path)
+    manifest = folder / "manifest.json"
+    if damage is None:
+        manifest.write_bytes(b'{"format": "\xff\xfe"}')
+    else:
+        manifest.write_text(json.dumps(damage(json.loads(manifest.read_text()))))
+    target = str(tmp_path / "target.duckdb")
+    source = str(folder) if command == "merge" else str(tmp_path / "exports")
+    message = one_line_refusal(cli(dict(os.environ), "db", command, "--db", target, source))
+    assert "manifest.json" in message, message
+
+
+def _with_order(raw: bytes, order: str) -> bytes:
+    """history.json with the first run's ``order`` written as ``order`` (raw JSON)."""
+    data = json.loads(raw)
+    data["runs"][0]["order"] = "__order__"
+    return json.dumps(data).replace('"__order__"', order).encode()
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda raw: _with_order(raw, '"abc"'),
+        lambda raw: _with_order(raw, "1e400"),
+        lambda raw: b"\xff" + raw,
+    ],
+    ids=["order-text", "order-1e400", "not-utf8"],
+)
+def test_a_damaged_history_file_is_one_line(monitor_env, shared_datasets, tmp_path, edit):
+    import shutil
+
+    folder = tmp_path / "history"
+    shutil.copytree(shared_datasets / "caste-bias" / "history", folder)
+    path = folder / "history.json"
+    path.write_bytes(edit(path.read_bytes()))
+    proc = cli(dict(os.environ), "import", "caste-bias", str(folder), "--snapshot", "s")
+    assert "history.json" in one_line_refusal(proc)
+
+
+@pytest.mark.parametrize("damage", ["not-utf8", "huge-field"])
+def test_a_damaged_study_csv_is_one_line(monitor_env, shared_datasets, tmp_path, damage):
+    import shutil
+
+    folder = tmp_path / "april"
+    shutil.copytree(shared_datasets / "caste-bias" / "results" / "april", folder)
+    path = folder / "Caste_results.csv"
+    raw = path.read_bytes()
+    head, _, rest = raw.partition(b"\n")
+    if damage == "not-utf8":
+        path.write_bytes(head + b"\n\xff\xfe" + rest)
+    else:
+        path.write_bytes(head + b'\n"' + b"x" * (200 * 1024) + b'"' + rest)
+    proc = cli(dict(os.environ), "import", "caste-bias", str(folder), "--snapshot", "s",
+               "--date", "2025-04-15")  # fmt: skip
+    assert "Caste_results.csv" in one_line_refusal(proc)
