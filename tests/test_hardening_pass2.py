@@ -353,3 +353,31 @@ def test_a_damaged_study_csv_is_one_line(monitor_env, shared_datasets, tmp_path,
     proc = cli(dict(os.environ), "import", "caste-bias", str(folder), "--snapshot", "s",
                "--date", "2025-04-15")  # fmt: skip
     assert "Caste_results.csv" in one_line_refusal(proc)
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path):
+    """A 12 KiB tmpfs: a real full disk (needs root to mount; skipped where that fails)."""
+    mount = tmp_path / "full"
+    mount.mkdir()
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=12k", "tmpfs", str(mount)], capture_output=True
+    )
+    if proc.returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here (not root)")
+    yield mount
+    subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_an_export_onto_a_full_disk_is_one_line_and_leaves_nothing(monitor_env, full_disk):
+    store = Store(monitor_env / "monitor.duckdb")
+    items = make_items(2000)
+    with store.session():
+        store.upsert_items(items)
+        store.begin_run(make_run("r1"))
+        store.add_scores("r1", [make_score(i) for i in items])
+        store.finish_run("r1", "complete", make_measures(), 2000, 0)
+    proc = cli(dict(os.environ), "export", "r1", "--out", str(full_disk / "ex"))
+    assert "no space left on the device" in one_line_refusal(proc)
+    assert list((full_disk / "ex").iterdir()) == []  # no partial export left behind
+    assert cli(dict(os.environ), "show", "r1").returncode == 0  # the store is intact
