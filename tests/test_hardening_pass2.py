@@ -256,22 +256,34 @@ def test_a_deeply_nested_snapshot_file_is_one_line(monitor_env: Path, tmp_path: 
     assert "deep.toml is nested too deeply" in one_line_refusal(proc)
 
 
-def test_a_store_with_a_damaged_data_block_is_one_line(monitor_env: Path):
-    db = monitor_env / "monitor.duckdb"
-    store = Store(db)
-    items = make_items(400)
+def test_a_store_with_a_damaged_data_block_is_one_line(monitor_env: Path, tmp_path: Path):
+    """The header intact, one 4 KiB block overwritten: DuckDB notices the checksum only
+    when that block is read (here by ``export``). Blocks are tried 256 KiB apart until one
+    holds data the export reads."""
+    import shutil
+
+    good = tmp_path / "good.duckdb"
+    store = Store(good)
+    items = make_items(3000)
     with store.session():
         store.upsert_items(items)
         store.begin_run(make_run("r1"))
         store.add_scores("r1", [make_score(i) for i in items])
-    size = db.stat().st_size
-    assert size > 64 * 1024
-    with db.open("r+b") as fh:  # the three header blocks (12 KiB) stay intact
-        fh.seek(12 * 1024)
-        fh.write(os.urandom(size - 12 * 1024))
-    for args in (("runs", "list"), ("show", "r1")):
-        message = one_line_refusal(cli(dict(os.environ), *args))
-        assert "DuckDB" in message or "corrupt" in message.lower(), message
+        store.finish_run("r1", "complete", make_measures(), 3000, 0)
+    db = monitor_env / "monitor.duckdb"
+    refused = []
+    for offset in range(12 * 1024, good.stat().st_size, 256 * 1024):
+        shutil.copy(good, db)
+        with db.open("r+b") as fh:
+            fh.seek(offset)
+            fh.write(b"\xab" * 4096)
+        proc = cli(dict(os.environ), "export", "r1", "--out", str(tmp_path / f"ex{offset}"))
+        if proc.returncode != 0:
+            message = one_line_refusal(proc)
+            if "cannot open database" not in message:  # a damaged catalog: found at open
+                refused.append(message)
+                break
+    assert refused and "DuckDB store cannot be used" in refused[0], refused
 
 
 def _export(tmp_path: Path) -> Path:
