@@ -6,9 +6,16 @@ imports scoring: data flows one way through these shapes.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
+
+# The ids the tool makes (``new_run_id``, the importers' ids) and the snapshot ids of
+# ``snapshots/*.toml``: names that are safe as a folder (an export is ``<out>/<run_id>/``),
+# in a URL and in a report. Anything read from outside (a shard being merged) must match.
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+SNAPSHOT_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,199}$")
 
 Outcome = Literal["stereo", "anti", "tie", "refusal", "ambiguous", "other"]
 RunStatus = Literal["running", "complete", "failed", "quarantined", "interrupted"]

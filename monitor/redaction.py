@@ -44,6 +44,13 @@ _PATTERNS: tuple[re.Pattern[str], ...] = (
         r"(?i)((?:x-)?(?:api[-_]?key|authorization|access[-_]?token|password|secret|"
         r"subscription[-_]?key)[\"']?\s*[=:]\s*[\"']?)[^\s'\"&,}]+"
     ),
+    # A credential-like query value of a URL (``?token=…``, ``&sig=…``): the names of
+    # ``_SECRET_PARAMS``, only after ``?``/``&``/``;`` so that prose ("the code=3 case")
+    # stays as it is.
+    re.compile(
+        r"(?i)([?&;](?:x-)?(?:api[-_]?key|key|token|access[-_]?token|secret|password|sig|"
+        r"signature|code|auth|authorization|subscription[-_]?key)=)[^&#;\s'\"<>]+"
+    ),
 )
 # For each pattern, literals one of which every match of it contains. Looking for a
 # literal is cheap where the patterns are not: on a report's 11 MB of JSON the five
@@ -61,6 +68,8 @@ _TRIGGERS: tuple[tuple[str, ...], ...] = (
         "accesstoken", "password", "secret", "subscription-key", "subscription_key",
         "subscriptionkey",
     ),
+    ("key=", "token=", "secret=", "password=", "sig=", "signature=", "code=", "auth=",
+     "authorization="),
 )  # fmt: skip
 # Case folding as the regex engine's (?i) does it for ASCII letters: str.lower() plus the
 # four non-ASCII characters (?i) also matches to one (found by trying every code point).
@@ -80,6 +89,24 @@ def _case_folded(text: str) -> str:
 def _may_match(index: int, text: str, folded: str) -> bool:
     """Whether ``_PATTERNS[index]`` can match ``text`` (``folded``: its case-folded form)."""
     return any(t in (text if index == 0 else folded) for t in _TRIGGERS[index])
+
+
+def url_credentials(url: str | None) -> list[str]:
+    """What in ``url`` is a credential, by name (``userinfo``, ``query token``): what a
+    snapshot file should not hold (the warning of ``bias-monitor run``)."""
+    if not url:
+        return []
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    found = ["userinfo"] if "@" in parts.netloc else []
+    found += [
+        f"query {name}"
+        for name, _ in parse_qsl(parts.query, keep_blank_values=True)
+        if _SECRET_PARAMS.match(name)
+    ]
+    return found
 
 
 def encoded_forms(secret: str) -> set[str]:

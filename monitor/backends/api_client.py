@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
@@ -87,10 +87,47 @@ class MalformedResponse(Exception):
 
 def resolve_base_url(source: ApiSource) -> str | None:
     """``$base_url_env`` when set, else ``base_url``; None means the SDK default
-    (``$OPENAI_BASE_URL`` or api.openai.com)."""
+    (``$OPENAI_BASE_URL`` or api.openai.com). Checked by :func:`checked_url`."""
     if source.base_url_env and os.environ.get(source.base_url_env):
-        return os.environ[source.base_url_env].rstrip("/")
-    return source.base_url.rstrip("/") if source.base_url else None
+        return checked_url(os.environ[source.base_url_env], f"${source.base_url_env}")
+    return checked_url(source.base_url, "source.base_url") if source.base_url else None
+
+
+def checked_url(url: str, field: str) -> str:
+    """``url`` without a trailing slash, or one line naming ``field`` when it is not an
+    http(s) URL with a host and a valid port.
+
+    The message never quotes the URL: a malformed one may carry a password where a port
+    or scheme was expected (``user:pw@host`` parses as scheme ``user``), and the
+    redaction patterns only know well-formed URLs.
+    """
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 (parsing the port is the check)
+    except ValueError:
+        raise UserInputError(
+            f"{field} is not a valid URL: its host or port is malformed "
+            "(write it as https://host[:port]/v1)"
+        ) from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise UserInputError(
+            f"{field} must be an http:// or https:// URL with a host "
+            "(write it as https://host[:port]/v1)"
+        )
+    return url.strip().rstrip("/")
+
+
+def split_query(url: str | None) -> tuple[str | None, dict[str, str]]:
+    """``url`` without its query string, and the query as parameters for the SDK's
+    ``default_query``: the SDK appends paths to the base URL, so a query left in it would
+    end up in the middle of every request URL (``/v1?token=…/chat/completions``)."""
+    if not url:
+        return url, {}
+    parts = urlsplit(url)
+    if not parts.query:
+        return url, {}
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    return urlunsplit((*parts[:3], "", "")).rstrip("/"), query
 
 
 def resolve_api_key(snapshot_id: str, source: ApiSource) -> str:
@@ -142,7 +179,13 @@ def make_client(snapshot_id: str, source: ApiSource, settings: ApiSettings) -> A
     redaction.register_url(base_url)
     redaction.register_url(os.environ.get("OPENAI_BASE_URL"))
     redact = redaction.redact
-    common = {"api_key": key, "timeout": settings.timeout_s, "max_retries": 0}
+    base_url, query = split_query(base_url)
+    common = {
+        "api_key": key,
+        "timeout": settings.timeout_s,
+        "max_retries": 0,
+        "default_query": query or None,
+    }
     if source.provider == "azure":
         if not base_url:
             raise UserInputError(

@@ -38,7 +38,7 @@ from typing import Any, Literal
 import numpy as np
 
 from monitor import redaction
-from monitor.backends.api_client import public_url
+from monitor.backends.api_client import checked_url, public_url, split_query
 from monitor.backends.base import UniqueSequences
 from monitor.errors import SnapshotUnavailable, UserInputError
 from monitor.snapshots.model import ApiSettings, ApiSource, Snapshot
@@ -92,9 +92,9 @@ def resolve_base_url(source: ApiSource) -> str:
     """The variable named by ``base_url_env`` when set, else ``base_url``, else the SDK's
     own default (``$OPENAI_BASE_URL`` or OpenAI)."""
     if source.base_url_env and os.environ.get(source.base_url_env):
-        return os.environ[source.base_url_env].rstrip("/")
+        return checked_url(os.environ[source.base_url_env], f"${source.base_url_env}")
     if source.base_url:
-        return source.base_url.rstrip("/")
+        return checked_url(source.base_url, "source.base_url")
     return os.environ.get("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL).rstrip("/")
 
 
@@ -139,7 +139,8 @@ class OpenAICompletionsLM:
         import openai
 
         self.settings = settings or ApiSettings(method="completions-cll")
-        self.base_url = base_url.rstrip("/")
+        redaction.register_url(base_url)  # with its query: the secrets to redact
+        self.base_url, query = split_query(base_url.rstrip("/"))
         self.model = model
         self.name = name
         self.provider = provider
@@ -168,6 +169,7 @@ class OpenAICompletionsLM:
             base_url=self.base_url,
             timeout=self.settings.timeout_s,
             max_retries=self.settings.max_retries,
+            default_query=query or None,
         )
 
     @classmethod

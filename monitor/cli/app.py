@@ -10,6 +10,7 @@ Exit codes (also in README):
 
 from __future__ import annotations
 
+import errno
 import gc
 import inspect
 import os
@@ -75,6 +76,25 @@ app.add_typer(commands_drift.import_app, name="import")
 GC_YOUNG_THRESHOLD = 50_000
 
 
+def _environment_failure(exc: BaseException) -> str | None:
+    """One line for what the machine, not the code, got wrong: a disk that is full, a
+    DuckDB file damaged past its header. Writes are transactions (and exports appear by
+    rename), so what was stored before is intact; None for anything else (a bug, shown
+    with its traceback)."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        where = f" writing {exc.filename}" if exc.filename else ""
+        return (
+            f"no space left on the device{where}; nothing stored was changed, free space and rerun"
+        )
+    duckdb = sys.modules.get("duckdb")
+    if duckdb is not None and isinstance(exc, duckdb.Error):
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        if "space left" in first.lower():
+            return f"no space left on the device ({first}); free space and rerun"
+        return f"the DuckDB store cannot be used: {first} (restore it or rebuild it: db rebuild)"
+    return None
+
+
 def main() -> None:
     """Entry point: turn MonitorErrors into one line on stderr and their exit code."""
     # A command is a short-lived process that builds millions of long-lived objects (a
@@ -113,5 +133,10 @@ def main() -> None:
         ):
             exc.show()
             sys.exit(2)
-        raise
+        message = _environment_failure(exc)
+        if message is None:
+            raise
+        err.print("error:", style="red", end=" ")
+        err.print(message, highlight=False)
+        sys.exit(2)
     sys.exit(code if isinstance(code, int) else 0)

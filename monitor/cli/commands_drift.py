@@ -43,7 +43,9 @@ def quality(
 ) -> None:
     """Re-run the results quality suite on a stored run and print what failed.
 
-    The outcome is appended to the run's validations. Exit 1 when the suite fails.
+    The outcome is appended to the run's validations. Exit 1 when the suite fails. Only a
+    finished run (complete or quarantined) is judged: a running, interrupted or failed
+    one is refused (exit 2) and left as it is.
     """
     from monitor.jobs.lifecycle import RunLifecycle
 
@@ -51,7 +53,7 @@ def quality(
     rid = store.get_run(run_id)["run_id"]
     # The same gate every run passed when it finished: a complete run that fails now is
     # quarantined, and so never a baseline or a trend point again.
-    result = RunLifecycle(store).gate(rid).result
+    result = RunLifecycle(store).recheck(rid).result
     if fmt is Format.json:
         print_json(
             {

@@ -218,6 +218,7 @@ def run(
     for s in chosen:  # a changed or missing model folder refuses the run (exit 2)
         if isinstance(s.source, LocalDirSource):
             verify_local_dir(s)
+    _warn_stored_credentials(chosen)
     manifest = load_manifest()
     specs = (
         []
@@ -292,6 +293,22 @@ def run(
         raise typer.Exit(1)
     if "skipped" in statuses:
         raise typer.Exit(3)
+
+
+def _warn_stored_credentials(snapshots) -> None:
+    """A snapshot file is committed: a credential in its ``base_url`` is accepted (it is
+    redacted everywhere) but named, so that it moves to an environment variable."""
+    from monitor.redaction import url_credentials
+
+    for s in snapshots:
+        found = url_credentials(getattr(s.source, "base_url", None))
+        if found:
+            err.print(
+                f"warning: snapshot {s.id}: source.base_url carries credentials "
+                f"({', '.join(found)}); they are redacted from the store and every output, "
+                "but move the URL to an environment variable named by source.base_url_env "
+                "(and the key to source.api_key_env)"
+            )
 
 
 def _official(manifest, folder: Path, tasks, partners: int, limit: int | None, seed: int):
@@ -395,6 +412,7 @@ def snapshots_list(
 
     use_snapshots_dir(snapshots_dir)
     snaps = load_snapshots()
+    _warn_stored_credentials(snaps.values())
 
     def metrics(s) -> list[str]:
         kind = get_kind(s.kind)

@@ -173,7 +173,17 @@ class StudyRow:
 
 
 def read_study_file(path: Path) -> list[StudyRow]:
-    """Parse one ``*_results.csv``; a missing column is a DataIntegrityError naming the file."""
+    """Parse one ``*_results.csv``; a missing column is a DataIntegrityError naming the file,
+    and so is text that is not UTF-8 or a field over the csv module's limit (128 KiB)."""
+    try:
+        return _read_study_rows(path)
+    except UnicodeDecodeError as exc:
+        raise DataIntegrityError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except csv.Error as exc:  # a field larger than csv.field_size_limit(), a stray quote
+        raise DataIntegrityError(f"{path}: not a readable CSV file ({exc})") from None
+
+
+def _read_study_rows(path: Path) -> list[StudyRow]:
     with path.open(newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh, strict=True)
         missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]

@@ -276,7 +276,11 @@ def import_caste_gpt5(
     ]
     store = db if isinstance(db, Store) else Store.open(db)
     with store.read() as view:
-        present = view.existing_run_ids(r.run_id for _, r in records)
+        present = {  # a run a killed import left ``running`` is finished, not skipped
+            r
+            for r in view.existing_run_ids(r.run_id for _, r in records)
+            if view.run(r).status != "running"
+        }
     new: list[str] = []
     for f, record in records:
         if record.run_id in present:

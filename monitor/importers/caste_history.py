@@ -115,6 +115,10 @@ def _read_history(folder: Path) -> list[HistoryEntry]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise DataIntegrityError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    except UnicodeDecodeError as exc:
+        raise DataIntegrityError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise DataIntegrityError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     runs = data.get("runs") if isinstance(data, dict) else None
     if not isinstance(runs, list) or not runs:
         raise DataIntegrityError(f"{path}: no 'runs' list")
@@ -149,7 +153,9 @@ def _read_history(folder: Path) -> list[HistoryEntry]:
         if started.tzinfo is None:
             started = started.replace(tzinfo=UTC)
         order = facts.get("order", n + 1)
-        entries.append(HistoryEntry(int(order), run_folder, facts, started, present, shas))
+        if isinstance(order, bool) or not isinstance(order, int) or not 0 <= order < 10**6:
+            raise DataIntegrityError(f"{where}: order {order!r} is not a whole number 0-999999")
+        entries.append(HistoryEntry(order, run_folder, facts, started, present, shas))
     folders = [e.folder for e in entries]
     if len(set(folders)) != len(folders):
         raise DataIntegrityError(f"{path}: a folder is listed twice")
@@ -283,7 +289,9 @@ def import_caste_history(
     store = db if isinstance(db, Store) else Store.open(db)
     ids = [history_run_id(snapshot, e) for e, _ in planned]
     with store.read() as view:
-        present = view.existing_run_ids(ids)
+        # A run left ``running`` by a killed import is imported again (finished, not
+        # skipped): see ``RunLifecycle.record_import``.
+        present = {r for r in view.existing_run_ids(ids) if view.run(r).status != "running"}
     new: list[str] = []
     for (entry, parsed), run_id in zip(planned, ids, strict=True):
         if run_id in present:

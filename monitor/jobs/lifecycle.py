@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from monitor.benchmarks.items import Exclusion, Item, LoadedBenchmark
-from monitor.errors import MonitorError
+from monitor.errors import MonitorError, UserInputError
 from monitor.jobs.options import EventSink, RunOutcome
 from monitor.metrics.registry import get_metric, run_measures
 from monitor.quality.gate import GateVerdict, judge
@@ -247,6 +247,21 @@ class RunLifecycle:
         self.store.set_status(run_id, verdict.status, verdict.note())
         return verdict
 
+    def recheck(self, run_id: str) -> GateVerdict:
+        """The ``quality`` command: :meth:`gate` again, on a finished run only.
+
+        A run still ``running`` belongs to the process scoring it (a verdict would close it
+        under that process, which then dies unable to record its failure), an
+        ``interrupted`` one is waiting to be resumed, and a ``failed`` one keeps its
+        failure reason; none of them has results to judge yet."""
+        status = self.store.get_run(run_id)["status"]
+        if status not in ("complete", "quarantined"):
+            raise UserInputError(
+                f"run {run_id} is {status}; quality judges finished runs only "
+                "(complete or quarantined)"
+            )
+        return self.gate(run_id)
+
     # imports: all rows at once, then the same finalise ------------------------------------
 
     def record_import(
@@ -259,11 +274,19 @@ class RunLifecycle:
         scored_at: datetime | None = None,
     ) -> RunOutcome:
         """Write an imported run's rows in one transaction, then finalise it like any run:
-        measures from the stored rows by its metric's spec, and the quality gate."""
+        measures from the stored rows by its metric's spec, and the quality gate.
+
+        An import killed between that transaction and its gate left the run ``running``
+        with every row in place (the write is one transaction): importing it again
+        finishes it (the same finalise) instead of refusing it as already stored."""
         record.status = "running"
-        self.store.record_run(
-            record, items=items, scores=scores, exclusions=exclusions, scored_at=scored_at
-        )
+        with self.store.read() as view:
+            present = view.existing_run_ids([record.run_id])
+            stored = view.run(record.run_id).status if present else None
+        if stored != "running":
+            self.store.record_run(
+                record, items=items, scores=scores, exclusions=exclusions, scored_at=scored_at
+            )
         return self.finalise(
             record.run_id,
             items,

@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import uuid
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from monitor import __version__
+from monitor.backends.api_client import public_url, resolve_base_url
 from monitor.benchmarks.items import LoadedBenchmark
 from monitor.jobs.options import RunOptions
 from monitor.provenance import detect_trigger, git_commit
 from monitor.records import RunRecord
-from monitor.snapshots.model import Snapshot
+from monitor.snapshots.model import ApiSource, Snapshot
 
 
 def new_run_id(snapshot_id: str, started: datetime) -> str:
@@ -54,6 +56,12 @@ def fingerprint(
         "dtype": options.dtype,
         "device": options.device,
     }
+    if isinstance(snapshot.source, ApiSource):
+        # Another server is another measurement: a run is not resumed across endpoints.
+        # Without credentials (``public_url``), as the run's manifest records it.
+        payload["endpoint"] = public_url(
+            resolve_base_url(snapshot.source) or os.environ.get("OPENAI_BASE_URL")
+        )
     if not options.panel:  # rows without the panel are not resumed into a run with it
         payload["panel"] = False
     base = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]

@@ -31,12 +31,22 @@ _VERDICT_BADGE = {
     "no significant change": "no significant change",
 }
 _SHOWN_CATEGORIES = ("model", "measurement", "environment", "other")
+# GitHub turns "@name" into a notification and "https://…" or "www.…" into a link even
+# in escaped text; a WORD JOINER (U+2060, invisible) after the "@", the scheme's ":" or
+# the "www" keeps the text as it reads and stops GitHub matching either.
+_ACTIVE = re.compile(r"(?i)@(?=[\w-])|(?<=[a-z0-9]):(?=//)|(?<=\bwww)(?=\.)")
 
 
 def md(value: object, limit: int = 160) -> str:
-    """One untrusted value as inert inline Markdown: one line, escaped, clipped."""
+    """One untrusted value as inert inline Markdown: one line, escaped, clipped, with no
+    active mention or autolink."""
     text = fmt.clip(" ".join(str(value).split()), limit)
-    return html.escape(_MD_SPECIAL.sub(r"\\\1", text), quote=False)
+    return html.escape(_MD_SPECIAL.sub(r"\\\1", _inert(text)), quote=False)
+
+
+def _inert(text: str) -> str:
+    """``text`` with mentions and bare URLs neutralised (``_ACTIVE``)."""
+    return _ACTIVE.sub(lambda m: m.group(0) + "\u2060", text)
 
 
 def _row(c: Comparison) -> str:

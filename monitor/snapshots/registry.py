@@ -44,6 +44,10 @@ def load_snapshot_file(path: Path) -> Snapshot:
         raise UserInputError(f"snapshot file {path} is not UTF-8 text: {exc.reason}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise UserInputError(f"snapshot file {path} is not valid TOML: {exc}") from exc
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise UserInputError(
+            f"snapshot file {path} is nested too deeply to be a snapshot"
+        ) from None
     try:
         snapshot = Snapshot.model_validate(raw)
     except ValidationError as exc:

@@ -147,18 +147,45 @@ def redact_text(text: str | None) -> str | None:
     return None if text is None else redact(text)
 
 
+def clean(value: Any) -> Any:
+    """The store's one redaction point: every value bound for a text or JSON column passes
+    here (``run_params``, every Arrow batch, merged and rebuilt shards), so a credential
+    reaches no table whichever way it came (a snapshot file's ``base_url``, an
+    environment variable, a server's echo) and so no export, merge, history folder or
+    report built from the store."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list | tuple):
+        return [clean(v) for v in value]
+    return value
+
+
+def redacted(table: pa.Table) -> pa.Table:
+    """``table`` with :func:`clean` applied to every string and list-of-string column."""
+    columns = []
+    for field, column in zip(table.schema, table.columns, strict=True):
+        kind = field.type
+        textual = (
+            pa.types.is_string(kind)
+            or pa.types.is_large_string(kind)
+            or (pa.types.is_list(kind) and pa.types.is_string(kind.value_type))
+        )
+        columns.append(pa.array(clean(column.to_pylist()), type=kind) if textual else column)
+    return pa.Table.from_arrays(columns, schema=table.schema)
+
+
 def run_params(run: RunRecord) -> dict[str, Any]:
-    """Column -> value for the ``runs`` row written when a run begins."""
-    return {
+    """Column -> value for the ``runs`` row written when a run begins (redacted)."""
+    params = {
         "run_id": run.run_id,
         "snapshot_id": run.snapshot_id,
         "snapshot_kind": run.snapshot_kind,
         "snapshot_revision": run.snapshot_revision,
-        "snapshot_manifest": dumps(run.snapshot_manifest),
+        "snapshot_manifest": dumps(redact_json(run.snapshot_manifest)),
         "metric": run.metric,
         "metric_version": run.metric_version,
         "benchmarks": list(run.benchmarks),
-        "dataset_versions": dumps(run.dataset_versions),
+        "dataset_versions": dumps(redact_json(run.dataset_versions)),
         "fingerprint": run.fingerprint,
         "trigger": run.trigger,
         "origin": run.origin,
@@ -173,8 +200,9 @@ def run_params(run: RunRecord) -> dict[str, Any]:
         "dtype": run.dtype,
         "batch_size": run.batch_size,
         "environment": dumps(redact_json(run.environment)),
-        "notes": redact_text(run.notes),
+        "notes": run.notes,
     }
+    return {k: v if k in JSON_COLUMNS else clean(v) for k, v in params.items()}
 
 
 def items_table(items: Iterable[Item]) -> pa.Table:
@@ -200,7 +228,7 @@ def items_table(items: Iterable[Item]) -> pa.Table:
         }
         for it in items
     ]
-    return pa.Table.from_pylist(rows, schema=ITEM_SCHEMA)
+    return redacted(pa.Table.from_pylist(rows, schema=ITEM_SCHEMA))
 
 
 def scores_table(run_id: str, rows: Sequence[ScoreRow]) -> pa.Table:
@@ -226,7 +254,7 @@ def scores_table(run_id: str, rows: Sequence[ScoreRow]) -> pa.Table:
         }
         for r in rows
     ]
-    return pa.Table.from_pylist(data, schema=SCORE_SCHEMA)
+    return redacted(pa.Table.from_pylist(data, schema=SCORE_SCHEMA))
 
 
 def exclusions_table(run_id: str, exclusions: Sequence[Exclusion]) -> pa.Table:
@@ -241,7 +269,7 @@ def exclusions_table(run_id: str, exclusions: Sequence[Exclusion]) -> pa.Table:
         }
         for e in exclusions
     ]
-    return pa.Table.from_pylist(data, schema=EXCLUSION_SCHEMA)
+    return redacted(pa.Table.from_pylist(data, schema=EXCLUSION_SCHEMA))
 
 
 def measures_table(run_id: str, measures: Sequence[Measure]) -> pa.Table:
@@ -265,7 +293,7 @@ def measures_table(run_id: str, measures: Sequence[Measure]) -> pa.Table:
         }
         for m in measures
     ]
-    return pa.Table.from_pylist(data, schema=MEASURE_SCHEMA)
+    return redacted(pa.Table.from_pylist(data, schema=MEASURE_SCHEMA))
 
 
 def decode_rows(table: pa.Table) -> list[dict[str, Any]]:

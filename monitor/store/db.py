@@ -633,7 +633,7 @@ class Store:
             queries.run_status(con, run_id)
             con.execute(
                 "INSERT INTO validations VALUES (?, ?, ?, ?, current_timestamp)",
-                [run_id, suite, bool(success), codec.dumps(results)],
+                [run_id, suite, bool(success), codec.dumps(redact_json(results))],
             )
 
     def _require_writable_run(self, con: duckdb.DuckDBPyConnection, run_id: str) -> None:
@@ -721,7 +721,7 @@ class Store:
             missing = [c for c in ("request_key", "item_id", "status", "prompt") if c not in r]
             if missing:
                 raise ValueError(f"api request row lacks {', '.join(missing)}")
-            r = {**r, **{c: redact_json(r.get(c)) for c in _API_SERVER_COLUMNS if c in r}}
+            r = {c: redact_json(v) for c, v in r.items()}  # the store's one redaction rule
             values.append(
                 [run_id]
                 + [
@@ -796,7 +796,7 @@ class Store:
                 "INSERT INTO api_batches (batch_id, run_id, endpoint, input_file_id, "
                 "request_keys, status, submitted_at, updated_at) "
                 "VALUES (?, ?, ?, ?, ?, 'submitted', current_timestamp, current_timestamp)",
-                [batch_id, run_id, endpoint, input_file_id, list(request_keys)],
+                codec.clean([batch_id, run_id, endpoint, input_file_id, list(request_keys)]),
             )
 
     def update_api_batch(
@@ -850,15 +850,6 @@ _API_REQUEST_COLUMNS: tuple[str, ...] = (
     "created_at",
 )
 _API_JSON_COLUMNS = frozenset({"options", "request_params", "top_logprobs", "response", "retries"})
-# What the server chose to send back (or an error said): may echo a credential.
-_API_SERVER_COLUMNS = (
-    "response_text",
-    "response",
-    "reported_model",
-    "system_fingerprint",
-    "retries",
-    "error",
-)
 
 
 def _check_status(status: str) -> None:

@@ -144,13 +144,13 @@ def verify_export(folder: Path) -> VerifiedExport:
     """Check the manifest, then each file's sha256 and row count, before anyone reads it."""
     manifest_path = folder / MANIFEST_NAME
     try:
-        manifest = json.loads(manifest_path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # ValueError: not JSON, or not UTF-8
         raise DataIntegrityError(f"export manifest {manifest_path} is unreadable: {exc}") from exc
     if not isinstance(manifest, dict) or manifest.get("format") != EXPORT_FORMAT:
         raise DataIntegrityError(f"{manifest_path} is not a {EXPORT_FORMAT} manifest")
     format_version = manifest.get("format_version")
-    if format_version not in TABLES_BY_FORMAT:
+    if not isinstance(format_version, int) or format_version not in TABLES_BY_FORMAT:
         raise DataIntegrityError(
             f"{manifest_path} has export format version {format_version!r}; "
             f"this bias-monitor reads versions {', '.join(map(str, TABLES_BY_FORMAT))}"
@@ -168,6 +168,8 @@ def verify_export(folder: Path) -> VerifiedExport:
     files: dict[str, Path] = {}
     for name in sorted(expected):
         entry = tables[name]
+        if not isinstance(entry, dict):
+            raise DataIntegrityError(f"{manifest_path}: table {name} has no file entry")
         file = folder / str(entry.get("file", ""))
         if file.parent != folder or not file.is_file():
             raise DataIntegrityError(f"export file {file} listed in {manifest_path} is missing")

@@ -32,8 +32,10 @@ from typing import Any, Literal
 import duckdb
 import pyarrow as pa
 
+from monitor.display import safe_text
 from monitor.errors import DataIntegrityError, UserInputError
-from monitor.store import migrate, sql
+from monitor.records import RUN_ID, SNAPSHOT_ID
+from monitor.store import codec, migrate, sql
 from monitor.store.db import Store
 from monitor.store.export import EXPORT_TABLES, is_export_folder, verify_export
 
@@ -290,7 +292,11 @@ def _stage(
             if table in MERGE_TABLES:  # not schema_migrations, nor tables shards do not carry
                 load(stage, table)
         migrate.apply_migrations(stage, label)
-        return {t: stage.sql(f"SELECT * FROM {t}").to_arrow_table() for t in MERGE_TABLES}
+        # Shards written by any version pass the store's one redaction point as well.
+        return {
+            t: codec.redacted(stage.sql(f"SELECT * FROM {t}").to_arrow_table())
+            for t in MERGE_TABLES
+        }
     finally:
         stage.close()
 
@@ -298,6 +304,15 @@ def _stage(
 def _check_references(shard: _Shard) -> None:
     """Every row must belong to a run in the shard, every score to an item in the shard."""
     runs = set(shard.run_ids)
+    for column, rule in (("run_id", RUN_ID), ("snapshot_id", SNAPSHOT_ID)):
+        bad = sorted(
+            v for v in set(shard.tables["runs"].column(column).to_pylist()) if not rule.match(v)
+        )
+        if bad:
+            raise DataIntegrityError(
+                f"shard {shard.source} holds a {column} the tool would never make: "
+                f"{safe_text(bad[0])!r} (letters, digits, '.', '_', '-'; nothing was merged)"
+            )
     if len(runs) != shard.tables["runs"].num_rows:
         raise DataIntegrityError(f"shard {shard.source} repeats a run id")
     for table in RUN_TABLES:
