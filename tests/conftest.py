@@ -71,3 +71,41 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "vllm: needs the real vLLM server (installed and started once per session)"
     )
+
+
+@pytest.fixture(scope="session")
+def smollm2_caste_runs(tmp_path_factory, session_cache, shared_datasets) -> tuple[Path, list[dict]]:
+    """Two runs of the default command ``bias-monitor run -b bhed-caste`` (SmolLM2, the
+    neutral control and the metric panel) in one store, scored once per session through
+    the CLI; returns the DuckDB file and the two runs' JSON outcomes.
+
+    Several tests need exactly these runs: the report test reads them, and the rerun test
+    compares its own scores with them. Scoring them once saves a SmolLM2 caste run per
+    test. Tests must not write to the file: copy it (``shutil.copy``) to change it.
+    """
+    import json
+    import subprocess
+    import sys
+
+    root = tmp_path_factory.mktemp("smollm2-caste")
+    db = root / "monitor.duckdb"
+    env = {
+        **os.environ,
+        "MONITOR_CACHE_DIR": str(session_cache),
+        "MONITOR_DATA_DIR": str(root / "datasets"),
+        "MONITOR_DATA_MIRROR": str(shared_datasets),
+        "MONITOR_DB": str(db),
+    }
+    runs = []
+    for _ in range(2):
+        proc = subprocess.run(
+            [sys.executable, "-m", "monitor", "run", "-b", "bhed-caste", "--format", "json"],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env=env,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        (outcome,) = json.loads(proc.stdout)
+        runs.append(outcome)
+    return db, runs

