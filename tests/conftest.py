@@ -17,6 +17,14 @@ from servers.vllm import vllm_server  # noqa: F401
 
 from monitor.benchmarks.items import LoadedBenchmark
 
+# GNU readline (loaded by pytest through pdb) writes its terminal's COLUMNS and LINES into
+# the process environment behind os.environ's back, so every CLI subprocess would inherit
+# COLUMNS=80 that nobody set; the CLI follows COLUMNS. Take back what os.environ does not
+# hold, so subprocesses see the environment a test sets, as a user's log would.
+for _name in ("COLUMNS", "LINES"):
+    if _name not in os.environ:
+        os.unsetenv(_name)
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = Path(
     os.environ.get("MONITOR_TEST_DATASETS", REPO.parent / "shared" / "datasets")
