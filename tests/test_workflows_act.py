@@ -258,8 +258,9 @@ def test_consumer_example_fails_when_its_snapshot_is_skipped(tmp_path):
 
 
 def test_release_builds_a_checked_wheel_and_sdist_up_to_the_push(state):
-    # A manual run on a branch: everything before the push runs; the image job and both
-    # publishing steps are skipped (no tag, no registry, no Buildx under act).
+    # A manual run on a branch: everything before the push runs (the wheel, the sdist and
+    # the image, built with podman under act); the push and both publishing steps are
+    # skipped (no tag, no registry).
     proc = act("release", state)
     dist = state / "release" / "dist"
     wheel, sdist = sorted(dist.glob("*.whl")), sorted(dist.glob("*.tar.gz"))
@@ -274,5 +275,8 @@ def test_release_builds_a_checked_wheel_and_sdist_up_to_the_push(state):
     )
     assert "Requires-Python: <3.14,>=3.11" in meta or "Requires-Python: >=3.11,<3.14" in meta
     assert "Project-URL: Source," in meta
-    assert "the image is not built under act" in proc.stdout
+    assert re.search(
+        r"image built: localhost/bias-monitor:release sha256:[0-9a-f]{64}", proc.stdout
+    )
+    assert "not pushed: a release pushes only from a v* tag" in proc.stdout
     assert "gh-action-pypi-publish" not in proc.stdout  # the pypi job did not run
