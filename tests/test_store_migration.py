@@ -267,6 +267,18 @@ def test_drift_reads_the_same_after_migration(released):
             n[rate] = o[rate]
         assert n["delta_ci"] == pytest.approx(o["delta_ci"], abs=1e-12)
         n["delta_ci"] = o["delta_ci"]
+        # Issue 25 put beside each comparison what its reader needs: the two snapshots by
+        # name, whether it is flagged, its MDE (the released JSON kept it in a separate
+        # list) and the control read beside its axis (this imported study has none).
+        snapshot_of = {p["new_run_id"]: p["snapshot_id"] for p in old["pairs"]} | {
+            p["baseline_run_id"]: p["snapshot_id"] for p in old["pairs"]
+        }
+        assert n.pop("snapshot_id") == snapshot_of[o["new_run_id"]]
+        assert n.pop("baseline_snapshot_id") == snapshot_of[o["baseline_run_id"]]
+        assert n.pop("flagged") is (o["verdict"] in ("regression", "improvement"))
+        mde, mde_n = n.pop("mde"), n.pop("mde_n")
+        assert 0 < mde_n <= o["n_paired"] and abs(o["delta"]) < mde < 1
+        assert n.pop("control") is None
         # McNemar's p is now 2·bdtr(min(b, c), n, ½) from scipy.special instead of scipy's
         # binomtest (docs/drift-statistics.md §9): equal to 1e-11 relative, not bit for bit.
         for field in ("p_mcnemar", "p_bh"):
