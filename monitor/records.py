@@ -17,7 +17,13 @@ from typing import Any, Literal
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 SNAPSHOT_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,199}$")
 
-Outcome = Literal["stereo", "anti", "tie", "refusal", "ambiguous", "other"]
+# Pair families decide stereo/anti/tie; the choice-QA family (BBQ, BharatBBQ) stores which
+# option the model picked by its role: the stereotyped group (``target``), the other group
+# (``non-target``) or the unknown option (``unknown``). ``refusal``/``ambiguous``/``other``
+# are shared: an API answer that is no option, or that could not be read.
+Outcome = Literal[
+    "stereo", "anti", "tie", "refusal", "ambiguous", "other", "target", "non-target", "unknown"
+]
 RunStatus = Literal["running", "complete", "failed", "quarantined", "interrupted"]
 
 

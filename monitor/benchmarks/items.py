@@ -83,8 +83,10 @@ class Item:
     region: str  # "india" | "us"
     benchmark_version: str
     source_row: int  # row index in the source file (0-based data row)
-    text_stereo: str
-    text_anti: str
+    # The two sentences of a pair; None for kinds that are not scored as sentence pairs
+    # (word-set terms, choice questions), whose content is in ``payload``.
+    text_stereo: str | None = None
+    text_anti: str | None = None
     targets_stereo: tuple[str, ...] = ()
     targets_anti: tuple[str, ...] = ()
     template: str | None = None

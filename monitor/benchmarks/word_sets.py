@@ -119,8 +119,8 @@ class _Builder:
                         region=self.region,
                         benchmark_version=self.version.label,
                         source_row=row,
-                        text_stereo=None,  # type: ignore[arg-type]  # not a pair
-                        text_anti=None,  # type: ignore[arg-type]
+                        text_stereo=None,  # not a pair
+                        text_anti=None,
                         direction=None,  # type: ignore[arg-type]
                         kind=ITEM_KIND,
                         payload=payload,

@@ -12,7 +12,10 @@ Pure declarations: no I/O, no imports beyond the records.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from monitor.records import MeasureKind
 
@@ -65,6 +68,12 @@ class ResultFamily:
     ``comparison``: the name of the drift comparator that pairs two runs of it.
     ``headline``: the measure that tables and trend plots show first.
     ``outcomes``: whether per-item rows carry a stereo/anti/tie/... outcome.
+    ``hooks``: what a family that lives in its own folder (``monitor/families/<name>/``)
+    supplies to the generic rooms, as ``"module:function"`` references resolved on first
+    use (the way ``monitor.kinds`` names loaders and drivers, and plugin entry points
+    work): the rooms call :meth:`hook` and never import the family's modules, so the
+    layer contracts hold and a new family is its folder plus one line in ``FAMILIES``.
+    The hook names and their signatures are listed in ``monitor/families/__init__.py``.
     """
 
     name: str
@@ -74,6 +83,15 @@ class ResultFamily:
     comparison: str
     headline: str
     outcomes: bool
+    hooks: Mapping[str, str] = field(default_factory=dict)
+
+    def hook(self, name: str) -> Callable[..., Any] | None:
+        """The family's ``name`` hook, imported on first use; None where it has none."""
+        ref = self.hooks.get(name)
+        if ref is None:
+            return None
+        module, _, attr = ref.partition(":")
+        return getattr(importlib.import_module(module), attr)
 
 
 PAIR_OUTCOME = ResultFamily(
@@ -96,4 +114,17 @@ ASSOCIATION_TEST = ResultFamily(
     outcomes=False,
 )
 
-FAMILIES: dict[str, ResultFamily] = {f.name: f for f in (PAIR_OUTCOME, ASSOCIATION_TEST)}
+# Families that live in their own folder (``monitor/families/<name>/``) declare themselves
+# in ``<name>/spec.py``, pure data; one line each here registers them. They are named as
+# references, like ``hooks``, so this room never imports a family folder.
+FOLDER_FAMILIES = ("monitor.families.choice_qa.spec:CHOICE_QA",)
+
+
+def _resolve(ref: str) -> ResultFamily:
+    module, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+FAMILIES: dict[str, ResultFamily] = {
+    f.name: f for f in (PAIR_OUTCOME, ASSOCIATION_TEST, *(_resolve(r) for r in FOLDER_FAMILIES))
+}

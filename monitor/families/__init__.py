@@ -1,0 +1,29 @@
+"""Result families that live in one folder each.
+
+A *result family* is a kind of result (see ``monitor.metrics.families``). A family in its
+own folder, ``monitor/families/<name>/``, holds everything that is particular to it: its
+item payload and parser, its request planner(s), its per-item outcome and numbers, its
+aggregation with intervals, the comparator drift uses, its quality expectations, its
+report section and its CLI table. It declares itself in ``<name>/spec.py`` (a
+``ResultFamily`` with ``hooks``; pure data) and is registered by one line in
+``monitor.metrics.families.FAMILIES``; its metric specs by one line in
+``monitor.metrics.registry``. The generic rooms find its code through
+``ResultFamily.hook(name)``; they never import a family folder.
+
+Each module of a family folder belongs to the room whose job it does, and the import
+contracts in ``pyproject.toml`` hold it to that room's rules: ``spec`` and ``measures``
+are pure like ``monitor.metrics``; ``items`` reads files like ``monitor.benchmarks``;
+``scoring`` talks to backends like ``monitor.scoring``/``monitor.jobs``; ``compare``
+is drift (no store, no report); ``section`` is report (no store); ``table`` is CLI output.
+
+Hook names (a family supplies the ones that apply; the signature is the contract):
+
+``load``          (entry, path, options) -> LoadedBenchmark: parse a benchmark file
+``measures``      (rows, items_by_id) -> list[Measure]: a run's measures from stored rows
+``score_local``   (ctx, plan) -> rows: score items with a local/causal backend
+``score_api``     (ctx, plan) -> rows: score items with a chat API backend
+``compare``       drift comparator: two runs of the family -> comparisons
+``report_section`` the family's part of the Markdown/HTML/JSON report
+``cli_table``     the family's rich table for ``run`` and ``show``
+``importers``     ``bias-monitor import <name>``: published per-item predictions as runs
+"""

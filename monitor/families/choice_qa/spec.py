@@ -1,0 +1,28 @@
+"""The choice-QA family's declaration: pure data, read by ``monitor.metrics.families``.
+
+Items (kind ``choice-question``) are BBQ-style questions: a context (ambiguous or
+disambiguated), a question (negative or non-negative polarity) and three options, one of
+which is the 'unknown' answer and one of which names the stereotyped group. A row's
+outcome is the role of the option the model picked: ``target`` (the stereotyped group),
+``non-target`` (the other group) or ``unknown``; ``refusal``/``other`` where an API answer
+is no option. Measures: accuracy and BBQ's bias scores per category, with intervals that
+resample whole templates (the items of one template are one cluster).
+"""
+
+from __future__ import annotations
+
+from monitor.metrics.families import ResultFamily
+
+_HERE = "monitor.families.choice_qa"
+
+CHOICE_QA = ResultFamily(
+    name="choice-qa",
+    summary="multiple-choice questions with an 'unknown' option (BBQ, BharatBBQ): accuracy "
+    "and bias scores per category, template-cluster intervals",
+    item_kinds=("choice-question",),
+    measure_kinds=("rate", "effect_size"),
+    comparison="choice-qa",
+    headline="bias_ambig",
+    outcomes=True,
+    hooks={},  # filled as the family's modules land: {"measures": f"{_HERE}.measures:..."}
+)
