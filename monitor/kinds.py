@@ -71,7 +71,8 @@ class KindSpec:
 
 _LOCAL_WEIGHTS = ("hf-hub", "pypi", "local-dir")
 _CAUSAL_METRICS = ("cll", "cll-reference", "ull")
-_CHAT_METRICS = ("forced-choice", "sampled-choice")
+# mc-letter(-sampled): the choice-QA family's (BBQ, BharatBBQ) lettered multiple choice.
+_CHAT_METRICS = ("forced-choice", "sampled-choice", "mc-letter", "mc-letter-sampled")
 _ASSOCIATION_METRICS = ("weat", "weat-population-sd")
 
 KINDS: dict[str, KindSpec] = {

@@ -21,7 +21,10 @@ Hook names (a family supplies the ones that apply; the signature is the contract
 ``load``          (entry, path, options) -> LoadedBenchmark: parse a benchmark file
 ``measures``      (rows, items_by_id) -> list[Measure]: a run's measures from stored rows
 ``score_local``   (ctx, plan) -> rows: score items with a local/causal backend
-``score_api``     (ctx, plan) -> rows: score items with a chat API backend
+``score_api``     (metric) -> ``monitor.scoring.api_tasks.ApiScoring`` | None: how the chat
+                  API driver plans and reads the family's API metric (its requests per item,
+                  whether it needs log-probabilities and what it falls back to, the row
+                  from the answers); the driver's budget, probe, storage and resume apply
 ``compare``       drift comparator: two runs of the family -> comparisons
 ``report_section`` the family's part of the Markdown/HTML/JSON report
 ``cli_table``     the family's rich table for ``run`` and ``show``

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +46,6 @@ from monitor.jobs.context import JobContext
 from monitor.jobs.lifecycle import OpenRun
 from monitor.jobs.options import EventSink, RunOptions, RunOutcome
 from monitor.jobs.run_record import fingerprint, new_repeat_group, new_run_record
-from monitor.metrics.forced_choice import FORCED_CHOICE
 from monitor.metrics.registry import get_metric
 from monitor.metrics.sampling import SAMPLED_CHOICE
 from monitor.provenance import environment
@@ -54,15 +53,16 @@ from monitor.scoring.api_tasks import (
     INDIC_TEMPLATES,
     TEMPLATES,
     PlannedRequest,
+    api_scoring,
+    asks_logprobs,
     chat_request,
-    plan_requests,
     record_from_row,
 )
 from monitor.snapshots.model import ApiSettings, ApiSource, Snapshot
 
 
 def method_for(metric: str, settings: ApiSettings) -> Method:
-    if metric == FORCED_CHOICE:
+    if asks_logprobs(metric):
         return Method(
             metric,
             1,
@@ -99,13 +99,19 @@ def api_fingerprint(
         RunOptions(seed=seed, device="api", dtype="n/a"),
         extra={
             "option_order": option_order,
-            "templates": TEMPLATES,  # a reworded prompt is a different measurement
+            # A reworded prompt is a different measurement.
+            "templates": _templates(method.metric),
             # Only when used, so runs of the other benchmarks keep their fingerprints.
             **({"indic_templates": INDIC_TEMPLATES} if _uses_indic(benches) else {}),
             "items": hashlib.sha256("\n".join(items).encode()).hexdigest(),
             **method.params(),
         },
     )
+
+
+def _templates(metric: str) -> Mapping[str, str]:
+    scoring = api_scoring(metric)
+    return scoring.templates if scoring is not None else TEMPLATES
 
 
 def _uses_indic(benches: Sequence[LoadedBenchmark]) -> bool:
@@ -171,7 +177,8 @@ def score_snapshot(ctx: JobContext) -> list[RunOutcome]:
     if not isinstance(source, ApiSource):
         raise UserInputError(f"snapshot {snapshot.id} has no openai-api source")
     metric = ctx.metric.name
-    if metric not in METHOD_METRICS:
+    scoring = api_scoring(metric)
+    if scoring is None:
         raise UserInputError(
             f"snapshot {snapshot.id}: kind {snapshot.kind} is scored with "
             f"{' or '.join(METHOD_METRICS)}, not {metric!r}"
@@ -186,7 +193,8 @@ def score_snapshot(ctx: JobContext) -> list[RunOutcome]:
     items = ctx.items
 
     def plan_for(method: Method) -> dict[str, list[PlannedRequest]]:
-        return plan_requests(
+        planner = api_scoring(method.metric) or scoring
+        return planner.plan(
             items, option_order=settings.option_order, samples=method.samples, seed=options.seed
         )
 
@@ -203,7 +211,7 @@ def score_snapshot(ctx: JobContext) -> list[RunOutcome]:
 
     probe: ProbeResult | None = None
     fallback: str | None = None
-    if metric == FORCED_CHOICE:
+    if scoring.logprobs:
         budget.check_plan(1)
         try:
             probe = probe_logprobs(
@@ -219,10 +227,10 @@ def score_snapshot(ctx: JobContext) -> list[RunOutcome]:
                 )
             ]
         if not probe.accepted:
-            method = method_for(SAMPLED_CHOICE, settings)
+            method = method_for(scoring.fallback or SAMPLED_CHOICE, settings)
             fallback = (
                 f"{snapshot.id}: the model gives no log-probabilities ({probe.detail}); "
-                f"falling back to the sampling method ({SAMPLED_CHOICE}, {method.samples} "
+                f"falling back to the sampling method ({method.metric}, {method.samples} "
                 "samples per item and option order)"
             )
             on_event(fallback)

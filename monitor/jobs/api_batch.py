@@ -19,8 +19,7 @@ from monitor.backends.openai_batch import (
 )
 from monitor.backends.openai_chat import ChatCaller, ResponseRecord
 from monitor.jobs.api_session import ApiSession
-from monitor.metrics.forced_choice import FORCED_CHOICE
-from monitor.scoring.api_tasks import PlannedRequest, chat_request, request_row
+from monitor.scoring.api_tasks import PlannedRequest, asks_logprobs, chat_request, request_row
 from monitor.snapshots.model import ApiSettings
 
 EventSink = Callable[[str], None]
@@ -44,7 +43,7 @@ def run_batches(
     jobs = BatchJobs(api)
     by_key = {p.key: p for p in pending}
     deadline = time.monotonic() + max(0.0, settings.batch_wait_s)
-    want_logprobs = method.metric == FORCED_CHOICE
+    want_logprobs = asks_logprobs(method.metric)
 
     def missing() -> list[PlannedRequest]:
         return [p for p in pending if p.key not in session.records]

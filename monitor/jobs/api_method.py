@@ -7,6 +7,7 @@ from typing import Any
 
 from monitor.metrics.forced_choice import FORCED_CHOICE
 from monitor.metrics.sampling import SAMPLED_CHOICE
+from monitor.scoring.api_tasks import asks_logprobs
 from monitor.snapshots.model import ApiSettings
 
 METHOD_METRICS = (FORCED_CHOICE, SAMPLED_CHOICE)
@@ -27,15 +28,15 @@ class Method:
         return {
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
-            "top_logprobs": self.top_logprobs if self.metric == FORCED_CHOICE else None,
-            "logprobs": self.metric == FORCED_CHOICE,
+            "top_logprobs": self.top_logprobs if asks_logprobs(self.metric) else None,
+            "logprobs": asks_logprobs(self.metric),
             "seed": self.seed,
             "samples": self.samples,
         }
 
 
 def method_for(metric: str, settings: ApiSettings) -> Method:
-    if metric == FORCED_CHOICE:
+    if asks_logprobs(metric):
         return Method(
             metric,
             1,

@@ -13,7 +13,8 @@ its *stored* rows. Which snapshot kinds a metric applies to is declared by the k
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import importlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from monitor.benchmarks.items import Item
@@ -38,6 +39,7 @@ from monitor.metrics.families import (
     ASSOCIATION_SCORES,
     ASSOCIATION_TEST,
     CHOICE_PROBABILITIES,
+    FAMILIES,
     JUDGE_VERDICTS,
     LOG_LIKELIHOOD,
     PAIR_OUTCOME,
@@ -210,6 +212,22 @@ METRICS: dict[str, MetricSpec] = {
 }
 
 
+# Metrics of families that live in their own folder (``monitor/families/<name>/``): each
+# reference names a tuple of MetricSpec fields there, plain data with the family by name,
+# read on import like ``families.FOLDER_FAMILIES`` so that this room never imports a
+# family folder (and the folder, which imports this room's modules, needs no registry).
+FOLDER_METRICS = ("monitor.families.choice_qa.letter_measures:METRIC_SPECS",)
+
+
+def _folder_specs(reference: str) -> Iterator[MetricSpec]:
+    module, _, attr = reference.partition(":")
+    for fields in getattr(importlib.import_module(module), attr):
+        yield MetricSpec(**{**fields, "family": FAMILIES[fields["family"]]})
+
+
+METRICS.update({m.name: m for ref in FOLDER_METRICS for m in _folder_specs(ref)})
+
+
 def get_metric(name: str) -> MetricSpec:
     """The spec of ``name``; an unknown name is a ``UserInputError`` listing the known."""
     try:
@@ -237,7 +255,9 @@ def run_measures(
     * rows carrying the metric panel: the other causal metrics' rates and their
       agreement (``monitor.metrics.panel``);
     * rows kept only because the reproduced code scores them: the rate without them
-      (``cll_reference.after_exclusions_measures``).
+      (``cll_reference.after_exclusions_measures``);
+    * a family in its own folder: its ``measures`` hook over the rows and their items
+      (choice-QA: accuracy and bias scores with template-cluster intervals).
     """
     rows = list(rows)
     by_id = {it.item_id: it for it in items}
@@ -246,4 +266,7 @@ def run_measures(
     measures = identity.identity_measures(measures, rows, by_id)
     reference_rows = {i for i, it in by_id.items() if it.payload.get("reference_row")}
     measures += after_exclusions_measures(rows, item_axis, reference_rows)
+    family_measures = spec.family.hook("measures")
+    if family_measures is not None:
+        measures += family_measures(rows, by_id)
     return measures

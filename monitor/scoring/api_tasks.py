@@ -10,6 +10,10 @@ asks only for keys not stored yet.
 
 Prompts are built from versioned templates; the template id and the exact text sent are
 stored with every request, so a changed prompt is visible in the record, never silent.
+
+A result family in its own folder brings its own API metric (choice-QA: ``mc-letter``)
+through its ``score_api`` hook, an :class:`ApiScoring` that says how that metric plans and
+reads its requests; the driver asks :func:`api_scoring` and never names a family.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from monitor.metrics.forced_choice import (
     forced_choice_row,
     read_order,
 )
+from monitor.metrics.registry import METRICS
 from monitor.metrics.sampling import (
     SAMPLED_CHOICE,
     is_refusal,
@@ -212,12 +217,55 @@ def chat_request(
     top_logprobs: int,
     seed: int | None,
 ) -> ChatRequest:
-    """The wire request for a planned one: forced choice asks for top log-probabilities,
-    sampling does not (and varies the seed per sample so samples can differ)."""
-    if method == FORCED_CHOICE:
+    """The wire request for a planned one: forced choice (and any metric that reads
+    log-probabilities) asks for top log-probabilities, sampling does not (and varies the
+    seed per sample so samples can differ)."""
+    if asks_logprobs(method):
         return ChatRequest(planned.key, planned.prompt, max_tokens, temperature, top_logprobs, seed)
     sample_seed = None if seed is None else seed + planned.sample
     return ChatRequest(planned.key, planned.prompt, max_tokens, temperature, None, sample_seed)
+
+
+@dataclass(frozen=True)
+class ApiScoring:
+    """How the chat API driver asks for and reads one metric's answers.
+
+    ``logprobs``: it asks for top log-probabilities (the start-of-run probe checks the
+    model gives them); ``fallback``: the metric to score with when it does not;
+    ``templates``: the prompt templates, part of the run's fingerprint; ``plan``:
+    items -> their requests (keyword arguments ``option_order``, ``samples``, ``seed``);
+    ``score``: (item id, its planned requests, answers by request key) -> the item's row.
+    """
+
+    metric: str
+    logprobs: bool
+    fallback: str | None
+    templates: Mapping[str, str]
+    plan: Callable[..., dict[str, list[PlannedRequest]]]
+    score: Callable[[str, Sequence[PlannedRequest], Mapping[str, ResponseRecord]], ScoreRow]
+
+
+def api_scoring(metric: str) -> ApiScoring | None:
+    """The pair family's forced choice or sampling, or what the metric's own family
+    supplies through its ``score_api`` hook; None for a metric no chat API can score."""
+    if metric in (FORCED_CHOICE, SAMPLED_CHOICE):
+        return ApiScoring(
+            metric,
+            logprobs=metric == FORCED_CHOICE,
+            fallback=SAMPLED_CHOICE if metric == FORCED_CHOICE else None,
+            templates=TEMPLATES,
+            plan=plan_requests,
+            score=lambda item_id, planned, records: score_item(metric, item_id, planned, records),
+        )
+    spec = METRICS.get(metric)
+    hook = spec.family.hook("score_api") if spec is not None else None
+    return hook(metric) if hook is not None else None
+
+
+def asks_logprobs(metric: str) -> bool:
+    """Does ``metric`` ask the API for top log-probabilities?"""
+    scoring = api_scoring(metric)
+    return scoring is not None and scoring.logprobs
 
 
 def score_item(
@@ -227,6 +275,11 @@ def score_item(
     records: Mapping[str, ResponseRecord],
 ) -> ScoreRow:
     """The item's ScoreRow once every planned request has a record."""
+    if metric not in (FORCED_CHOICE, SAMPLED_CHOICE):
+        scoring = api_scoring(metric)
+        if scoring is None:
+            raise ValueError(f"no API scoring for metric {metric!r}")
+        return scoring.score(item_id, planned, records)
     if metric == FORCED_CHOICE:
         results = [
             read_order(

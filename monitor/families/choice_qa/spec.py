@@ -24,5 +24,8 @@ CHOICE_QA = ResultFamily(
     comparison="choice-qa",
     headline="bias_ambig",
     outcomes=True,
-    hooks={},  # filled as the family's modules land: {"measures": f"{_HERE}.measures:..."}
+    hooks={
+        # filled as the family's modules land
+        "score_api": f"{_HERE}.api_choice:api_scoring",
+    },
 )
