@@ -24,5 +24,7 @@ CHOICE_QA = ResultFamily(
     comparison="choice-qa",
     headline="bias_ambig",
     outcomes=True,
-    hooks={},  # filled as the family's modules land: {"measures": f"{_HERE}.measures:..."}
+    hooks={
+        "load": f"{_HERE}.items:load",
+    },
 )
