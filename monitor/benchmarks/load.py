@@ -7,7 +7,10 @@ names.
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from monitor.benchmarks import taxonomy
 from monitor.benchmarks.errata import ErrataFile, apply_errata, load_errata
@@ -26,6 +29,7 @@ def load_benchmarks(
     data_dir: Path | None = None,
     manifest: BenchmarkManifest | None = None,
     errata_file: Path | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> list[LoadedBenchmark]:
     """Parse the selected benchmarks from the data cache: exactly ``ids``, or the defaults
     with their controls when ``ids`` is None (the CLI expands controls itself, with
@@ -34,6 +38,10 @@ def load_benchmarks(
     ``errata``: ``"current"`` applies ``data/errata.toml`` (or ``errata_file``) at the
     version it declares; ``"none"`` uses the raw files; any other value must equal the
     declared version, so a run asking for an errata version that is not here fails.
+
+    ``options`` go to the loaders of family folders (``FAMILY_LOADERS``), on top of each
+    manifest entry's own options: e.g. ``{"size": "mini"}`` for choice questions. The
+    other formats take their options from the manifest only.
     """
     manifest = manifest if manifest is not None else load_manifest()
     specs = manifest.select(ids, controls=ids is None)
@@ -46,7 +54,7 @@ def load_benchmarks(
                 f"errata file names unknown benchmark id(s) {', '.join(unknown)}; "
                 f"known ids: {', '.join(manifest.benchmarks)}"
             )
-    return [_load_one(manifest, spec, corrections, data_dir) for spec in specs]
+    return [_load_one(manifest, spec, corrections, data_dir, options) for spec in specs]
 
 
 def _resolve_errata(errata: str, errata_file: Path | None) -> ErrataFile | None:
@@ -61,6 +69,12 @@ def _resolve_errata(errata: str, errata_file: Path | None) -> ErrataFile | None:
     return loaded
 
 
+# Formats whose parser lives in a family folder (``monitor/families/<name>/items.py``,
+# the family's ``load`` hook), named as references so this room never imports the folder.
+FAMILY_LOADERS = {
+    "bbq-jsonl": "monitor.families.choice_qa.items:load",
+    "bharatbbq-csv": "monitor.families.choice_qa.items:load",
+}
 CSV_OPTIONS = {"indian-bhed": frozenset({"strip_sentences"}), "crows-pairs": frozenset()}
 
 
@@ -69,6 +83,7 @@ def _load_one(
     spec: BenchmarkSpec,
     corrections: ErrataFile | None,
     data_dir: Path | None,
+    options: Mapping[str, Any] | None = None,
 ) -> LoadedBenchmark:
     data = read_verified(spec, data_dir)
     name = f"{spec.id} ({spec.path})"
@@ -80,6 +95,11 @@ def _load_one(
         sha256=spec.sha256,
         errata_version=corrections.version if corrections is not None else "none",
     )
+    if spec.format in FAMILY_LOADERS:
+        if corrections is not None and corrections.for_benchmark(spec.id):
+            raise UserInputError(f"errata for {spec.id}: choice questions take no errata")
+        module, _, attr = FAMILY_LOADERS[spec.format].partition(":")
+        return getattr(importlib.import_module(module), attr)(spec, data, version, options)
     if spec.format == "indic-taxonomy":
         return _load_taxonomy(spec, data, version, data_dir, name)
     unknown = sorted(set(spec.options) - CSV_OPTIONS.get(spec.format, frozenset()))

@@ -31,8 +31,16 @@ HttpUrl = Annotated[str, StringConstraints(pattern=r"^https?://\S+$")]
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 # Sentence-pair CSVs, the Indic-Bias taxonomy (identity pairs), and word sets for
 # association tests (``monitor.benchmarks.word_sets``).
+# Choice questions (BBQ, BharatBBQ) are parsed in their family folder (``monitor.families``).
 Format = Literal[
-    "indian-bhed", "crows-pairs", "indic-taxonomy", "weat-json", "sochindi-weat", "sochindi-seat"
+    "indian-bhed",
+    "crows-pairs",
+    "indic-taxonomy",
+    "weat-json",
+    "sochindi-weat",
+    "sochindi-seat",
+    "bbq-jsonl",
+    "bharatbbq-csv",
 ]
 # Benchmark options: plain scalars only (they are recorded with every run that uses them).
 OptionValue = int | float | str | bool

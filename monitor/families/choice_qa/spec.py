@@ -25,7 +25,7 @@ CHOICE_QA = ResultFamily(
     headline="bias_ambig",
     outcomes=True,
     hooks={
-        # filled as the family's modules land
+        "load": f"{_HERE}.items:load",
         "score_api": f"{_HERE}.api_choice:api_scoring",
     },
 )

@@ -1,0 +1,362 @@
+"""Loaders of the choice-QA family: BBQ JSON Lines and BharatBBQ CSV files -> items.
+
+``monitor.benchmarks.load`` dispatches the manifest formats ``bbq-jsonl`` and
+``bharatbbq-csv`` to :func:`load` (the family's ``load`` hook). Every source row becomes
+one item of kind ``choice-question`` whose ``payload`` is plain JSON (see the shared spec
+in ``spec.py``): the context, question and three options, and the 0-based indices of the
+correct option (``label``), the unknown option (``unknown``) and the option naming the
+stereotyped group (``target``).
+
+Options (``options`` argument, on top of the manifest entry's ``options``):
+
+``size``      ``"mini"`` | ``"default"`` | ``"full"`` (default ``"default"``). The items of
+              one template (``question_index`` in BBQ, ``Qid`` in BharatBBQ) are one cluster
+              for the intervals, so a sample keeps whole *fills* of a template: every item
+              that shares the template and the option set (both context conditions, both
+              polarities, both name orders). A template holds 35-270 items in these files,
+              so a sample of ~30 items cannot keep whole templates; it keeps a few whole
+              fills of each of a few templates instead. ``mini``: 4 templates, fills up to
+              8 items each (~32 items); ``default``: 10 templates, fills up to 40 items
+              each (~400 items); ``full``: every row. Deterministic (seeded); the size,
+              seed and the template ids kept are recorded in ``LoadedBenchmark.sampling``.
+``seed``      the sampling seed (default 0).
+``translations`` (BharatBBQ only) a folder holding a translation of the benchmark as
+              row-parallel files named like the English ones (``Caste_examples.csv``, same
+              columns), e.g. a copy of a language of the gated dataset hub release;
+              ``language`` is then its BCP-47 code. Indices (label, target, unknown),
+              template and source id come from the pinned English row at the same position
+              (the unknown option cannot be found by English strings in a translation) and
+              the loader refuses a file whose row count, ids, templates, conditions or
+              indices differ. Items of a translation pair with the English items by
+              (benchmark, ``source_id``); their ids differ (the texts differ).
+
+Item id: ``make_content_id(namespace, "choice-question", payload without "language")``
+where the namespace is ``benchmark@commit:sha256`` of the English file (no errata
+version). BBQ targets: the option whose ``answer_info`` group (either of its two labels,
+case-insensitive) is one of ``additional_metadata.stereotyped_groups``; an item where not
+exactly one non-unknown option matches gets ``target: null`` (kept for accuracy, left out
+of bias scores by the measures) and its source id is listed in
+``sampling["target_unidentified"]``. In the six pinned BBQ files every row matches exactly
+one option. BharatBBQ: ``Target`` and ``Label`` are 1-based option indices; the unknown
+option is the one whose text is one of the six unknown strings of the files (every row of
+the 13 files has exactly one).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import random
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from monitor.benchmarks.items import BenchmarkVersion, Item, LoadedBenchmark, make_content_id
+from monitor.benchmarks.manifest import BenchmarkSpec
+from monitor.benchmarks.parse import check_row_count, id_namespace
+from monitor.errors import DataIntegrityError, UserInputError
+
+KIND = "choice-question"
+FORMATS = ("bbq-jsonl", "bharatbbq-csv")
+SIZES = {"mini": (4, 8), "default": (10, 40), "full": None}  # (templates, items per template)
+DEFAULT_SIZE = "default"
+OPTION_NAMES = frozenset({"size", "seed", "translations", "language"})
+# The unknown answers used in the BharatBBQ files (compared lower-cased and stripped).
+UNKNOWN_STRINGS = frozenset(
+    {
+        "unknown",
+        "can't be determined",
+        "can't answer",
+        "cannot answer",
+        "not enough information",
+        "not enough info",
+    }
+)
+BHARATBBQ_COLUMNS = (
+    "Qid",
+    "Context_type",
+    "Context",
+    "Question",
+    "Question_polarity",
+    "Option1",
+    "Option2",
+    "Option3",
+    "Label",
+    "Target",
+    "Proper_Noun",
+    "Category",
+    "id",
+)
+_CONDITION = {"amb": "ambig", "disamb": "disambig", "ambig": "ambig", "disambig": "disambig"}
+_POLARITY = {"neg": "neg", "non-neg": "nonneg", "nonneg": "nonneg"}
+
+
+def category_id(benchmark: str) -> str:
+    """The category id (the item's ``axis``): the benchmark id after its source prefix."""
+    return benchmark.split("-", 1)[1]
+
+
+def load(
+    spec: BenchmarkSpec,
+    data: bytes,
+    version: BenchmarkVersion,
+    options: Mapping[str, Any] | None = None,
+) -> LoadedBenchmark:
+    """The family's ``load`` hook: a pinned BBQ or BharatBBQ file as a ``LoadedBenchmark``."""
+    name = f"{spec.id} ({spec.path})"
+    opts = {**spec.options, **(options or {})}
+    unknown = sorted(set(opts) - OPTION_NAMES)
+    if unknown:
+        raise UserInputError(f"{name}: unknown option(s) {', '.join(unknown)}")
+    size = str(opts.get("size", DEFAULT_SIZE))
+    if size not in SIZES:
+        raise UserInputError(f"{name}: size {size!r} is not one of {', '.join(SIZES)}")
+    seed = opts.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise UserInputError(f"{name}: seed must be an integer")
+    namespace = id_namespace(version)
+    language = spec.language
+    if spec.format == "bbq-jsonl":
+        if "translations" in opts:
+            raise UserInputError(f"{name}: translations apply to BharatBBQ benchmarks only")
+        records = [bbq_record(r, n, name=name) for n, r in enumerate(_jsonl(data, name))]
+        check_row_count(records, spec.rows, name=name)
+    elif spec.format == "bharatbbq-csv":
+        rows = _csv_rows(data, name)
+        check_row_count(rows, spec.rows, name=name)
+        records = [bharatbbq_record(r, n, name=name) for n, r in enumerate(rows)]
+        if "translations" in opts:
+            folder = Path(str(opts["translations"])).expanduser()
+            language = str(opts.get("language") or "")
+            if not language:
+                raise UserInputError(f"{name}: translations need a language code (option language)")
+            records, file_sha = _translated(records, folder, spec, name)
+            version = BenchmarkVersion(
+                benchmark=version.benchmark,
+                source_commit=version.source_commit,
+                sha256=version.sha256,
+                errata_version=f"{version.errata_version}+{language}:{file_sha[:12]}",
+            )
+    else:
+        raise UserInputError(f"{name}: format {spec.format!r} is not a choice-QA format")
+    axis = category_id(spec.id)
+    items = [_item(r, spec, version, namespace, axis, language) for r in records if r is not None]
+    kept = sample_items(items, size, seed)
+    return LoadedBenchmark(
+        benchmark=spec.id,
+        axis=axis,
+        region=spec.region,
+        version=version,
+        items=kept,
+        source_rows=len(records),
+        language=language,
+        not_sampled=sorted(set(i.source_row for i in items) - set(i.source_row for i in kept)),
+        sampling={
+            "size": size,
+            "seed": seed,
+            "templates": sorted({i.template or "" for i in kept}, key=_template_key),
+            "target_unidentified": [
+                i.payload["source_id"] for i in items if i.payload["target"] is None
+            ],
+            **({"translations": str(opts["translations"])} if "translations" in opts else {}),
+        },
+    )
+
+
+def _template_key(template: str) -> tuple[int, str]:
+    return (int(template), "") if template.isdigit() else (1 << 30, template)
+
+
+def sample_items(items: Sequence[Item], size: str, seed: int) -> list[Item]:
+    """The items a size keeps: whole fills (template + option set) of seeded templates."""
+    plan = SIZES[size]
+    if plan is None:
+        return list(items)
+    n_templates, per_template = plan
+    rng = random.Random(f"choice-qa:{seed}")
+    by_template: dict[str, dict[tuple[str, ...], list[Item]]] = {}
+    for item in items:
+        fills = by_template.setdefault(item.template or "", {})
+        fills.setdefault(tuple(sorted(item.payload["options"])), []).append(item)
+    templates = sorted(by_template, key=_template_key)
+    chosen = sorted(rng.sample(templates, min(n_templates, len(templates))), key=_template_key)
+    keep: set[str] = set()
+    for template in chosen:
+        fills = [by_template[template][k] for k in sorted(by_template[template])]
+        rng.shuffle(fills)
+        count = 0
+        for fill in fills:
+            if count >= per_template:
+                break
+            keep.update(i.item_id for i in fill)
+            count += len(fill)
+    return [i for i in items if i.item_id in keep]
+
+
+def _jsonl(data: bytes, name: str) -> list[dict[str, Any]]:
+    try:
+        text = data.decode("utf-8")
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataIntegrityError(f"{name}: not JSON Lines ({exc})") from None
+
+
+def _csv_rows(data: bytes, name: str) -> list[dict[str, str]]:
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DataIntegrityError(f"{name}: not UTF-8 ({exc})") from None
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    missing = [c for c in BHARATBBQ_COLUMNS if c not in (reader.fieldnames or ())]
+    if missing:
+        raise DataIntegrityError(f"{name}: missing column(s) {', '.join(missing)}")
+    return list(reader)
+
+
+def bbq_target(record: Mapping[str, Any]) -> int | None:
+    """The option naming a stereotyped group, or None where not exactly one does."""
+    groups = {str(g).lower() for g in record["additional_metadata"]["stereotyped_groups"]}
+    hits = [
+        i
+        for i in range(3)
+        if (info := record["answer_info"][f"ans{i}"])[1] != "unknown"
+        and any(str(label).lower() in groups for label in info)
+    ]
+    return hits[0] if len(hits) == 1 else None
+
+
+def bbq_record(record: Mapping[str, Any], row: int, *, name: str) -> dict[str, Any]:
+    """One BBQ JSON record as the family's payload fields (plus ``source_row``)."""
+    try:
+        unknown = [i for i in range(3) if record["answer_info"][f"ans{i}"][1].lower() == "unknown"]
+        if len(unknown) != 1:
+            raise ValueError(f"{len(unknown)} unknown options")
+        return {
+            "source_row": row,
+            "source": "bbq",
+            "category": str(record["category"]),
+            "template": str(record["question_index"]),
+            "context": str(record["context"]),
+            "question": str(record["question"]),
+            "options": [str(record[f"ans{i}"]) for i in range(3)],
+            "unknown": unknown[0],
+            "label": _index(record["label"], 0),
+            "target": bbq_target(record),
+            "polarity": _POLARITY[record["question_polarity"]],
+            "context_condition": _CONDITION[record["context_condition"]],
+            "source_id": int(record["example_id"]),
+            "proper_noun": None,
+        }
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise DataIntegrityError(f"{name}: row {row}: not a BBQ record ({exc})") from None
+
+
+def _index(value: Any, base: int) -> int:
+    index = int(value) - base
+    if index not in (0, 1, 2):
+        raise ValueError(f"option index {value!r} out of range")
+    return index
+
+
+def bharatbbq_unknown(options: Sequence[str]) -> int:
+    """The option whose text is one of the unknown strings; ValueError unless exactly one."""
+    hits = [i for i, o in enumerate(options) if o.strip().lower() in UNKNOWN_STRINGS]
+    if len(hits) != 1:
+        raise ValueError(f"{len(hits)} unknown options")
+    return hits[0]
+
+
+def bharatbbq_record(row: Mapping[str, str], n: int, *, name: str) -> dict[str, Any]:
+    """One BharatBBQ Examples row as the family's payload fields (plus ``source_row``)."""
+    try:
+        options = [row[f"Option{i}"] for i in (1, 2, 3)]
+        return {
+            "source_row": n,
+            "source": "bharatbbq",
+            "category": row["Category"],
+            "template": str(int(row["Qid"])),
+            "context": row["Context"],
+            "question": row["Question"],
+            "options": options,
+            "unknown": bharatbbq_unknown(options),
+            "label": _index(row["Label"], 1),
+            "target": _index(row["Target"], 1),
+            "polarity": _POLARITY[row["Question_polarity"].strip().lower()],
+            "context_condition": _CONDITION[row["Context_type"].strip().lower()],
+            "source_id": int(row["id"]),
+            "proper_noun": row["Proper_Noun"].strip() == "1",
+        }
+    except (KeyError, ValueError) as exc:
+        raise DataIntegrityError(f"{name}: row {n}: not a BharatBBQ row ({exc})") from None
+
+
+def _translated(
+    english: list[dict[str, Any]], folder: Path, spec: BenchmarkSpec, name: str
+) -> tuple[list[dict[str, Any]], str]:
+    """The English records with the texts of the row-parallel file in ``folder``."""
+    path = folder / Path(spec.path).name
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UserInputError(f"{name}: cannot read translation {path}: {exc.strerror}") from None
+    rows = _csv_rows(data, str(path))
+    if len(rows) != len(english):
+        raise DataIntegrityError(
+            f"{path}: {len(rows)} data rows, the English file has {len(english)}"
+        )
+    out = []
+    for n, (row, base) in enumerate(zip(rows, english, strict=True)):
+        try:
+            same = (
+                int(row["id"]) == base["source_id"]
+                and str(int(row["Qid"])) == base["template"]
+                and _index(row["Label"], 1) == base["label"]
+                and _index(row["Target"], 1) == base["target"]
+                and _CONDITION[row["Context_type"].strip().lower()] == base["context_condition"]
+            )
+        except (KeyError, ValueError):
+            same = False
+        if not same:
+            raise DataIntegrityError(
+                f"{path}: row {n} is not parallel to the English row (id, Qid, Label, Target "
+                "or Context_type differ)"
+            )
+        out.append(
+            {
+                **base,
+                "context": row["Context"],
+                "question": row["Question"],
+                "options": [row[f"Option{i}"] for i in (1, 2, 3)],
+            }
+        )
+    return out, hashlib.sha256(data).hexdigest()
+
+
+def payload_core(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """What an item id is hashed over: the payload without its language."""
+    return {k: v for k, v in payload.items() if k != "language"}
+
+
+def _item(
+    record: Mapping[str, Any],
+    spec: BenchmarkSpec,
+    version: BenchmarkVersion,
+    namespace: str,
+    axis: str,
+    language: str,
+) -> Item:
+    payload = {k: v for k, v in record.items() if k != "source_row"}
+    payload["language"] = language
+    return Item(
+        item_id=make_content_id(namespace, KIND, payload_core(payload)),
+        benchmark=spec.id,
+        axis=axis,
+        region=spec.region,
+        benchmark_version=version.label,
+        source_row=int(record["source_row"]),
+        template=payload["template"],
+        kind=KIND,
+        payload=payload,
+    )
