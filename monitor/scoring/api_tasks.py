@@ -25,6 +25,7 @@ from typing import Any
 
 from monitor.backends.openai_chat import ChatRequest, ResponseRecord
 from monitor.benchmarks.items import Item
+from monitor.errors import UserInputError
 from monitor.metrics.forced_choice import (
     FORCED_CHOICE,
     Option,
@@ -198,10 +199,27 @@ def plan_item(item: Item, *, option_order: str, samples: int, seed: int) -> list
     return out
 
 
+PAIR_KINDS = frozenset({"pair", "identity-pair"})
+
+
 def plan_requests(
     items: Iterable[Item], *, option_order: str, samples: int, seed: int
 ) -> dict[str, list[PlannedRequest]]:
-    """Item id -> its planned requests, in item order."""
+    """Item id -> its planned requests, in item order; items that are no sentence pair
+    (choice questions) are refused in one line naming the metrics that score them."""
+    items = list(items)
+    for it in items:
+        if it.kind not in PAIR_KINDS:
+            fitting = [
+                m.name
+                for m in METRICS.values()
+                if it.kind in m.family.item_kinds and m.requests == "chat-answers"
+            ]
+            use = f"; score them with --metric {' or '.join(fitting)}" if fitting else ""
+            raise UserInputError(
+                f"{FORCED_CHOICE} and {SAMPLED_CHOICE} score sentence pairs; benchmark "
+                f"{it.benchmark} has {it.kind} items{use}"
+            )
     return {
         it.item_id: plan_item(it, option_order=option_order, samples=samples, seed=seed)
         for it in items
