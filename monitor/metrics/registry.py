@@ -38,6 +38,7 @@ from monitor.metrics.families import (
     ASSOCIATION_SCORES,
     ASSOCIATION_TEST,
     CHOICE_PROBABILITIES,
+    FAMILIES,
     JUDGE_VERDICTS,
     LOG_LIKELIHOOD,
     PAIR_OUTCOME,
@@ -58,6 +59,22 @@ from monitor.records import Measure, ScoreRow
 
 ItemAxes = Mapping[str, tuple[str, str]]  # item id -> (benchmark, axis)
 Aggregate = Callable[[Iterable[ScoreRow], ItemAxes], list[Measure]]
+
+# Metrics of families in their own folder (``monitor/families/<name>/``): their code is
+# there and this room never imports it; the name and version are declared here, where
+# every metric's are, and the folder's modules import them. Bump a version when the
+# folder's code changes what the metric computes.
+MC_LOGLIK = "mc-loglik"  # monitor/families/choice_qa/loglik.py and scoring.py
+MC_LOGLIK_VERSION = "1"
+# mc-loglik keeps its numbers (three option log-likelihoods) in details, not in the pair
+# columns; the choice-qa family's measures check what they read.
+CHOICE_LOGLIKS = ItemNumbers("option log-likelihoods (in details)", ())
+
+
+def _family_measures(rows: Iterable[ScoreRow], item_axes: ItemAxes) -> list[Measure]:
+    """The aggregate of a folder family's metric: :func:`run_measures` hands its rows to
+    the family's ``measures`` hook with the items themselves; without one, none."""
+    return []
 
 
 @dataclass(frozen=True)
@@ -206,6 +223,17 @@ METRICS: dict[str, MetricSpec] = {
             sampled_study.sampled_study_measures,
             "imported",
         ),
+        MetricSpec(
+            MC_LOGLIK,
+            MC_LOGLIK_VERSION,
+            "local causal LM on choice questions (BBQ, BharatBBQ): log-likelihood of each "
+            "option given lm-eval's BBQ prompt, one forward pass per item's shared prompt; "
+            "argmax choice, length-normalised choice kept beside it",
+            FAMILIES["choice-qa"],
+            CHOICE_LOGLIKS,
+            _family_measures,
+            "causal-logprobs",
+        ),
     )
 }
 
@@ -241,6 +269,9 @@ def run_measures(
     """
     rows = list(rows)
     by_id = {it.item_id: it for it in items}
+    family_measures = spec.family.hook("measures")
+    if family_measures is not None:  # a family folder aggregates its own rows
+        return family_measures(rows, by_id)
     item_axis = {i: (it.benchmark, it.axis) for i, it in by_id.items()}
     measures = spec.aggregate(rows, item_axis) + panel.panel_measures(rows, item_axis)
     measures = identity.identity_measures(measures, rows, by_id)

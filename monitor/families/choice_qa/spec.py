@@ -26,5 +26,6 @@ CHOICE_QA = ResultFamily(
     outcomes=True,
     hooks={
         "load": f"{_HERE}.items:load",
+        "score_local": f"{_HERE}.scoring:score_local",
     },
 )
