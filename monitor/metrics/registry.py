@@ -61,6 +61,22 @@ from monitor.records import Measure, ScoreRow
 ItemAxes = Mapping[str, tuple[str, str]]  # item id -> (benchmark, axis)
 Aggregate = Callable[[Iterable[ScoreRow], ItemAxes], list[Measure]]
 
+# Metrics of families in their own folder (``monitor/families/<name>/``): their code is
+# there and this room never imports it; the name and version are declared here, where
+# every metric's are, and the folder's modules import them. Bump a version when the
+# folder's code changes what the metric computes.
+MC_LOGLIK = "mc-loglik"  # monitor/families/choice_qa/loglik.py and scoring.py
+MC_LOGLIK_VERSION = "1"
+# mc-loglik keeps its numbers (three option log-likelihoods) in details, not in the pair
+# columns; the choice-qa family's measures check what they read.
+CHOICE_LOGLIKS = ItemNumbers("option log-likelihoods (in details)", ())
+
+
+def _family_measures(rows: Iterable[ScoreRow], item_axes: ItemAxes) -> list[Measure]:
+    """The aggregate of a folder family's metric: :func:`run_measures` hands its rows to
+    the family's ``measures`` hook with the items themselves; without one, none."""
+    return []
+
 
 @dataclass(frozen=True)
 class MetricSpec:
@@ -208,6 +224,17 @@ METRICS: dict[str, MetricSpec] = {
             sampled_study.sampled_study_measures,
             "imported",
         ),
+        MetricSpec(
+            MC_LOGLIK,
+            MC_LOGLIK_VERSION,
+            "local causal LM on choice questions (BBQ, BharatBBQ): log-likelihood of each "
+            "option given lm-eval's BBQ prompt, one forward pass per item's shared prompt; "
+            "argmax choice, length-normalised choice kept beside it",
+            FAMILIES["choice-qa"],
+            CHOICE_LOGLIKS,
+            _family_measures,
+            "causal-logprobs",
+        ),
     )
 }
 
@@ -256,17 +283,19 @@ def run_measures(
       agreement (``monitor.metrics.panel``);
     * rows kept only because the reproduced code scores them: the rate without them
       (``cll_reference.after_exclusions_measures``);
-    * a family in its own folder: its ``measures`` hook over the rows and their items
-      (choice-QA: accuracy and bias scores with template-cluster intervals).
+    * a family in its own folder: instead of the pair family's additions, its
+      ``measures`` hook over the rows and their items (choice-QA: accuracy and bias
+      scores with template-cluster intervals), after the spec's own aggregate (the API
+      metrics' refusal/other rates; none for ``mc-loglik``).
     """
     rows = list(rows)
     by_id = {it.item_id: it for it in items}
     item_axis = {i: (it.benchmark, it.axis) for i, it in by_id.items()}
+    family_measures = spec.family.hook("measures")
+    if family_measures is not None:  # a family folder aggregates its own rows
+        return spec.aggregate(rows, item_axis) + family_measures(rows, by_id)
     measures = spec.aggregate(rows, item_axis) + panel.panel_measures(rows, item_axis)
     measures = identity.identity_measures(measures, rows, by_id)
     reference_rows = {i for i, it in by_id.items() if it.payload.get("reference_row")}
     measures += after_exclusions_measures(rows, item_axis, reference_rows)
-    family_measures = spec.family.hook("measures")
-    if family_measures is not None:
-        measures += family_measures(rows, by_id)
     return measures

@@ -26,6 +26,7 @@ CHOICE_QA = ResultFamily(
     outcomes=True,
     hooks={
         "load": f"{_HERE}.items:load",
+        "score_local": f"{_HERE}.scoring:score_local",
         "score_api": f"{_HERE}.api_choice:api_scoring",
     },
 )
