@@ -69,7 +69,9 @@ def run(
             "--metric",
             help="Override the snapshot kind's default metric: cll (default for causal LMs "
             "and vLLM completions), cll-reference, ull; aul (masked LMs); forced-choice "
-            "(default for chat APIs) or sampled-choice. `snapshots list` shows each kind's.",
+            "(default for chat APIs) or sampled-choice; on BBQ/BharatBBQ mc-loglik (causal "
+            "LMs), mc-letter (default for chat APIs) or mc-letter-sampled. `snapshots list` "
+            "shows each kind's.",
         ),
     ] = None,
     errata: Annotated[
