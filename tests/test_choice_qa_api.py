@@ -154,9 +154,16 @@ def _expected(item) -> tuple[str, int | None]:
 @pytest.mark.parametrize("env", [(logprob_policy, True)], indirect=True)
 def test_mc_letter_asks_every_rotation_and_reads_the_letters(env, monitor_env: Path):
     environ, server = env
-    # No --metric: choice questions on a chat snapshot are scored by mc-letter.
+    # The server goes down after 40 answers: the run fails with the reason, and the same
+    # command resumes it, asking only what is missing. No --metric: choice questions on
+    # a chat snapshot are scored by mc-letter.
+    server.outage_after = 40
+    failed = cli(environ, "run", "-s", "qa-chat", "-b", BENCH, *SIZE)
+    assert failed.returncode == 1 and "503" in failed.stderr, (failed.stdout, failed.stderr)
+    server.outage_after = None
     proc = cli(environ, "run", "-s", "qa-chat", "-b", BENCH, *SIZE)
     assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    assert "40 of" in proc.stderr and "answers already stored" in proc.stderr, proc.stderr
     db = monitor_env / "monitor.duckdb"
     store = Store(db)
     [run] = store.list_runs()
@@ -170,8 +177,9 @@ def test_mc_letter_asks_every_rotation_and_reads_the_letters(env, monitor_env: P
     # at temperature 0 with top log-probs; the prompts are what the server received.
     requests = store.api_requests(run["run_id"])
     assert len(requests) == 3 * len(items)
-    assert len(server.requests) == 1 + 3 * len(items)  # and the start-of-run probe
-    received = set(server.prompts())
+    answered = [p for p in server.prompts() if not p.startswith("Reply with one word")]
+    assert len(answered) == 3 * len(items)  # none asked twice over the two commands
+    received = set(answered)
     by_item = defaultdict(dict)
     for req in requests:
         by_item[req["item_id"]][req["option_order"]] = req

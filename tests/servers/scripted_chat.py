@@ -13,9 +13,12 @@ What it serves: ``POST /v1/chat/completions`` and ``POST /v1/responses``, with
 ``logprobs``/``top_logprobs`` (Chat) or ``include: message.output_text.logprobs``
 (Responses) giving each generated token's top alternatives. ``logprobs=False`` makes it
 behave like OpenAI's reasoning models: any request asking for log-probabilities is
-refused with HTTP 400 "Unsupported parameter: 'logprobs' ...". Every request body and
-its ``Authorization`` header are kept (``requests``, ``authorization``) for the test to
-check; nothing is echoed back. Loopback only, bounded bodies, daemon threads.
+refused with HTTP 400 "Unsupported parameter: 'logprobs' ...". ``outage_after = n``
+answers every question after the first n with HTTP 503, as a server going down mid-run
+would (set it back to None to recover). Every request body with its path and the status
+it got (``_path``, ``_status``), and its ``Authorization`` header, are kept
+(``requests``, ``authorization``) for the test to check; nothing is echoed back.
+Loopback only, bounded bodies, daemon threads.
 """
 
 from __future__ import annotations
@@ -62,8 +65,10 @@ class ScriptedChat:
     policy: Policy
     logprobs: bool = True
     model: str = MODEL
+    outage_after: int | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
     authorization: list[str] = field(default_factory=list)
+    answered: int = 0  # questions answered with 200, the probe not counted
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -81,11 +86,11 @@ class ScriptedChat:
         self._server.shutdown()
         self._server.server_close()
 
-    def prompts(self, path: str = "/v1/chat/completions") -> list[str]:
-        """The user prompts received on ``path``, in arrival order."""
+    def prompts(self, path: str = "/v1/chat/completions", status: int = 200) -> list[str]:
+        """The user prompts answered with ``status`` on ``path``, in answer order."""
         out = []
         for body in self.requests:
-            if body["_path"] != path:
+            if body["_path"] != path or body["_status"] != status:
                 continue
             if "messages" in body:
                 out.append(body["messages"][-1]["content"])
@@ -113,6 +118,11 @@ class ScriptedChat:
                 }
             }
         prompt = body["messages"][-1]["content"] if chat else body["input"]
+        if prompt != PROBE_PROMPT:
+            with self._lock:
+                if self.outage_after is not None and self.answered >= self.outage_after:
+                    return 503, {"error": {"message": "The server is overloaded."}}
+                self.answered += 1
         reply = PROBE_REPLY if prompt == PROBE_PROMPT else self.policy(prompt, body)
         k = int(body.get("top_logprobs") or 0)
         entries = []
@@ -134,7 +144,7 @@ class ScriptedChat:
         n_in, n_out = len(prompt.split()), len(reply.tokens)
         if chat:
             return 200, {
-                "id": f"chatcmpl-{len(self.requests)}",
+                "id": f"chatcmpl-{self.answered}",
                 "object": "chat.completion",
                 "created": 0,
                 "model": self.model,
@@ -157,7 +167,7 @@ class ScriptedChat:
         if wants:
             part["logprobs"] = entries
         return 200, {
-            "id": f"resp_{len(self.requests)}",
+            "id": f"resp_{self.answered}",
             "object": "response",
             "created_at": 0,
             "status": "completed",
@@ -165,7 +175,7 @@ class ScriptedChat:
             "output": [
                 {
                     "type": "message",
-                    "id": f"msg_{len(self.requests)}",
+                    "id": f"msg_{self.answered}",
                     "status": "completed",
                     "role": "assistant",
                     "content": [part],
@@ -205,10 +215,10 @@ class ScriptedChat:
                     self._send(404, {"error": {"message": "not found"}})
                     return
                 body = json.loads(self.rfile.read(length) or b"{}")
-                with server._lock:
-                    server.requests.append({**body, "_path": path})
-                    server.authorization.append(self.headers.get("authorization", ""))
                 status, payload = server._answer(path, body)
+                with server._lock:
+                    server.requests.append({**body, "_path": path, "_status": status})
+                    server.authorization.append(self.headers.get("authorization", ""))
                 self._send(status, payload)
 
         return Handler
