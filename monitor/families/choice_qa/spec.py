@@ -26,5 +26,7 @@ CHOICE_QA = ResultFamily(
     outcomes=True,
     hooks={
         "load": f"{_HERE}.items:load",
+        "measures": f"{_HERE}.measures:choice_measures",
+        "importers": f"{_HERE}.importers:importers",
     },
 )
