@@ -247,6 +247,9 @@ def run_measures(
       agreement (``monitor.metrics.panel``);
     * rows kept only because the reproduced code scores them: the rate without them
       (``cll_reference.after_exclusions_measures``).
+
+    A family that lives in its own folder and has a ``measures`` hook aggregates its runs
+    itself, from the rows and the items' payloads (``ResultFamily.hook``).
     """
     rows = list(rows)
     by_id = {it.item_id: it for it in items}
