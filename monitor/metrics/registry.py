@@ -14,7 +14,7 @@ its *stored* rows. Which snapshot kinds a metric applies to is declared by the k
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from monitor.benchmarks.items import Item
@@ -39,7 +39,6 @@ from monitor.metrics.families import (
     ASSOCIATION_SCORES,
     ASSOCIATION_TEST,
     CHOICE_PROBABILITIES,
-    FAMILIES,
     JUDGE_VERDICTS,
     LOG_LIKELIHOOD,
     PAIR_OUTCOME,
@@ -60,22 +59,6 @@ from monitor.records import Measure, ScoreRow
 
 ItemAxes = Mapping[str, tuple[str, str]]  # item id -> (benchmark, axis)
 Aggregate = Callable[[Iterable[ScoreRow], ItemAxes], list[Measure]]
-
-# Metrics of families in their own folder (``monitor/families/<name>/``): their code is
-# there and this room never imports it; the name and version are declared here, where
-# every metric's are, and the folder's modules import them. Bump a version when the
-# folder's code changes what the metric computes.
-MC_LOGLIK = "mc-loglik"  # monitor/families/choice_qa/loglik.py and scoring.py
-MC_LOGLIK_VERSION = "1"
-# mc-loglik keeps its numbers (three option log-likelihoods) in details, not in the pair
-# columns; the choice-qa family's measures check what they read.
-CHOICE_LOGLIKS = ItemNumbers("option log-likelihoods (in details)", ())
-
-
-def _family_measures(rows: Iterable[ScoreRow], item_axes: ItemAxes) -> list[Measure]:
-    """The aggregate of a folder family's metric: :func:`run_measures` hands its rows to
-    the family's ``measures`` hook with the items themselves; without one, none."""
-    return []
 
 
 @dataclass(frozen=True)
@@ -224,35 +207,16 @@ METRICS: dict[str, MetricSpec] = {
             sampled_study.sampled_study_measures,
             "imported",
         ),
-        MetricSpec(
-            MC_LOGLIK,
-            MC_LOGLIK_VERSION,
-            "local causal LM on choice questions (BBQ, BharatBBQ): log-likelihood of each "
-            "option given lm-eval's BBQ prompt, one forward pass per item's shared prompt; "
-            "argmax choice, length-normalised choice kept beside it",
-            FAMILIES["choice-qa"],
-            CHOICE_LOGLIKS,
-            _family_measures,
-            "causal-logprobs",
-        ),
     )
 }
 
 
-# Metrics of families that live in their own folder (``monitor/families/<name>/``): each
-# reference names a tuple of MetricSpec fields there, plain data with the family by name,
-# read on import like ``families.FOLDER_FAMILIES`` so that this room never imports a
-# family folder (and the folder, which imports this room's modules, needs no registry).
-FOLDER_METRICS = ("monitor.families.choice_qa.letter_measures:METRIC_SPECS",)
-
-
-def _folder_specs(reference: str) -> Iterator[MetricSpec]:
-    module, _, attr = reference.partition(":")
-    for fields in getattr(importlib.import_module(module), attr):
-        yield MetricSpec(**{**fields, "family": FAMILIES[fields["family"]]})
-
-
-METRICS.update({m.name: m for ref in FOLDER_METRICS for m in _folder_specs(ref)})
+# Metric specs of families that live in their own folder, as ``"module:function"``
+# references (the function returns the specs), so this room never imports a family folder.
+FOLDER_METRICS = ("monitor.families.choice_qa.metrics:metric_specs",)
+for _ref in FOLDER_METRICS:
+    _module, _, _attr = _ref.partition(":")
+    METRICS.update({m.name: m for m in getattr(importlib.import_module(_module), _attr)()})
 
 
 def get_metric(name: str) -> MetricSpec:
@@ -282,17 +246,17 @@ def run_measures(
     * rows carrying the metric panel: the other causal metrics' rates and their
       agreement (``monitor.metrics.panel``);
     * rows kept only because the reproduced code scores them: the rate without them
-      (``cll_reference.after_exclusions_measures``);
-    * a family in its own folder: instead of the pair family's additions, its
-      ``measures`` hook over the rows and their items (choice-QA: accuracy and bias
-      scores with template-cluster intervals), after the spec's own aggregate (the API
-      metrics' refusal/other rates; none for ``mc-loglik``).
+      (``cll_reference.after_exclusions_measures``).
+
+    A family that lives in its own folder and has a ``measures`` hook aggregates its runs
+    itself, from the rows and the items' payloads (``ResultFamily.hook``), after the
+    spec's own aggregate (choice-QA: ``mc-letter``'s refusal/other/rotation rates; none
+    for ``mc-loglik`` or ``mc-imported``) and instead of the pair family's additions.
     """
     rows = list(rows)
     by_id = {it.item_id: it for it in items}
     item_axis = {i: (it.benchmark, it.axis) for i, it in by_id.items()}
-    family_measures = spec.family.hook("measures")
-    if family_measures is not None:  # a family folder aggregates its own rows
+    if (family_measures := spec.family.hook("measures")) is not None:
         return spec.aggregate(rows, item_axis) + family_measures(rows, by_id)
     measures = spec.aggregate(rows, item_axis) + panel.panel_measures(rows, item_axis)
     measures = identity.identity_measures(measures, rows, by_id)

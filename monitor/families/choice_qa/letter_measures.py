@@ -1,10 +1,10 @@
 """What an API run of the choice-QA family reports beyond accuracy and bias scores: how
 often the model gave no option (refusals, other answers), and whether its choice
-survives the rotation of the letters (position bias). Also the two metrics' declarations,
-which ``monitor.metrics.registry`` turns into ``MetricSpec``s (``FOLDER_METRICS``).
+survives the rotation of the letters (position bias): the ``aggregate`` of ``mc-letter``
+and ``mc-letter-sampled`` (their specs are in ``metrics.py``).
 
-Accuracy and BBQ's bias scores come from the family's ``measures`` hook, which the
-registry adds to every run of the family; the rates here are the spec's own ``aggregate``.
+Accuracy and BBQ's bias scores come from the family's ``measures`` hook, which
+``registry.run_measures`` adds after these.
 
 Pure: stored rows in, measures out.
 """
@@ -13,13 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from monitor.families.choice_qa.letters import (
-    MC_LETTER,
-    MC_LETTER_SAMPLED,
-    MC_LETTER_SAMPLED_VERSION,
-    MC_LETTER_VERSION,
-    NO_CHOICE,
-)
+from monitor.families.choice_qa.letters import NO_CHOICE
 from monitor.metrics.families import ItemNumbers
 from monitor.metrics.forced_choice import group_by_axis
 from monitor.metrics.intervals import rate_measure
@@ -95,30 +89,3 @@ def letter_measures(
         if t.both_orders:
             out.append(m("rotation_consistency", t.consistent, t.both_orders))
     return out
-
-
-# MetricSpec fields, the family by name: plain data, so that the registry can read them
-# without this folder importing the registry (``FOLDER_METRICS``).
-METRIC_SPECS: tuple[dict[str, object], ...] = (
-    {
-        "name": MC_LETTER,
-        "version": MC_LETTER_VERSION,
-        "summary": "chat API multiple choice: the question with its options lettered A/B/C "
-        "at temperature 0, in all three rotations; the letter's mass from the top "
-        "log-probs credited to the option it showed, averaged over rotations, argmax chosen",
-        "family": "choice-qa",
-        "numbers": LETTER_CHOICE,
-        "aggregate": letter_measures,
-        "requests": "chat-answers",
-    },
-    {
-        "name": MC_LETTER_SAMPLED,
-        "version": MC_LETTER_SAMPLED_VERSION,
-        "summary": "mc-letter for models without log-probs: N sampled answers per rotation "
-        "parsed to a letter (or refusal/other), majority vote over all answers",
-        "family": "choice-qa",
-        "numbers": LETTER_CHOICE,
-        "aggregate": letter_measures,
-        "requests": "chat-answers",
-    },
-)

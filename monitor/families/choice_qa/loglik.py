@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from monitor.metrics.registry import MC_LOGLIK, MC_LOGLIK_VERSION
+from monitor.families.choice_qa.metrics import MC_LOGLIK, MC_LOGLIK_VERSION
 from monitor.records import Outcome, ScoreRow
 
 __all__ = ["MC_LOGLIK", "MC_LOGLIK_VERSION", "mc_loglik_row", "option_role", "prompt_text"]

@@ -27,6 +27,8 @@ CHOICE_QA = ResultFamily(
     hooks={
         "load": f"{_HERE}.items:load",
         "score_local": f"{_HERE}.scoring:score_local",
+        "measures": f"{_HERE}.measures:choice_measures",
+        "importers": f"{_HERE}.importers:importers",
         "score_api": f"{_HERE}.api_choice:api_scoring",
     },
 )
