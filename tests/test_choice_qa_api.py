@@ -220,6 +220,18 @@ def test_mc_letter_asks_every_rotation_and_reads_the_letters(env, monitor_env: P
     assert (m["coverage"]["k"], m["coverage"]["n"]) == (letter_items, len(items))
     assert (m["rotation_consistency"]["k"], m["rotation_consistency"]["n"]) == (0, letter_items)
     assert m["letter_a_rate"]["value"] == 1.0
+    # The family's accuracy and bias scores are computed from these rows too.
+    for context in ("ambig", "disambig"):
+        chosen = [
+            (scores[i]["details"]["choice"], it.payload)
+            for i, it in items.items()
+            if it.payload["context_condition"] == context
+        ]
+        acc = m[f"acc_{context}"]
+        assert (acc["k"], acc["n"]) == (sum(c == p["label"] for c, p in chosen), len(chosen))
+        decided = [(c, p) for c, p in chosen if c is not None and c != p["unknown"]]
+        biased = sum((c == p["target"]) == (p["polarity"] == "neg") for c, p in decided)
+        assert (m[f"bias_{context}"]["k"], m[f"bias_{context}"]["n"]) == (biased, len(decided))
 
     # The key went to the server and nowhere else.
     assert set(server.authorization) == {f"Bearer {KEY}"}
