@@ -9,6 +9,9 @@ import math
 
 import pytest
 
+from monitor.benchmarks.items import Item
+from monitor.errors import UserInputError
+from monitor.families.choice_qa.api_choice import plan_requests
 from monitor.families.choice_qa.letter_measures import letter_measures
 from monitor.families.choice_qa.letters import (
     letter_row,
@@ -142,3 +145,37 @@ def test_run_rates_count_rotations_refusals_and_other_answers():
     assert got["refusal_rate"] == (3, 12)  # answers, not items
     assert got["letter_a_rate"] == (4, 6)  # one of the good item's rotations, all three of b's
     assert got["rotation_consistency"] == (1, 2)
+
+
+def _question(n: int) -> Item:
+    payload = {**PAYLOAD, "context": f"Context {n}.", "question": "Who is greedy?"}
+    return Item(
+        f"q{n}",
+        "bharatbbq-caste",
+        "caste",
+        "india",
+        "v",
+        n,
+        kind="choice-question",
+        payload=payload,
+    )
+
+
+def test_random_option_order_asks_one_seeded_rotation_per_item():
+    items = [_question(n) for n in range(30)]
+    plan = plan_requests(items, option_order="random", samples=2, seed=7)
+    orders = {i: {p.order for p in reqs} for i, reqs in plan.items()}
+    assert all(len(o) == 1 and len(plan[i]) == 2 for i, o in orders.items())
+    assert len(set().union(*orders.values())) == 3  # all rotations occur across items
+    again = plan_requests(list(reversed(items)), option_order="random", samples=2, seed=7)
+    assert {i: {p.order for p in reqs} for i, reqs in again.items()} == orders
+    other = plan_requests(items, option_order="random", samples=2, seed=8)
+    assert {i: {p.order for p in reqs} for i, reqs in other.items()} != orders
+    both = plan_requests(items[:1], option_order="both", samples=1, seed=7)["q0"]
+    assert [p.key for p in both] == [f"q0/rotation-{r}/0" for r in range(3)]
+
+
+def test_a_sentence_pair_is_refused_in_one_line():
+    pair = Item("p", "bhed-caste", "caste", "india", "v", 0, text_stereo="a", text_anti="b")
+    with pytest.raises(UserInputError, match="mc-letter scores choice-question items"):
+        plan_requests([pair], option_order="both", samples=1, seed=0)
