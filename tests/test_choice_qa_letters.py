@@ -5,6 +5,7 @@ answers that are no letter. (The same code through the CLI and a real server:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from monitor.benchmarks.items import Item
 from monitor.errors import UserInputError
 from monitor.families.choice_qa.api_choice import plan_requests
-from monitor.families.choice_qa.letter_measures import letter_measures
+from monitor.families.choice_qa.letter_measures import check_letter_row, letter_measures
 from monitor.families.choice_qa.letters import (
     letter_row,
     parse_letter,
@@ -179,3 +180,18 @@ def test_a_sentence_pair_is_refused_in_one_line():
     pair = Item("p", "bhed-caste", "caste", "india", "v", 0, text_stereo="a", text_anti="b")
     with pytest.raises(UserInputError, match="mc-letter scores choice-question items"):
         plan_requests([pair], option_order="both", samples=1, seed=0)
+
+
+def test_the_gate_rebuilds_a_row_from_its_rotations_and_finds_an_edit():
+    reads = [
+        read_rotation(r, rotation(r), _answer(("B", {"B": 0.6, "A": 0.3, "C": 0.1})), "B")
+        for r in range(3)
+    ]
+    row = letter_row("i", PAYLOAD, reads)
+    sampled = sampled_row("s", PAYLOAD, [(r, rotation(r), 2) for r in range(3)])
+    assert check_letter_row(row) == [] and check_letter_row(sampled) == []
+    edited = dataclasses.replace(row, details={**row.details, "choice": 0})
+    assert check_letter_row(edited) == ["details.choice"]
+    edited = dataclasses.replace(row, details={**row.details, "probs": [0.9, 0.05, 0.05]})
+    assert check_letter_row(edited) == ["details.probs"]
+    assert check_letter_row(dataclasses.replace(sampled, outcome="other")) == ["outcome"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from monitor.families.choice_qa.letters import NO_CHOICE
+from monitor.families.choice_qa.letters import MC_LETTER, NO_CHOICE, argmax, vote
 from monitor.metrics.families import ItemNumbers
 from monitor.metrics.forced_choice import group_by_axis
 from monitor.metrics.intervals import rate_measure
@@ -88,4 +88,32 @@ def letter_measures(
         ]
         if t.both_orders:
             out.append(m("rotation_consistency", t.consistent, t.both_orders))
+    return out
+
+
+def check_letter_row(row: ScoreRow) -> list[str]:
+    """What differs between a stored ``mc-letter`` / ``mc-letter-sampled`` row and the
+    same row rebuilt from its own per-rotation record (the gate's ``check_row``): the
+    averaged masses (or vote shares), the chosen option, and whether the outcome is a
+    choice's role exactly when there is a choice. (Which role an option has needs the
+    item's payload; the family's measures are recomputed from the items separately.)"""
+    d = row.details
+    rotations = d.get("rotations") or []
+    out: list[str] = []
+    if row.metric == MC_LETTER:
+        n = len(rotations)
+        probs = [sum(r["masses"][i] for r in rotations) / n if n else 0.0 for i in range(3)]
+        if any(abs(a - b) > 1e-12 for a, b in zip(probs, d.get("probs") or [], strict=False)):
+            out.append("details.probs")
+        choice = argmax(probs) if n else None
+    else:
+        picks = [p for r in rotations for p in r.get("picks", [])]
+        choice = vote(picks)[0] if picks else None
+        shares = [picks.count(i) / len(picks) if picks else 0.0 for i in range(3)]
+        if shares != list(d.get("shares") or []):
+            out.append("details.shares")
+    if choice != d.get("choice"):
+        out.append("details.choice")
+    if (choice is None) != (row.outcome in NO_CHOICE):
+        out.append("outcome")
     return out

@@ -12,7 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from monitor.families.choice_qa.letter_measures import LETTER_CHOICE, letter_measures
+from monitor.families.choice_qa.letter_measures import (
+    LETTER_CHOICE,
+    check_letter_row,
+    letter_measures,
+)
 from monitor.families.choice_qa.letters import (
     MC_LETTER,
     MC_LETTER_SAMPLED,
@@ -82,6 +86,7 @@ def metric_specs() -> list[MetricSpec]:
             LETTER_CHOICE,
             letter_measures,
             "chat-answers",
+            check_letter_row,
         ),
         MetricSpec(
             MC_LETTER_SAMPLED,
@@ -92,5 +97,6 @@ def metric_specs() -> list[MetricSpec]:
             LETTER_CHOICE,
             letter_measures,
             "chat-answers",
+            check_letter_row,
         ),
     ]
