@@ -124,6 +124,7 @@ def test_bbq_three_runs_with_the_authors_matching(imported):
             "rows": 432 if qonly else 864,
             "unmatched": 0,
             "excluded": 432 * qonly,
+            "target_from_pinned_metadata": 0,
         }
         column = f"unifiedqa-t5-11b_pred_{variant}"
         correct = {"ambig": 0, "disambig": 0}

@@ -10,7 +10,9 @@ prediction is text; it is matched to the option whose text it equals after norma
 case, punctuation and whitespace (and a leading article); a prediction that matches no
 option or several is outcome ``other`` with no choice, counted in the run's
 ``environment["import"]["unmatched"]``. Items are the pinned BBQ benchmark's items,
-matched by ``example_id`` (the file's data fields must equal the pinned record). The
+matched by ``example_id`` (the file's data fields must equal the pinned record, except
+the stereotyped-group metadata, which the pinned file corrects for 36 Physical_appearance
+records: the pinned target is used, and the count recorded). The
 question-only baseline (``qonly``) saw no context, so its run holds the ambiguous items
 only; the disambiguated ones are exclusions (reason ``question_only_baseline``), as the
 BBQ authors' analysis script drops them.
@@ -186,6 +188,7 @@ def read_bbq(
         for column, variant in BBQ_COLUMNS.items()
     }
     unmatched = dict.fromkeys(BBQ_COLUMNS, 0)
+    metadata_differs = 0
     for path in paths:
         data = _read(path)
         sha = hashlib.sha256(data).hexdigest()
@@ -205,13 +208,17 @@ def read_bbq(
                 raise DataIntegrityError(f"{where}: missing column(s) {', '.join(missing)}")
             fields = bbq_record(record, n, name=str(path))
             item = by_source.get(fields["source_id"])
+            # The target comes from answer_info, which the pinned data file corrects for
+            # 36 Physical_appearance records (the predictions file has the older metadata,
+            # with both group options labelled alike): the pinned record's target is used.
             if item is None or any(
-                item.payload[k] != v for k, v in fields.items() if k != "source_row"
+                item.payload[k] != v for k, v in fields.items() if k not in ("source_row", "target")
             ):
                 raise DataIntegrityError(
                     f"{where}: example_id {fields['source_id']} is not the pinned "
                     f"{benchmark} record (the predictions file does not belong to it)"
                 )
+            metadata_differs += item.payload["target"] != fields["target"]
             for column, run in runs.items():
                 if column.endswith("_qonly") and item.payload["context_condition"] == "disambig":
                     # The question-only baseline saw no context: there is no disambiguated
@@ -243,6 +250,7 @@ def read_bbq(
             "rows": len(run.scores),
             "unmatched": unmatched[column],
             "excluded": len(run.exclusions),
+            "target_from_pinned_metadata": metadata_differs,
         }
     return list(runs.values())
 
@@ -386,6 +394,9 @@ def read_bharatbbq(
     )
     facts = {
         "rows": len(rows),
+        "columns_not_imported": [
+            c for c in (*BHARAT_COLUMNS, *BHARAT_EXTRA) if c in header and c not in chosen
+        ],
         "examples_match": {
             "examples_benchmark": examples[benchmark].version.label if match else None,
             "matched": sum(v is not None for v in match.values()),
