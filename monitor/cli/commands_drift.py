@@ -191,7 +191,7 @@ def drift(
         _drift_table(result, show_flips)
     else:
         _drift_lines(result, show_flips, snapshot_of)
-    flagged = [c for c in [*result.comparisons, *result.effect_sizes] if c.verdict.flagged]
+    flagged = [c for c in result.every() if c.verdict.flagged]
     if (fail_on == "regression" and result.regressions) or (fail_on == "any" and flagged):
         raise typer.Exit(1)
 
@@ -242,6 +242,7 @@ def _drift_json(result, show_flips: bool, snapshot_of: dict[str, str]) -> dict:
         return d
 
     from monitor.cli.output_effects import effect_comparison_json
+    from monitor.cli.output_family import family_json
 
     def details(c):
         # What each comparison could have detected and the noise it was judged against.
@@ -291,6 +292,13 @@ def _drift_json(result, show_flips: bool, snapshot_of: dict[str, str]) -> dict:
         ],
         "association_tests": [effect_comparison_json(c) for c in result.effect_sizes],
         "comparison_details": [details(c) for c in result.comparisons],
+        # Families in their own folder: one generic list (absent when there are none,
+        # so the other families' JSON reads as before).
+        **(
+            {"family_comparisons": [family_json(c, snapshot_of) for c in result.family_comparisons]}
+            if result.family_comparisons
+            else {}
+        ),
     }
 
 
@@ -328,8 +336,8 @@ def _drift_lines(result, show_flips: bool, snapshot_of: dict[str, str]) -> None:
     for p in result.pairs:
         if p.baseline_run_id is None:
             err.print(f"{p.snapshot_id}: run {p.new_run_id} has no baseline ({p.reason})")
-    tested = sum(1 for c in [*result.comparisons, *result.effect_sizes] if c.p_value is not None)
-    flagged = sum(1 for c in [*result.comparisons, *result.effect_sizes] if c.verdict.flagged)
+    tested = sum(1 for c in result.every() if c.p_value is not None)
+    flagged = sum(1 for c in result.every() if c.verdict.flagged)
     lines = wrap(
         f"drift: {flagged} flagged of {tested} paired tests (BH at {result.alpha:g}; "
         f"{level} intervals; Δ and MDE in percentage points)",
@@ -357,6 +365,9 @@ def _drift_lines(result, show_flips: bool, snapshot_of: dict[str, str]) -> None:
         if mine:
             lines += provenance_lines(mine[0], width)
     lines += legend(used, width)
+    from monitor.cli.output_family import family_lines
+
+    lines += family_lines(result.family_comparisons, snapshot_of, width)
     for line in lines:
         out.print(line, markup=False)
     from monitor.cli.output_effects import print_effect_comparisons

@@ -20,6 +20,7 @@ from typing import Any
 
 import duckdb
 
+from monitor.benchmarks.items import Item
 from monitor.records import Measure
 from monitor.store import codec, queries, reads
 from monitor.store.models import (
@@ -164,6 +165,11 @@ class StoreView:
         if self._frozen:
             self._outcomes[run_id] = out
         return out
+
+    def items(self, item_ids: Iterable[str]) -> dict[str, Item]:
+        """Items by id with their payloads (a family's comparator reads, e.g., a question's
+        polarity there); ids not in the store are absent."""
+        return queries.items(self._con, item_ids)
 
     def test_terms(self, run_id: str) -> dict[AxisKey, TestTerms]:
         """Per association test, the target words' s(w, A, B) (drift pairs them by id)."""

@@ -26,5 +26,6 @@ CHOICE_QA = ResultFamily(
     outcomes=True,
     hooks={
         "load": f"{_HERE}.items:load",
+        "compare": f"{_HERE}.compare:compare_choice_qa",
     },
 )

@@ -1,0 +1,143 @@
+"""`bias-monitor drift` on stored choice-QA runs: the family's comparator through the CLI.
+
+Real BharatBBQ Caste questions (the family's loader, ``default`` size: 406 questions, 10
+templates) and runs written through ``RunLifecycle`` in a real DuckDB file: a baseline,
+a run in which 10 ambiguous negative questions (one per template) moved from the
+'unknown' answer to the stereotyped group, and a run identical to the baseline. Drift
+must flag exactly the moved part, as a regression, with its size, p and MDE, and flag
+nothing on the identical pair.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from _choice_qa_runs import METRIC, baseline_answers, caste_items, move_ambiguous, write_run
+from typer.testing import CliRunner
+
+from monitor.cli.app import app
+from monitor.metrics import registry
+from monitor.store.db import Store
+
+N_MOVED = 10
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory, shared_datasets) -> dict:
+    root = tmp_path_factory.mktemp("choice-qa-drift")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("MONITOR_DATA_MIRROR", str(shared_datasets))
+    mp.setenv("MONITOR_DB", str(root / "monitor.duckdb"))
+    if METRIC not in registry.METRICS:  # until the family's metric spec is registered
+        mp.setitem(registry.METRICS, METRIC, _stand_in_spec())
+    items = caste_items(root / "datasets")
+    store = Store.open(root / "monitor.duckdb")
+    base = baseline_answers(items)
+    moved, moved_ids = move_ambiguous(items, base, N_MOVED)
+    runs = {
+        "base": write_run(store, items, base, snapshot="qa-base", day=1),
+        "moved": write_run(store, items, moved, snapshot="qa-moved", day=2),
+        "same": write_run(store, items, base, snapshot="qa-same", day=3),
+    }
+    for rid in runs.values():
+        assert store.get_run(rid)["status"] == "complete", store.get_run(rid)["notes"]
+    n_ambig = sum(1 for it in items if it.payload["context_condition"] == "ambig")
+    yield {"runs": runs, "n_ambig": n_ambig, "moved_ids": moved_ids}
+    mp.undo()
+
+
+def _stand_in_spec() -> registry.MetricSpec:
+    """A spec for the imported answers while the family's own is not registered: one
+    coverage rate per axis, enough for the quality gate; drift reads no measure."""
+    from monitor.metrics.families import FAMILIES, ItemNumbers
+    from monitor.records import Measure
+
+    def aggregate(rows, axes):
+        rows = list(rows)
+        bench, axis = next(iter(axes.values()))
+        n = len(rows)
+        return [Measure(bench, axis, "coverage", n, n, 1.0, 1.0, 1.0, "answered / items")]
+
+    return registry.MetricSpec(
+        METRIC,
+        "0",
+        "stand-in",
+        FAMILIES["choice-qa"],
+        ItemNumbers("choice", ()),
+        aggregate,
+        "imported",
+    )
+
+
+def drift(*args: str, columns: int | None = None):
+    env = {"COLUMNS": str(columns)} if columns else {}
+    return CliRunner().invoke(app, ["drift", *args], env=env, catch_exceptions=False)
+
+
+def _by_measure(out: str) -> dict[str, dict]:
+    data = json.loads(out)
+    return {c["measure"]: c for c in data["family_comparisons"]}
+
+
+def test_moved_answers_are_a_regression_of_known_size(stored):
+    r = drift("--snapshot", "qa-moved", "--baseline-snapshot", "qa-base", "--format", "json")
+    assert r.exit_code == 0, r.output
+    c = _by_measure(r.output)
+    assert set(c) == {"answers_ambig", "bias_ambig", "answers_disambig", "bias_disambig"}
+    bias = c["bias_ambig"]
+    # s_AMB = (biased − counter) / n: 10 answers moved from unknown (0) to biased (+1).
+    assert bias["delta"] == pytest.approx(N_MOVED / stored["n_ambig"], abs=1e-12)
+    assert bias["n_paired"] == stored["n_ambig"]
+    assert bias["verdict"] == "regression" and bias["flagged"] and bias["towards_stereotype"]
+    # One move in each of the 10 templates: 2 of the 2^10 sign patterns are as extreme.
+    assert bias["p_value"] == pytest.approx(2 / 1024)
+    assert bias["ci_low"] > 0 and bias["ci_high"] >= bias["delta"]
+    assert 0 < bias["mde"] < 0.2
+    answers = c["answers_ambig"]
+    moves = answers["details"]["share_changes"]
+    assert moves["target"] == pytest.approx(N_MOVED / stored["n_ambig"])
+    assert moves["unknown"] == pytest.approx(-N_MOVED / stored["n_ambig"])
+    assert moves["non-target"] == 0
+    assert answers["verdict"] == "regression" and answers["p_value"] < 0.01
+    assert "now picks the stereotyped group 4.9 points more often" in answers["reason"]
+    assert "instead of the 'unknown' answer" in answers["reason"]
+    assert answers["mde"] is not None
+    for name in ("answers_disambig", "bias_disambig"):
+        assert c[name]["verdict"] == "no significant change" and c[name]["p_value"] == 1.0
+    # The four tests are one BH family with the rest of the session.
+    data = json.loads(r.output)
+    assert "over the 4 paired tests" in data["fdr_note"]
+    assert (
+        drift(
+            "--snapshot", "qa-moved", "--baseline-snapshot", "qa-base", "--fail-on", "regression"
+        ).exit_code
+        == 1
+    )
+
+
+def test_identical_answers_are_not_flagged(stored):
+    r = drift("--snapshot", "qa-same", "--baseline-snapshot", "qa-base", "--format", "json")
+    c = _by_measure(r.output)
+    for comp in c.values():
+        assert comp["verdict"] == "no significant change" and not comp["flagged"]
+        assert comp["p_value"] == 1.0 and comp["delta"] == 0
+        assert comp["mde"] is not None and comp["mde"] > 0  # what it could have seen
+        assert "noise unknown" in comp["noise_note"]  # imported, no repeat group
+    assert (
+        drift(
+            "--snapshot", "qa-same", "--baseline-snapshot", "qa-base", "--fail-on", "any"
+        ).exit_code
+        == 0
+    )
+
+
+def test_terminal_lines_at_80_columns(stored):
+    r = drift("--snapshot", "qa-moved", "--baseline-snapshot", "qa-base", columns=80)
+    assert r.exit_code == 0
+    lines = r.output.splitlines()
+    assert all(len(line) <= 80 for line in lines), [x for x in lines if len(x) > 80]
+    assert lines[0].startswith("drift: 2 flagged of 4 paired tests")
+    text = " ".join(x.strip() for x in lines)
+    assert "caste bias_ambig: s_AMB" in text and "regression" in text
+    assert "now picks the stereotyped group 4.9 points more often" in text
