@@ -141,3 +141,31 @@ def test_terminal_lines_at_80_columns(stored):
     text = " ".join(x.strip() for x in lines)
     assert "caste bias_ambig: s_AMB" in text and "regression" in text
     assert "now picks the stereotyped group 4.9 points more often" in text
+
+
+def test_report_has_the_family_section_answer_first(stored, tmp_path):
+    from monitor.report.json_out import read_json
+
+    out = tmp_path / "report"
+    r = CliRunner().invoke(
+        app,
+        ["report", "--out", str(out), "--snapshot", "qa-moved", "--baseline-snapshot", "qa-base"],
+        catch_exceptions=False,
+    )
+    assert r.exit_code == 0, r.output
+    md = (out / "report.md").read_text()
+    section = md[md.index("### Choice questions (BBQ, BharatBBQ)") :]
+    first = section.splitlines()[2]
+    assert first.startswith("- **regression**: on ambiguous caste questions")
+    assert "| caste | bias\\_ambig s\\_AMB |" in section
+    html = (out / "report.html").read_text()
+    assert '<h2 id="choice-qa">' in html and "<script" not in html
+    assert "the model now picks the stereotyped group 4.9 points more often" in html
+    assert "the &#39;unknown&#39; answer" in html  # escaped, not raw
+    data = read_json(out / "report.json")  # validates and round-trips
+    assert {c.measure for c in data.family_comparisons} == {
+        "answers_ambig",
+        "bias_ambig",
+        "answers_disambig",
+        "bias_disambig",
+    }

@@ -425,6 +425,7 @@ def build_report_input(
     contexts = score_contexts_of(view, compared + latest, controls)
     snapshots = sorted({t.snapshot_id for t in series} | {c.snapshot_id for c in comps})
     named = set(compared) | {r for e in effects for r in (e.new_run_id, e.baseline_run_id)}
+    named |= {r for c in result.family_comparisons for r in (c.new_run_id, c.baseline_run_id)}
     runs, n_runs = run_summaries(view, since, named)
     all_quality = quality_results(view, since)
     quality = [q for q in all_quality if not q.success or q.run_id in named]
@@ -448,6 +449,7 @@ def build_report_input(
         associations=tuple(association_results(view, new_runs)),
         effect_comparisons=tuple(effects),
         effect_trends=tuple(effect_trends(view, since, flags)),
+        family_comparisons=tuple(result.family_comparisons),
         alpha=result.alpha,
         confidence=result.confidence,
     )

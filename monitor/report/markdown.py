@@ -14,6 +14,7 @@ import html
 import re
 
 from monitor.report import answer, fmt
+from monitor.report.families import family_sections
 from monitor.report.model import VERDICT_ORDER, Comparison, ReportInput
 from monitor.report.text import fdr_text, summary_line
 
@@ -353,6 +354,7 @@ def render_markdown(report: ReportInput, *, max_rows: int = 40) -> str:
         out += ["No comparisons in this report.", ""]
 
     out += _associations(report, max_rows)
+    out += family_sections(report, "markdown")
     context = _contexts(report)
     if context:
         out += ["### Bias rates in context", "", *context, ""]

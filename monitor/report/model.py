@@ -29,6 +29,7 @@ from pydantic import (
 )
 
 from monitor.display import safe_text
+from monitor.records import FamilyComparison
 
 SCHEMA_VERSION = 2  # 2: trend points may summarise several runs (``runs``)
 
@@ -509,6 +510,9 @@ class ReportInput(_Frozen):
     associations: tuple[AssociationResult, ...] = ()
     effect_comparisons: tuple[EffectComparison, ...] = ()
     effect_trends: tuple[Trend, ...] = ()
+    # Families in their own folder: drift's generic comparisons, rendered by each
+    # family's ``report_section`` hook (``report.families``).
+    family_comparisons: tuple[FamilyComparison, ...] = ()
     alpha: float = Field(default=0.05, gt=0, lt=1)  # false discovery rate of the verdicts
     confidence: float = Field(default=0.95, gt=0, lt=1)  # level of every interval shown
 

@@ -27,5 +27,6 @@ CHOICE_QA = ResultFamily(
     hooks={
         "load": f"{_HERE}.items:load",
         "compare": f"{_HERE}.compare:compare_choice_qa",
+        "report_section": f"{_HERE}.section:report_section",
     },
 )
