@@ -71,6 +71,9 @@ class KindSpec:
 
 _LOCAL_WEIGHTS = ("hf-hub", "pypi", "local-dir")
 _CAUSAL_METRICS = ("cll", "cll-reference", "ull")
+# Metrics for choice-question benchmarks (BBQ, BharatBBQ); a run on those uses the first
+# one its kind offers (``monitor.jobs.run.metric_for``), never the kind's default.
+_LOCAL_CHOICE_METRICS = ("mc-loglik",)
 _CHAT_METRICS = ("forced-choice", "sampled-choice")
 _ASSOCIATION_METRICS = ("weat", "weat-population-sd")
 
@@ -83,7 +86,7 @@ KINDS: dict[str, KindSpec] = {
             "local folder)",
             sources=_LOCAL_WEIGHTS,
             api_settings=False,
-            metrics=_CAUSAL_METRICS,
+            metrics=(*_CAUSAL_METRICS, *_LOCAL_CHOICE_METRICS),
             backend="monitor.backends.loading:load_causal_lm",
             driver=LOCAL_DRIVER,
             origin="local",

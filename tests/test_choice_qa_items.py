@@ -16,6 +16,7 @@ from monitor.benchmarks.fetch import fetch
 from monitor.benchmarks.load import load_benchmarks
 from monitor.benchmarks.manifest import load_manifest
 from monitor.errors import DataIntegrityError, UserInputError
+from monitor.metrics.families import FAMILIES
 
 IDS = ["bbq-religion", "bharatbbq-caste", "bharatbbq-sexual-orientation"]
 
@@ -41,6 +42,23 @@ def test_manifest_lists_every_category_and_none_is_default():
     assert len(bharat) == 13 and "bharatbbq-regionxgender" in bharat
     assert not any(manifest.benchmarks[i].default for i in bbq + bharat)
     assert manifest.benchmarks["bharatbbq-caste"].axis == "caste"
+
+
+def test_every_hook_of_the_family_resolves():
+    family = FAMILIES["choice-qa"]
+    assert {"load", "measures", "importers"} <= set(family.hooks)
+    for name in family.hooks:
+        assert callable(family.hook(name)), name
+
+
+def test_errata_do_not_apply_to_choice_questions(cache, tmp_path):
+    errata = tmp_path / "errata.toml"
+    errata.write_text(
+        'version = "1"\n[[erratum]]\nid = "x"\nbenchmark = "bbq-religion"\nsource_row = 0\n'
+        'field = "context"\nold = "a"\nnew = "b"\nreason = "test"\n'
+    )
+    with pytest.raises(UserInputError, match="choice questions take no errata"):
+        load_benchmarks(IDS[:1], data_dir=cache, errata_file=errata)
 
 
 def test_bbq_first_row_payload(full):

@@ -179,6 +179,15 @@ def run(
             help="With --indic-task generation: longest answer of the judge (its JSON verdict).",
         ),
     ] = 400,
+    size: Annotated[
+        str | None,
+        typer.Option(
+            "--size",
+            help="Choice-question benchmarks (bbq-*, bharatbbq-*): mini (a few whole "
+            "templates per category, both contexts and polarities), default (a few hundred "
+            "items per category) or full (every row).",
+        ),
+    ] = None,
     fmt: Annotated[Format, typer.Option("--format", help="table or json.")] = Format.table,
     snapshots_dir: SnapshotsDirOpt = None,
 ) -> None:
@@ -192,7 +201,7 @@ def run(
     from monitor.benchmarks.load import load_benchmarks
     from monitor.benchmarks.manifest import load_manifest
     from monitor.jobs.options import RunOptions
-    from monitor.jobs.run import metric_for, run_snapshot
+    from monitor.jobs.run import item_kinds, metric_for, run_snapshot
     from monitor.kinds import get_kind
     from monitor.paths import default_db_path
     from monitor.snapshots.model import LocalDirSource
@@ -205,6 +214,8 @@ def run(
         raise UserInputError(f"unknown --dtype {dtype!r}; use auto, float32, bfloat16 or float16")
     if errata not in ("current", "none"):
         raise UserInputError(f"unknown --errata {errata!r}; use current or none")
+    if size not in (None, "mini", "default", "full"):
+        raise UserInputError(f"unknown --size {size!r}; use mini, default or full")
 
     # Everything that can be wrong with the input is checked before the store is opened.
     snaps = load_snapshots()
@@ -230,7 +241,14 @@ def run(
     db_path = Path(db) if db else default_db_path()
     check_writable(db_path)
     fetch(manifest, [s.id for s in specs], on_event=lambda m: err.print(m))
-    benches = load_benchmarks([s.id for s in specs], errata=errata, manifest=manifest)
+    benches = load_benchmarks(
+        [s.id for s in specs],
+        errata=errata,
+        manifest=manifest,
+        options={"size": size} if size else None,
+    )
+    if size and "choice-question" not in item_kinds(benches):
+        raise UserInputError("--size applies to choice-question benchmarks (bbq-*, bharatbbq-*)")
     generation = []
     if indic_bias is not None:
         official = _official(manifest, indic_bias, indic_task, indic_partners, indic_limit, seed)
@@ -239,6 +257,8 @@ def run(
         if generation and judge is None:
             raise UserInputError("--indic-task generation needs --judge SNAPSHOT (a chat model)")
     judge_snapshot = get_snapshot(judge, snaps) if judge is not None else None
+    for s in chosen:  # one metric a run: choice questions and pairs are two commands
+        metric_for(s, get_kind(s.kind), metric, item_kinds(benches))
     store = Store.open(db_path)
 
     options = RunOptions(
@@ -344,6 +364,42 @@ def _outcome_dict(o) -> dict:
     }
 
 
+def _print_family_table(o, title: str) -> bool:
+    """A run of a family in its own folder: its ``cli_table`` hook's table, else every
+    measure as a plain row (benchmark, subject, measure, value, 95% interval, k/n).
+    False for the other families, whose tables follow."""
+    from monitor.cli.output import SafeTable as Table
+    from monitor.metrics.registry import get_metric
+
+    family = get_metric(o.metric).family if o.metric else None
+    if family is None or not family.hooks:
+        return False
+    hook = family.hook("cli_table")
+    if hook is not None:
+        out.print(hook(o.measures, title))
+        return True
+    table = Table(title=title, title_justify="left")
+    for col in ("benchmark", "subject", "measure", "value", "95% CI", "k/n"):
+        left = col in ("benchmark", "subject", "measure")
+        table.add_column(col, justify="left" if left else "right")
+    for m in sorted(o.measures, key=lambda m: (m.benchmark, m.axis, m.measure)):
+        share = m.kind == "rate"
+        table.add_row(
+            m.benchmark,
+            m.axis,
+            m.measure,
+            (pct(m.value) if share else f"{m.value:+.3f}") if m.value is not None else "-",
+            interval(m.ci_low, m.ci_high) if share else _plain_interval(m.ci_low, m.ci_high),
+            f"{m.k}/{m.n}" if m.k is not None and m.n is not None else "",
+        )
+    out.print(table)
+    return True
+
+
+def _plain_interval(low: float | None, high: float | None) -> str:
+    return "-" if low is None or high is None else f"[{low:+.3f}, {high:+.3f}]"
+
+
 def _print_summary(outcomes, excluded) -> None:
     from collections import Counter
 
@@ -362,7 +418,13 @@ def _print_summary(outcomes, excluded) -> None:
             continue
         from monitor.cli.output_effects import print_effects
 
-        if print_effects(o.measures, f"{o.snapshot_id}  run {o.run_id}  ({o.status})"):
+        title = f"{o.snapshot_id}  run {o.run_id}  ({o.status})"
+        if _print_family_table(o, title):
+            out.print(f"scored {o.n_scored} items")
+            for f in o.quality_failures:
+                err.print(f"quality: {f}", style="red")
+            continue
+        if print_effects(o.measures, title):
             out.print(f"scored {o.n_scored} terms; d > 0: X goes with A (and Y with B)")
             for f in o.quality_failures:
                 err.print(f"quality: {f}", style="red")

@@ -18,12 +18,16 @@ is drift (no store, no report); ``section`` is report (no store); ``table`` is C
 
 Hook names (a family supplies the ones that apply; the signature is the contract):
 
-``load``          (entry, path, options) -> LoadedBenchmark: parse a benchmark file
+``load``          (spec, data, version, options) -> LoadedBenchmark: parse a pinned
+                  benchmark file (its verified bytes); ``monitor.benchmarks.load`` names it
+                  per manifest format in ``FAMILY_LOADERS`` and passes ``load_benchmarks``'
+                  ``options`` (e.g. ``{"size": "mini"}``)
 ``measures``      (rows, items_by_id) -> list[Measure]: a run's measures from stored rows
 ``score_local``   (ctx, plan) -> rows: score items with a local/causal backend
 ``score_api``     (ctx, plan) -> rows: score items with a chat API backend
 ``compare``       drift comparator: two runs of the family -> comparisons
 ``report_section`` the family's part of the Markdown/HTML/JSON report
 ``cli_table``     the family's rich table for ``run`` and ``show``
-``importers``     ``bias-monitor import <name>``: published per-item predictions as runs
+``importers``     () -> {name: (entry, default suffix, help)}: ``bias-monitor import <name>``,
+                  published per-item predictions as runs (the CLI names the commands)
 """

@@ -222,6 +222,7 @@ class RunLifecycle:
             n_excluded=n_excluded,
             measures=measures,
             quality_failures=verdict.failures,
+            metric=metric,
         )
 
     def gate(self, run_id: str, *, expected_item_ids=None) -> GateVerdict:

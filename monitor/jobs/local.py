@@ -37,6 +37,9 @@ def score_snapshot(ctx: JobContext) -> list[RunOutcome]:
         return [RunOutcome(snapshot.id, None, "skipped", reason=f"{snapshot.id}: {refusal}")]
 
     items = ctx.items
+    # A family in its own folder may score its items itself (same arguments); the
+    # choice-qa family packs an item's options into one forward pass.
+    score = spec.family.hook("score_local") or score_items
     fp = fingerprint(snapshot, spec.name, spec.version, ctx.benches, options)
     repeat_group = new_repeat_group(options.repeat)
     outcomes: list[RunOutcome] = []
@@ -71,7 +74,7 @@ def score_snapshot(ctx: JobContext) -> list[RunOutcome]:
         todo = len(items) - len(run.already_scored & {it.item_id for it in items})
         advance = ctx.progress(f"{snapshot.id} #{rep + 1}", todo)
         with ctx.lifecycle.attempt(run, snapshot.id) as attempt:
-            score_items(
+            score(
                 backend,
                 items,
                 spec.name,

@@ -45,3 +45,4 @@ class RunOutcome:
     n_excluded: int = 0
     measures: list[Measure] = field(default_factory=list)
     quality_failures: list[str] = field(default_factory=list)
+    metric: str | None = None  # of a stored run: which family's table shows it

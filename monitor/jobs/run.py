@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from monitor.benchmarks.items import LoadedBenchmark
+from monitor.errors import UserInputError
 from monitor.jobs.context import JobContext
 from monitor.jobs.lifecycle import RunLifecycle
 from monitor.jobs.options import EventSink, ProgressFactory, RunOptions, RunOutcome
@@ -15,14 +18,67 @@ from monitor.store.db import Store
 METHOD_METRIC = {"forced-choice": "forced-choice", "sampling": "sampled-choice"}
 
 
-def metric_for(snapshot: Snapshot, kind: KindSpec, requested: str | None) -> str:
+# Item kinds scored by a family of their own: a run of them uses that family's metric for
+# the snapshot's kind (the first one the kind lists), not the kind's default.
+OWN_FAMILY_ITEM_KINDS = ("choice-question",)
+
+
+def metric_for(
+    snapshot: Snapshot,
+    kind: KindSpec,
+    requested: str | None,
+    item_kinds: Collection[str] = (),
+) -> str:
     """The metric a run of ``snapshot`` uses: the one asked for (checked against the
-    kind), else the snapshot's ``[api] method``, else the kind's default."""
+    kind), else the snapshot's ``[api] method``, else the kind's default.
+
+    ``item_kinds`` are the kinds of the items the run scores. A run has one metric, so
+    choice questions (BBQ, BharatBBQ) are scored by the choice-qa family's metric for the
+    kind (``mc-loglik`` for a local causal LM) and cannot share a run, or a command, with
+    benchmarks of another family: that is a one-line error asking for two commands.
+    """
+    own = sorted(set(item_kinds) & set(OWN_FAMILY_ITEM_KINDS))
+    if own:
+        return _family_metric(snapshot, kind, requested, own[0], set(item_kinds))
     if requested is not None:
         get_metric(requested)  # unknown name: one clear error listing the known ones
-        return kind.check_metric(requested, snapshot.id)
+        metric = kind.check_metric(requested, snapshot.id)
+        if item_kinds and get_metric(metric).family.item_kinds[0] in OWN_FAMILY_ITEM_KINDS:
+            raise UserInputError(
+                f"metric {metric!r} scores {get_metric(metric).family.name} benchmarks; none "
+                "was selected"
+            )
+        return metric
     preferred = METHOD_METRIC.get(snapshot.api.method) if snapshot.api else None
     return preferred if preferred in kind.metrics else kind.default_metric
+
+
+def _family_metric(
+    snapshot: Snapshot, kind: KindSpec, requested: str | None, item_kind: str, kinds: set[str]
+) -> str:
+    if kinds != {item_kind}:
+        others = ", ".join(sorted(kinds - {item_kind}))
+        raise UserInputError(
+            f"{item_kind} benchmarks (BBQ, BharatBBQ) are scored by their own metric and "
+            f"cannot share a run with {others} benchmarks; run them in separate commands"
+        )
+    fitting = [m for m in kind.metrics if item_kind in get_metric(m).family.item_kinds]
+    if not fitting:
+        raise UserInputError(
+            f"snapshot {snapshot.id!r} ({kind.name}) has no metric for {item_kind} benchmarks"
+        )
+    if requested is not None and requested not in fitting:
+        get_metric(requested)
+        raise UserInputError(
+            f"metric {requested!r} does not score {item_kind} benchmarks; for snapshot "
+            f"{snapshot.id!r} use {', '.join(fitting)}"
+        )
+    return requested or fitting[0]
+
+
+def item_kinds(benches: list[LoadedBenchmark]) -> set[str]:
+    """The kinds of the items a run would score."""
+    return {it.kind for b in benches for it in b.items}
 
 
 def run_snapshot(
@@ -41,7 +97,7 @@ def run_snapshot(
         lifecycle=RunLifecycle(store, on_event),
         snapshot=snapshot,
         kind=kind,
-        metric=get_metric(metric_for(snapshot, kind, options.metric)),
+        metric=get_metric(metric_for(snapshot, kind, options.metric, item_kinds(benches))),
         benches=benches,
         options=options,
         on_event=on_event,

@@ -13,6 +13,7 @@ its *stored* rows. Which snapshot kinds a metric applies to is declared by the k
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -210,6 +211,14 @@ METRICS: dict[str, MetricSpec] = {
 }
 
 
+# Metric specs of families that live in their own folder, as ``"module:function"``
+# references (the function returns the specs), so this room never imports a family folder.
+FOLDER_METRICS = ("monitor.families.choice_qa.metrics:metric_specs",)
+for _ref in FOLDER_METRICS:
+    _module, _, _attr = _ref.partition(":")
+    METRICS.update({m.name: m for m in getattr(importlib.import_module(_module), _attr)()})
+
+
 def get_metric(name: str) -> MetricSpec:
     """The spec of ``name``; an unknown name is a ``UserInputError`` listing the known."""
     try:
@@ -238,9 +247,14 @@ def run_measures(
       agreement (``monitor.metrics.panel``);
     * rows kept only because the reproduced code scores them: the rate without them
       (``cll_reference.after_exclusions_measures``).
+
+    A family that lives in its own folder and has a ``measures`` hook aggregates its runs
+    itself, from the rows and the items' payloads (``ResultFamily.hook``).
     """
     rows = list(rows)
     by_id = {it.item_id: it for it in items}
+    if (family_measures := spec.family.hook("measures")) is not None:
+        return family_measures(rows, by_id)  # a family folder aggregates with its payloads
     item_axis = {i: (it.benchmark, it.axis) for i, it in by_id.items()}
     measures = spec.aggregate(rows, item_axis) + panel.panel_measures(rows, item_axis)
     measures = identity.identity_measures(measures, rows, by_id)

@@ -26,6 +26,9 @@ CHOICE_QA = ResultFamily(
     outcomes=True,
     hooks={
         "load": f"{_HERE}.items:load",
+        "score_local": f"{_HERE}.scoring:score_local",
+        "measures": f"{_HERE}.measures:choice_measures",
+        "importers": f"{_HERE}.importers:importers",
         "compare": f"{_HERE}.compare:compare_choice_qa",
         "report_section": f"{_HERE}.section:report_section",
     },

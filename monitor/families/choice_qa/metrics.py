@@ -1,0 +1,67 @@
+"""The choice-QA family's metric specs, read by ``monitor.metrics.registry`` (one reference
+in ``FOLDER_METRICS``) through :func:`metric_specs`.
+
+Pure data. The spec's own ``aggregate`` is empty: a choice-qa run's measures need the
+items' payloads (label, target, polarity ...), so ``registry.run_measures`` calls the
+family's ``measures`` hook instead (``measures.choice_measures``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from monitor.metrics.families import ItemNumbers
+from monitor.records import Measure, ScoreRow
+
+if TYPE_CHECKING:
+    from monitor.metrics.registry import MetricSpec
+
+MC_IMPORTED = "mc-imported"
+MC_IMPORTED_VERSION = "1"
+# Bump the version when loglik.py or scoring.py changes what the metric computes.
+MC_LOGLIK = "mc-loglik"
+MC_LOGLIK_VERSION = "1"
+# mc-loglik keeps its numbers (the three options' log-likelihoods) in details, not in the
+# pair columns: no pair column to require.
+OPTION_LOGLIKS = ItemNumbers("option log-likelihoods (in details)", ())
+# Published predictions carry the picked option only: no per-item numbers to require.
+PICKED_OPTION = ItemNumbers("picked option (imported)", ())
+
+
+def no_aggregate(
+    rows: Iterable[ScoreRow], item_axis: Mapping[str, tuple[str, str]]
+) -> list[Measure]:
+    """Nothing from (benchmark, axis) alone: the family's ``measures`` hook aggregates."""
+    return []
+
+
+def metric_specs() -> list[MetricSpec]:
+    """The family's metrics (imported here so that this module loads without the registry)."""
+    from monitor.families.choice_qa.spec import CHOICE_QA
+    from monitor.metrics.registry import MetricSpec
+
+    return [
+        MetricSpec(
+            MC_IMPORTED,
+            MC_IMPORTED_VERSION,
+            "published per-item predictions of a multiple-choice benchmark (BBQ's UnifiedQA "
+            "files, BharatBBQ's example predictions), imported: the picked option per item",
+            CHOICE_QA,
+            PICKED_OPTION,
+            no_aggregate,
+            "imported",
+        ),
+        MetricSpec(
+            MC_LOGLIK,
+            MC_LOGLIK_VERSION,
+            "local causal LM on choice questions (BBQ, BharatBBQ): log-likelihood of each "
+            "option given lm-eval's BBQ prompt, an item's options as branches of one "
+            "forward pass over the shared prompt; argmax choice, the length-normalised "
+            "choice (lm-eval's acc_norm) kept beside it",
+            CHOICE_QA,
+            OPTION_LOGLIKS,
+            no_aggregate,
+            "causal-logprobs",
+        ),
+    ]
