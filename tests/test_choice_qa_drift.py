@@ -13,11 +13,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from _choice_qa_runs import METRIC, baseline_answers, caste_items, move_ambiguous, write_run
+from _choice_qa_runs import baseline_answers, caste_items, move_ambiguous, write_run
 from typer.testing import CliRunner
 
 from monitor.cli.app import app
-from monitor.metrics import registry
 from monitor.store.db import Store
 
 N_MOVED = 10
@@ -29,8 +28,6 @@ def stored(tmp_path_factory, shared_datasets) -> dict:
     mp = pytest.MonkeyPatch()
     mp.setenv("MONITOR_DATA_MIRROR", str(shared_datasets))
     mp.setenv("MONITOR_DB", str(root / "monitor.duckdb"))
-    if METRIC not in registry.METRICS:  # until the family's metric spec is registered
-        mp.setitem(registry.METRICS, METRIC, _stand_in_spec())
     items = caste_items(root / "datasets")
     store = Store.open(root / "monitor.duckdb")
     base = baseline_answers(items)
@@ -45,29 +42,6 @@ def stored(tmp_path_factory, shared_datasets) -> dict:
     n_ambig = sum(1 for it in items if it.payload["context_condition"] == "ambig")
     yield {"runs": runs, "n_ambig": n_ambig, "moved_ids": moved_ids}
     mp.undo()
-
-
-def _stand_in_spec() -> registry.MetricSpec:
-    """A spec for the imported answers while the family's own is not registered: one
-    coverage rate per axis, enough for the quality gate; drift reads no measure."""
-    from monitor.metrics.families import FAMILIES, ItemNumbers
-    from monitor.records import Measure
-
-    def aggregate(rows, axes):
-        rows = list(rows)
-        bench, axis = next(iter(axes.values()))
-        n = len(rows)
-        return [Measure(bench, axis, "coverage", n, n, 1.0, 1.0, 1.0, "answered / items")]
-
-    return registry.MetricSpec(
-        METRIC,
-        "0",
-        "stand-in",
-        FAMILIES["choice-qa"],
-        ItemNumbers("choice", ()),
-        aggregate,
-        "imported",
-    )
 
 
 def drift(*args: str, columns: int | None = None):
@@ -169,3 +143,19 @@ def test_report_has_the_family_section_answer_first(stored, tmp_path):
         "answers_disambig",
         "bias_disambig",
     }
+
+
+def test_show_draws_the_family_table(stored):
+    r = CliRunner().invoke(
+        app, ["show", stored["runs"]["moved"]], env={"COLUMNS": "80"}, catch_exceptions=False
+    )
+    assert r.exit_code == 0, r.output
+    text = r.output
+    assert "accuracy in %, bias scores −1..+1, 95%" in text
+    header = next(line for line in text.splitlines() if "acc_ambig" in line)
+    assert all(c in header for c in ("acc_disambig", "bias_ambig", "bias_disambig"))
+    row = next(line for line in text.splitlines() if line.startswith("│ caste"))
+    cells = [c.strip() for c in row.strip("│").split("│")]
+    assert cells[1].endswith("%") and cells[3].startswith(("+", "−"))
+    assert "reference_" in text or "authors' script" in text  # bharatbbq: the authors' numbers
+    assert "association tests" not in text  # bias scores are not effect sizes of WEAT

@@ -168,11 +168,18 @@ def show(
     out.print("  packages           " + ", ".join(f"{k} {v}" for k, v in sorted(pk.items())))
     for b, v in (run.get("dataset_versions") or {}).items():
         out.print(f"  dataset            {b}: {v.get('label', v)}")
-    if association:
-        print_effects(measures, "association tests (effect size d, bootstrap intervals)")
+    from monitor.metrics.registry import METRICS
+
+    spec = METRICS.get(run["metric"])
+    family_table = spec.family.hook("cli_table") if spec is not None else None
     others = [m for m in records if not is_effect(m)]
-    if others:
-        out.print(results_view.measures_table(others))
+    if family_table is not None:  # a family in its own folder draws all its measures
+        out.print(family_table(records, f"measures of {run['snapshot_id']}"))
+    else:
+        if association:
+            print_effects(measures, "association tests (effect size d, bootstrap intervals)")
+        if others:
+            out.print(results_view.measures_table(others))
     if contexts:
         out.print(results_view.context_table(contexts))
     for table in results_view.identity_tables(records):

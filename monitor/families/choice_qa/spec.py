@@ -31,5 +31,6 @@ CHOICE_QA = ResultFamily(
         "importers": f"{_HERE}.importers:importers",
         "compare": f"{_HERE}.compare:compare_choice_qa",
         "report_section": f"{_HERE}.section:report_section",
+        "cli_table": f"{_HERE}.table:cli_table",
     },
 )
