@@ -133,7 +133,7 @@ def test_report_has_the_family_section_answer_first(stored, tmp_path):
     assert first.startswith("- **regression**: on ambiguous caste questions")
     assert "| caste | bias\\_ambig s\\_AMB |" in section
     html = (out / "report.html").read_text()
-    assert '<h2 id="choice-qa">' in html and "<script" not in html
+    assert '<h3 id="choice-qa">' in html and "<script" not in html
     assert "the model now picks the stereotyped group 4.9 points more often" in html
     assert "the &#39;unknown&#39; answer" in html  # escaped, not raw
     data = read_json(out / "report.json")  # validates and round-trips

@@ -22,6 +22,7 @@ from monitor.drift.history_view import (
 )
 from monitor.drift.session import DriftResult
 from monitor.metrics.context import score_contexts
+from monitor.metrics.registry import METRICS
 from monitor.report.model import (
     AssociationResult,
     Comparison,
@@ -209,7 +210,16 @@ def effect_trends(
             reference=0.0,
         )
         for s in view.measure_trend(since, "effect_size")
+        if not in_folder_family(s.metric)
     ]
+
+
+def in_folder_family(metric: str | None) -> bool:
+    """Whether ``metric``'s results belong to a family in its own folder, whose measures
+    its own report section shows (a choice-QA bias score is an ``effect_size`` too, not
+    an association test)."""
+    spec = METRICS.get(metric or "")
+    return spec is not None and bool(spec.family.hooks)
 
 
 def association_results(view: StoreView, run_ids: list[str]) -> list[AssociationResult]:
@@ -217,6 +227,8 @@ def association_results(view: StoreView, run_ids: list[str]) -> list[Association
     out: list[AssociationResult] = []
     for rid in dict.fromkeys(run_ids):
         run = view.run(rid)
+        if in_folder_family(run.metric):
+            continue
         for m in view.measures(rid):
             if m.kind != "effect_size":
                 continue

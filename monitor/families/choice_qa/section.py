@@ -54,7 +54,7 @@ def report_section(
             comps=comparisons,
             level=level,
             note=note or "",
-            short=lambda r: f.short_id(r, 24),
+            short=lambda r: f.short_id(r, 16),
             num=_num,
             delta=_delta,
             p=f.pvalue,
