@@ -36,6 +36,14 @@ def stored(tmp_path_factory, shared_datasets) -> dict:
         "base": write_run(store, items, base, snapshot="qa-base", day=1),
         "moved": write_run(store, items, moved, snapshot="qa-moved", day=2),
         "same": write_run(store, items, base, snapshot="qa-same", day=3),
+        # Three runs of one imported configuration: the answers of the middle one moved,
+        # so the repeat runs' own spread of s_AMB is as large as that move.
+        **{
+            f"noisy-{day}": write_run(
+                store, items, moved if day == 5 else base, snapshot="qa-noisy", day=day
+            )
+            for day in (4, 5, 6)
+        },
     }
     for rid in runs.values():
         assert store.get_run(rid)["status"] == "complete", store.get_run(rid)["notes"]
@@ -104,6 +112,25 @@ def test_identical_answers_are_not_flagged(stored):
         ).exit_code
         == 0
     )
+
+
+def test_a_change_within_the_repeat_runs_spread_is_not_flagged(stored):
+    """The latest qa-noisy run (answers as the baseline) against the one before it (10
+    moved): p is as small as for the moved pair, but the same configuration's other runs
+    (days 4 and 5) already differ by that much, so the change is noise."""
+    r = drift("--snapshot", "qa-noisy", "--format", "json")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    assert [(p["new_run_id"], p["baseline_run_id"]) for p in data["pairs"]] == [
+        (stored["runs"]["noisy-6"], stored["runs"]["noisy-5"])
+    ]
+    bias = _by_measure(r.output)["bias_ambig"]
+    assert bias["delta"] == pytest.approx(-N_MOVED / stored["n_ambig"])
+    assert bias["p_value"] == pytest.approx(2 / 1024)
+    assert bias["noise"] == pytest.approx(N_MOVED / stored["n_ambig"])
+    assert bias["verdict"] == "no significant change" and not bias["flagged"]
+    assert "within the spread of repeat runs" in bias["reason"]
+    assert "judged against" in bias["noise_note"]
 
 
 def test_terminal_lines_at_80_columns(stored):
