@@ -483,8 +483,8 @@ def report(
     snapshots_dir: SnapshotsDirOpt = None,
 ) -> None:
     """Write the Markdown (PR comment / job summary), self-contained HTML and JSON reports."""
-    from monitor.drift.report_input import build_report_input
     from monitor.report import append_summary, write_report
+    from monitor.report.input import build_report_input
 
     use_snapshots_dir(snapshots_dir)
     since_at = _parse_since(since)

@@ -13,7 +13,7 @@ from statistics import median
 
 from monitor.drift.compare import CONFIGURATION_CHANGE, AxisComparison
 from monitor.drift.noise import GroupNoise
-from monitor.report.fmt import pvalue
+from monitor.fmt import pvalue
 
 _SIDE_NAMES = {
     "baseline": "the baseline's configuration",

@@ -16,7 +16,8 @@ from functools import lru_cache
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from monitor.report import answer, effect_plots, fmt, plots
+from monitor import fmt
+from monitor.report import answer, effect_plots, plots
 from monitor.report.model import QualityResult, ReportInput, RunSummary, Trend, TrendPoint
 from monitor.report.text import fdr_text, summary_line
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import html
 import re
 
-from monitor.report import answer, fmt
+from monitor import fmt
+from monitor.report import answer
 from monitor.report.model import VERDICT_ORDER, Comparison, ReportInput
 from monitor.report.text import fdr_text, summary_line
 

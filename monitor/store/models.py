@@ -154,7 +154,7 @@ class TrendSeries:
     runs only, so a series has no status column).
 
     Columns, not a row object per run: a year of nightly runs is ~150k values, most of
-    which a report folds into summary points (``drift.history_view.condense``), and a
+    which a report folds into summary points (``report.history.condense``), and a
     Python object per value cost more than reading, condensing and rendering together.
     """
 

@@ -1,8 +1,9 @@
-"""Hand drift's findings to the report room in the report's own shapes.
+"""Drift's findings in the report's own shapes: the ``ReportInput`` the renderers take.
 
-Drift reads what the report shows besides its comparisons (history, quality results,
-the run list) through the store's typed view; the report room only renders the
-``ReportInput`` built here and never reads the store.
+Built in the report room (drift does not know the report exists): besides drift's
+comparisons it reads what the report shows (history, quality results, the run list)
+through the store's typed view; the renderers (``markdown``, ``html``, ``json_out``)
+only render the ``ReportInput`` built here.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from datetime import UTC, datetime
 
 from monitor.drift.compare import AxisComparison
 from monitor.drift.effect_size import EffectComparison as DriftEffect
-from monitor.drift.history_view import (
+from monitor.drift.session import DriftResult
+from monitor.metrics.context import score_contexts
+from monitor.report.history import (
     SafeTexts,
     SeriesColumns,
     method_comparisons,
@@ -20,8 +23,6 @@ from monitor.drift.history_view import (
     repeat_groups,
     series_trend,
 )
-from monitor.drift.session import DriftResult
-from monitor.metrics.context import score_contexts
 from monitor.report.model import (
     AssociationResult,
     Comparison,
@@ -137,8 +138,8 @@ def trends(
     view: StoreView, since: datetime | None, flags: dict[tuple[str, str, str], str]
 ) -> list[Trend]:
     """Bias rate over time per snapshot × benchmark axis, from complete runs only, with
-    repeat groups, configuration breaks and quarantined runs (``drift.history_view``),
-    condensed to what a plot can show (``history_view.condense``)."""
+    repeat groups, configuration breaks and quarantined runs (``report.history``),
+    condensed to what a plot can show (``history.condense``)."""
     series = view.measure_trend(since, "bias_rate")
     runs = view.runs(rid for s in series for rid in s.run_ids)
     keys = {rid: r.configuration_key for rid, r in runs.items()}

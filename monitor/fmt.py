@@ -1,4 +1,4 @@
-"""Number formatting shared by the Markdown and HTML renderers, so both print the same figures.
+"""Number formatting shared by the report renderers and drift's verdict sentences.
 
 Rates are percentages with one decimal, differences are percentage points, and a missing
 number is an em dash, never "nan".
