@@ -11,8 +11,9 @@ import typer
 
 from monitor.cli.commands_db import DbOpt, FmtOpt, _reader, _store
 from monitor.cli.commands_snapshots import SnapshotsDirOpt, check_snapshot_names, use_snapshots_dir
-from monitor.cli.output import Format, err, interval, out, pct, print_json
+from monitor.cli.output import Format, err, out, print_json
 from monitor.errors import UserInputError
+from monitor.fmt import interval, pct, pvalue
 
 
 class DriftFormat(StrEnum):
@@ -407,20 +408,20 @@ def _drift_table(result, show_flips: bool) -> None:
     for c in result.comparisons:
         d = c.paired
         low, high = c.delta_ci_clustered or (d.ci_low, d.ci_high)  # clusters widen it
-        delta = "—" if d.delta is None else f"{100 * d.delta:+.1f} {interval(low, high)}"
+        delta = "—" if d.delta is None else f"{100 * d.delta:+.1f} {interval((low, high))}"
         table.add_row(
             c.new_run_id,
             c.baseline_run_id,
             f"{c.benchmark}/{c.axis}",
-            f"{pct(c.rate_old.value)} {interval(c.rate_old.ci_low, c.rate_old.ci_high)}",
-            f"{pct(c.rate_new.value)} {interval(c.rate_new.ci_low, c.rate_new.ci_high)}",
+            f"{pct(c.rate_old.value)} {interval((c.rate_old.ci_low, c.rate_old.ci_high))}",
+            f"{pct(c.rate_new.value)} {interval((c.rate_new.ci_low, c.rate_new.ci_high))}",
             delta,
             "—"
             if c.detectable is None or c.detectable.mde is None
             else f"±{100 * c.detectable.mde:.1f}",
             f"{c.b}/{c.c}",
-            "—" if c.p_value is None else f"{c.p_value:.3g}",
-            "—" if c.p_adjusted is None else f"{c.p_adjusted:.3g}",
+            pvalue(c.p_value),
+            pvalue(c.p_adjusted),
             f"{c.verdict.label}: {c.verdict.reason}",
         )
     if result.comparisons:
@@ -606,7 +607,7 @@ def import_caste_bias_cmd(
                 if m["measure"] == "bias_rate":
                     out.print(
                         f"  {m['axis']:10} {pct(m['value'])} "
-                        f"{interval(m['ci_low'], m['ci_high'])}  {m['k']}/{m['n']}"
+                        f"{interval((m['ci_low'], m['ci_high']))}  {m['k']}/{m['n']}"
                     )
     if any(r["status"] != "complete" for r in runs):
         raise typer.Exit(1)  # a quarantined import, like a quarantined run
@@ -694,7 +695,7 @@ def import_caste_gpt5_cmd(
             measures = {m["measure"]: m for m in store.axis_measures(rid)}
             b = measures.get("bias_rate")
             figure = (
-                f"{b['value']:.3f} ({b['k']}/{b['n']}) {interval(b['ci_low'], b['ci_high'])}"
+                f"{b['value']:.3f} ({b['k']}/{b['n']}) {interval((b['ci_low'], b['ci_high']))}"
                 if b
                 else "—"
             )

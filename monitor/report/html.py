@@ -17,6 +17,7 @@ from functools import lru_cache
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from monitor import fmt
+from monitor.metrics.panel import PANEL_METRICS
 from monitor.report import answer, effect_plots, plots
 from monitor.report.model import QualityResult, ReportInput, RunSummary, Trend, TrendPoint
 from monitor.report.text import fdr_text, summary_line
@@ -148,6 +149,7 @@ def render_html(report: ReportInput) -> str:
     return template.render(
         r=shown,
         fmt=fmt,
+        panel_metrics=PANEL_METRICS,
         summary=summary_line(report),
         headline=answer.headline(report),
         pairs=answer.pairs(report),

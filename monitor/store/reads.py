@@ -17,6 +17,7 @@ import duckdb
 
 from monitor.benchmarks.items import source_version
 from monitor.errors import UserInputError
+from monitor.records import SCORE_FLOATS
 from monitor.store.models import (
     AxisKey,
     AxisOutcomes,
@@ -35,17 +36,6 @@ RUN_JSON_COLUMNS = ("snapshot_manifest", "dataset_versions", "environment")
 # A year of 7,340 runs is ~3 MB of these, ~0.1 s of ``json.loads``.
 RUN_REPEATED_JSON = ("snapshot_manifest", "dataset_versions")
 RUN_TIME_COLUMNS = ("started_at", "finished_at")
-SCORE_FLOATS = (
-    "delta",
-    "score_stereo",
-    "score_anti",
-    "lp_stereo",
-    "lp_anti",
-    "prior_stereo",
-    "prior_anti",
-    "prob_stereo",
-    "prob_anti",
-)
 MEASURE_FLOATS = ("value", "ci_low", "ci_high", "p_value")
 
 
