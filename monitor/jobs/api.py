@@ -36,6 +36,7 @@ from monitor.backends.api_client import (
     make_client,
     run_bounded,
 )
+from monitor.backends.device_facts import torch_facts
 from monitor.backends.openai_chat import ChatCaller, ProbeResult, ResponseRecord, probe_logprobs
 from monitor.benchmarks.items import LoadedBenchmark
 from monitor.errors import SnapshotUnavailable, UserInputError
@@ -231,7 +232,7 @@ def _open(p: _Plan, rep: int, stored: int) -> OpenRun:
     ctx, snapshot, method = p.ctx, p.ctx.snapshot, p.method
 
     def new_record():
-        env = environment("api")
+        env = environment() | torch_facts("api")
         env["api"] = _api_environment(
             snapshot, p.api, p.caller.endpoint, method, p.settings, p.probe, p.fallback
         )

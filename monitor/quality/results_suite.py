@@ -24,7 +24,7 @@ from monitor.records import SCORE_FLOATS, Measure, Outcome, ScoreRow
 if TYPE_CHECKING:
     import pandas as pd
 
-    from monitor.store.models import ResultFrames
+    from monitor.readmodel.models import ResultFrames
 
 SUITE = "results"
 OUTCOMES: tuple[str, ...] = get_args(Outcome)

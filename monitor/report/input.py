@@ -2,8 +2,8 @@
 
 Built in the report room (drift does not know the report exists): besides drift's
 comparisons it reads what the report shows (history, quality results, the run list)
-through the store's typed view; the renderers (``markdown``, ``html``, ``json_out``)
-only render the ``ReportInput`` built here.
+through the typed reading protocol (``readmodel.reader``); the renderers (``markdown``,
+``html``, ``json_out``) only render the ``ReportInput`` built here.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from monitor.drift.compare import AxisComparison
 from monitor.drift.effect_size import EffectComparison as DriftEffect
 from monitor.drift.session import DriftResult
 from monitor.metrics.context import score_contexts
+from monitor.readmodel.models import TrendSeries
+from monitor.readmodel.reader import RunReader
 from monitor.report.history import (
     SafeTexts,
     SeriesColumns,
@@ -41,8 +43,6 @@ from monitor.report.model import (
     Trend,
     UnscoredAxis,
 )
-from monitor.store.models import TrendSeries
-from monitor.store.view import StoreView
 
 
 def _interval(lo, hi):
@@ -135,7 +135,7 @@ def comparison_model(c: AxisComparison, metric: str | None, *, with_flips: bool)
 
 
 def trends(
-    view: StoreView, since: datetime | None, flags: dict[tuple[str, str, str], str]
+    view: RunReader, since: datetime | None, flags: dict[tuple[str, str, str], str]
 ) -> list[Trend]:
     """Bias rate over time per snapshot × benchmark axis, from complete runs only, with
     repeat groups, configuration breaks and quarantined runs (``report.history``),
@@ -193,7 +193,7 @@ def _flagged(s: TrendSeries, flags: dict[tuple[str, str, str], str]) -> Sequence
 
 
 def effect_trends(
-    view: StoreView, since: datetime | None, flags: dict[tuple[str, str, str], str]
+    view: RunReader, since: datetime | None, flags: dict[tuple[str, str, str], str]
 ) -> list[Trend]:
     """d over time per snapshot × test × metric, from complete runs only; 0 is the line
     of no association."""
@@ -213,7 +213,7 @@ def effect_trends(
     ]
 
 
-def association_results(view: StoreView, run_ids: list[str]) -> list[AssociationResult]:
+def association_results(view: RunReader, run_ids: list[str]) -> list[AssociationResult]:
     """The association tests of the given runs (the new runs a report compares)."""
     out: list[AssociationResult] = []
     for rid in dict.fromkeys(run_ids):
@@ -262,7 +262,7 @@ def effect_model(c: DriftEffect, snapshot_id: str) -> EffectComparison:
     )
 
 
-def quality_results(view: StoreView, since: datetime | None) -> list[QualityResult]:
+def quality_results(view: RunReader, since: datetime | None) -> list[QualityResult]:
     out = []
     for v in view.latest_validations(since):
         failures = tuple(
@@ -276,7 +276,7 @@ def quality_results(view: StoreView, since: datetime | None) -> list[QualityResu
 
 
 def run_summaries(
-    view: StoreView, since: datetime | None, named: set[str]
+    view: RunReader, since: datetime | None, named: set[str]
 ) -> tuple[list[RunSummary], int]:
     """The runs a report lists (every run that is not complete, and the complete runs
     it names), and how many runs of the window it leaves out: a year's history is
@@ -316,7 +316,7 @@ def _context_rate(label: str, r, control=None) -> ContextRate:
 
 
 def score_contexts_of(
-    view: StoreView, run_ids: list[str], controls: dict[str, tuple[str, ...]]
+    view: RunReader, run_ids: list[str], controls: dict[str, tuple[str, ...]]
 ) -> list[ScoreContext]:
     """Each run's bias rates beside their neutral control and metric panel (see
     ``monitor.metrics.context``), for the report's context table and trend control lines."""
@@ -367,7 +367,7 @@ def _with_controls(trends: list[Trend], contexts: list[ScoreContext]) -> list[Tr
 
 
 def build_report_input(
-    view: StoreView,
+    view: RunReader,
     result: DriftResult,
     *,
     title: str,

@@ -1,6 +1,6 @@
 """Read-side SQL for the rooms downstream of the store: drift, the quality gate, reports.
 
-Functions of an open connection returning the typed models of ``monitor.store.models``.
+Functions of an open connection returning the typed models of ``monitor.readmodel.models``.
 They used to live in drift, quality and the report input builder; keeping every query
 here means the schema has one owner. Nothing here writes.
 """
@@ -17,8 +17,7 @@ import duckdb
 
 from monitor.benchmarks.items import source_version
 from monitor.errors import UserInputError
-from monitor.records import SCORE_FLOATS
-from monitor.store.models import (
+from monitor.readmodel.models import (
     AxisKey,
     AxisOutcomes,
     ConfigurationGroup,
@@ -29,6 +28,7 @@ from monitor.store.models import (
     TrendSeries,
     ValidationRow,
 )
+from monitor.records import SCORE_FLOATS
 
 RUN_JSON_COLUMNS = ("snapshot_manifest", "dataset_versions", "environment")
 # JSON columns whose text a snapshot's runs repeat night after night (its manifest, the

@@ -20,9 +20,7 @@ from typing import Any
 
 import duckdb
 
-from monitor.records import Measure
-from monitor.store import codec, queries, reads
-from monitor.store.models import (
+from monitor.readmodel.models import (
     AxisKey,
     AxisOutcomes,
     ConfigurationGroup,
@@ -33,6 +31,8 @@ from monitor.store.models import (
     TrendSeries,
     ValidationRow,
 )
+from monitor.records import Measure
+from monitor.store import codec, queries, reads
 
 
 class StoreView:

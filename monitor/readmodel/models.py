@@ -15,7 +15,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from monitor.store.configuration import configuration_key, measurement_configuration
+from monitor.readmodel.configuration import configuration_key, measurement_configuration
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -74,7 +74,7 @@ class StoredRun:
 
     @property
     def configuration(self) -> dict[str, Any]:
-        """The measurement configuration (``monitor.store.configuration``)."""
+        """The measurement configuration (``monitor.readmodel.configuration``)."""
         return measurement_configuration(self.fields)
 
     @cached_property
