@@ -51,7 +51,8 @@ def quality(
     from monitor.jobs.lifecycle import RunLifecycle
 
     store = _store(db)
-    rid = store.get_run(run_id)["run_id"]
+    with store.read() as view:
+        rid = view.resolve_run(run_id).run_id
     # The same gate every run passed when it finished: a complete run that fails now is
     # quarantined, and so never a baseline or a trend point again.
     result = RunLifecycle(store).recheck(rid).result
@@ -579,7 +580,9 @@ def import_caste_bias_cmd(
 
         assert on_date is not None
         run_ids, skipped = import_caste_bias(store, folder, snapshot=snapshot, date=on_date), []
-    runs = [store.get_run(rid) for rid in run_ids]
+    with store.read() as view:  # the imported runs and their measures, typed
+        runs = [view.run(rid) for rid in run_ids]
+        measures = {rid: view.measures(rid) for rid in run_ids}
     if fmt is Format.json:
         print_json(
             {
@@ -603,11 +606,11 @@ def import_caste_bias_cmd(
             )
             if run["status"] != "complete":
                 err.print(f"  {run['notes']}", style="red")
-            for m in store.axis_measures(rid):
-                if m["measure"] == "bias_rate":
+            for m in measures[rid]:
+                if m.measure == "bias_rate":
                     out.print(
-                        f"  {m['axis']:10} {pct(m['value'])} "
-                        f"{interval((m['ci_low'], m['ci_high']))}  {m['k']}/{m['n']}"
+                        f"  {m.axis:10} {pct(m.value)} "
+                        f"{interval((m.ci_low, m.ci_high))}  {m.k}/{m.n}"
                     )
     if any(r["status"] != "complete" for r in runs):
         raise typer.Exit(1)  # a quarantined import, like a quarantined run
@@ -665,7 +668,9 @@ def import_caste_gpt5_cmd(
     fetch(manifest, ["bhed-caste"], on_event=lambda m: err.print(m))
     store = _store(db, must_exist=False)
     done = import_caste_gpt5(store, folder, date=on_date, suffix=suffix, snapshots=mapping)
-    runs = [store.get_run(rid) for rid in done.new]
+    with store.read() as view:  # the imported runs and their measures, typed
+        runs = [view.run(rid) for rid in done.new]
+        stored = {rid: view.measures(rid) for rid in done.new}
     if fmt is Format.json:
         print_json(
             {
@@ -679,8 +684,8 @@ def import_caste_gpt5_cmd(
                         "status": r["status"],
                         "notes": r["notes"],
                         "measures": [
-                            {k: m[k] for k in ("axis", "measure", "k", "n", "value")}
-                            for m in store.axis_measures(r["run_id"])
+                            {k: getattr(m, k) for k in ("axis", "measure", "k", "n", "value")}
+                            for m in stored[r["run_id"]]
                         ],
                     }
                     for r in runs
@@ -692,13 +697,9 @@ def import_caste_gpt5_cmd(
             out.print(f"nothing new: all {len(done.skipped)} runs of {folder} are already stored")
         for run in runs:
             rid = run["run_id"]
-            measures = {m["measure"]: m for m in store.axis_measures(rid)}
-            b = measures.get("bias_rate")
-            figure = (
-                f"{b['value']:.3f} ({b['k']}/{b['n']}) {interval((b['ci_low'], b['ci_high']))}"
-                if b
-                else "—"
-            )
+            rates = [m for m in stored[rid] if m.measure == "bias_rate"]
+            b = rates[-1] if rates else None
+            figure = f"{b.value:.3f} ({b.k}/{b.n}) {interval((b.ci_low, b.ci_high))}" if b else "—"
             out.print(
                 f"imported run {rid} ({run['snapshot_revision']} → {run['snapshot_id']}, "
                 f"{run['metric']}): {run['status']}; bias rate {figure}",

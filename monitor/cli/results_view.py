@@ -27,6 +27,12 @@ def _method(m: Measure) -> str:
     return m.method.split(" (")[0].split(";")[0]
 
 
+def measure_json(run_id: str, m: Measure) -> dict[str, Any]:
+    """A measure as ``show --format json`` prints it: its stored row, run id first and
+    ``details`` null when empty (the store writes no empty details)."""
+    return {"run_id": run_id, **asdict(m), "details": m.details or None}
+
+
 def measure_value(m: Measure) -> tuple[str, str]:
     """(value, interval) as text: rates in percent, ranking scores as signed log-odds."""
     if m.kind == "rate":
