@@ -53,6 +53,21 @@ class ScoreRow:
     details: dict[str, Any] = field(default_factory=dict)
 
 
+# A score row's float columns: the store flags the non-finite ones as it reads them, and
+# the results suite holds them to finite numbers; one list so the two cannot disagree.
+SCORE_FLOATS = (
+    "delta",
+    "score_stereo",
+    "score_anti",
+    "lp_stereo",
+    "lp_anti",
+    "prior_stereo",
+    "prior_anti",
+    "prob_stereo",
+    "prob_anti",
+)
+
+
 MeasureKind = Literal["rate", "effect_size", "ranking_score"]
 
 

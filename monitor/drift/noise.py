@@ -43,7 +43,7 @@ from datetime import datetime
 from typing import Literal
 
 from monitor.drift.stats import NoiseFloor, noise_floor
-from monitor.store.models import AxisKey, AxisOutcomes, ConfigurationGroup, StoredRun
+from monitor.readmodel.models import AxisKey, AxisOutcomes, ConfigurationGroup, StoredRun
 from monitor.store.view import StoreView
 
 MAX_RUNS = 10

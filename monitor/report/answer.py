@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from monitor.report import fmt
+from monitor import fmt
 from monitor.report.model import VERDICT_ORDER, Comparison, ReportInput, UnscoredAxis
 
 FLAGS = ("regression", "improvement")

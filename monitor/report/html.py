@@ -17,7 +17,9 @@ from functools import lru_cache
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
-from monitor.report import answer, effect_plots, fmt, plots
+from monitor import fmt
+from monitor.metrics.panel import PANEL_METRICS
+from monitor.report import answer, effect_plots, plots
 from monitor.report.families import family_sections
 from monitor.report.model import QualityResult, ReportInput, RunSummary, Trend, TrendPoint
 from monitor.report.text import fdr_text, summary_line
@@ -150,6 +152,7 @@ def render_html(report: ReportInput) -> str:
     return template.render(
         r=shown,
         fmt=fmt,
+        panel_metrics=PANEL_METRICS,
         summary=summary_line(report),
         headline=answer.headline(report),
         pairs=answer.pairs(report),

@@ -13,7 +13,9 @@ from __future__ import annotations
 import html
 import re
 
-from monitor.report import answer, fmt
+from monitor import fmt
+from monitor.metrics.panel import PANEL_METRICS
+from monitor.report import answer
 from monitor.report.families import family_sections
 from monitor.report.model import VERDICT_ORDER, Comparison, ReportInput
 from monitor.report.text import fdr_text, summary_line
@@ -82,9 +84,10 @@ def _contexts(report: ReportInput, limit: int = 40) -> list[str]:
     if not report.contexts:
         return []
     lines = [
-        f"| Snapshot | Axis (benchmark) | Run | Bias rate ({report.level}) | Neutral control "
-        "| cll | cll-reference | ull | All three agree |",
-        "|---|---|---|---|---|---|---|---|---|",
+        f"| Snapshot | Axis (benchmark) | Run | Bias rate ({report.level}) | Neutral control | "
+        + "".join(f"{m} | " for m in PANEL_METRICS)
+        + "All three agree |",
+        "|---|---|---|---|---|" + "---|" * len(PANEL_METRICS) + "---|",
     ]
     for c in report.contexts[:limit]:
         panel = {p.label: p for p in c.panel}
@@ -102,7 +105,7 @@ def _contexts(report: ReportInput, limit: int = 40) -> list[str]:
                         if c.control
                         else fmt.MISSING
                     ),
-                    *(_context_cell(panel.get(m)) for m in ("cll", "cll-reference", "ull")),
+                    *(_context_cell(panel.get(m)) for m in PANEL_METRICS),
                     (
                         f"{fmt.pct(c.agreement.value)} of {c.agreement.n}"
                         if c.agreement

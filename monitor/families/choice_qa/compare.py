@@ -42,8 +42,8 @@ from monitor.drift.power import mcnemar_mde
 from monitor.drift.provenance_diff import diff_runs
 from monitor.drift.verdicts import MIN_ITEM_OVERLAP, comparability
 from monitor.families.choice_qa.paired import score_change, stuart_maxwell
+from monitor.readmodel.models import AxisOutcomes, StoredRun
 from monitor.records import ComparisonVerdict, FamilyComparison
-from monitor.store.models import AxisOutcomes, StoredRun
 from monitor.store.view import StoreView
 
 FAMILY = "choice-qa"

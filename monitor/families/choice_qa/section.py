@@ -13,8 +13,8 @@ from typing import Literal
 
 from jinja2 import Environment, StrictUndefined
 
+from monitor import fmt as f
 from monitor.records import FamilyComparison
-from monitor.report import fmt as f
 from monitor.report.markdown import md
 
 TITLE = "Choice questions (BBQ, BharatBBQ)"

@@ -17,7 +17,8 @@ from rich.console import Group
 from rich.text import Text
 
 from monitor.cli.output import SafeTable as Table
-from monitor.cli.output import interval, output_width, pct
+from monitor.cli.output import output_width
+from monitor.fmt import interval, pct
 from monitor.records import Measure
 
 COLUMNS = ("acc_ambig", "acc_disambig", "bias_ambig", "bias_disambig")
@@ -32,7 +33,7 @@ def _cell(m: Measure | None) -> str:
     if m is None:
         return "—"
     if m.kind == "rate":
-        return f"{pct(m.value)}\n{interval(m.ci_low, m.ci_high)}"
+        return f"{pct(m.value)}\n{interval((m.ci_low, m.ci_high))}"
     ci = (
         "—"
         if m.ci_low is None or m.ci_high is None

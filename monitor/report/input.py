@@ -1,8 +1,9 @@
-"""Hand drift's findings to the report room in the report's own shapes.
+"""Drift's findings in the report's own shapes: the ``ReportInput`` the renderers take.
 
-Drift reads what the report shows besides its comparisons (history, quality results,
-the run list) through the store's typed view; the report room only renders the
-``ReportInput`` built here and never reads the store.
+Built in the report room (drift does not know the report exists): besides drift's
+comparisons it reads what the report shows (history, quality results, the run list)
+through the typed reading protocol (``readmodel.reader``); the renderers (``markdown``,
+``html``, ``json_out``) only render the ``ReportInput`` built here.
 """
 
 from __future__ import annotations
@@ -12,7 +13,12 @@ from datetime import UTC, datetime
 
 from monitor.drift.compare import AxisComparison
 from monitor.drift.effect_size import EffectComparison as DriftEffect
-from monitor.drift.history_view import (
+from monitor.drift.session import DriftResult
+from monitor.metrics.context import score_contexts
+from monitor.metrics.registry import METRICS
+from monitor.readmodel.models import TrendSeries
+from monitor.readmodel.reader import RunReader
+from monitor.report.history import (
     SafeTexts,
     SeriesColumns,
     method_comparisons,
@@ -20,9 +26,6 @@ from monitor.drift.history_view import (
     repeat_groups,
     series_trend,
 )
-from monitor.drift.session import DriftResult
-from monitor.metrics.context import score_contexts
-from monitor.metrics.registry import METRICS
 from monitor.report.model import (
     AssociationResult,
     Comparison,
@@ -41,8 +44,6 @@ from monitor.report.model import (
     Trend,
     UnscoredAxis,
 )
-from monitor.store.models import TrendSeries
-from monitor.store.view import StoreView
 
 
 def _interval(lo, hi):
@@ -135,11 +136,11 @@ def comparison_model(c: AxisComparison, metric: str | None, *, with_flips: bool)
 
 
 def trends(
-    view: StoreView, since: datetime | None, flags: dict[tuple[str, str, str], str]
+    view: RunReader, since: datetime | None, flags: dict[tuple[str, str, str], str]
 ) -> list[Trend]:
     """Bias rate over time per snapshot × benchmark axis, from complete runs only, with
-    repeat groups, configuration breaks and quarantined runs (``drift.history_view``),
-    condensed to what a plot can show (``history_view.condense``)."""
+    repeat groups, configuration breaks and quarantined runs (``report.history``),
+    condensed to what a plot can show (``history.condense``)."""
     series = view.measure_trend(since, "bias_rate")
     runs = view.runs(rid for s in series for rid in s.run_ids)
     keys = {rid: r.configuration_key for rid, r in runs.items()}
@@ -193,7 +194,7 @@ def _flagged(s: TrendSeries, flags: dict[tuple[str, str, str], str]) -> Sequence
 
 
 def effect_trends(
-    view: StoreView, since: datetime | None, flags: dict[tuple[str, str, str], str]
+    view: RunReader, since: datetime | None, flags: dict[tuple[str, str, str], str]
 ) -> list[Trend]:
     """d over time per snapshot × test × metric, from complete runs only; 0 is the line
     of no association."""
@@ -222,7 +223,7 @@ def in_folder_family(metric: str | None) -> bool:
     return spec is not None and bool(spec.family.hooks)
 
 
-def association_results(view: StoreView, run_ids: list[str]) -> list[AssociationResult]:
+def association_results(view: RunReader, run_ids: list[str]) -> list[AssociationResult]:
     """The association tests of the given runs (the new runs a report compares)."""
     out: list[AssociationResult] = []
     for rid in dict.fromkeys(run_ids):
@@ -273,7 +274,7 @@ def effect_model(c: DriftEffect, snapshot_id: str) -> EffectComparison:
     )
 
 
-def quality_results(view: StoreView, since: datetime | None) -> list[QualityResult]:
+def quality_results(view: RunReader, since: datetime | None) -> list[QualityResult]:
     out = []
     for v in view.latest_validations(since):
         failures = tuple(
@@ -287,7 +288,7 @@ def quality_results(view: StoreView, since: datetime | None) -> list[QualityResu
 
 
 def run_summaries(
-    view: StoreView, since: datetime | None, named: set[str]
+    view: RunReader, since: datetime | None, named: set[str]
 ) -> tuple[list[RunSummary], int]:
     """The runs a report lists (every run that is not complete, and the complete runs
     it names), and how many runs of the window it leaves out: a year's history is
@@ -327,7 +328,7 @@ def _context_rate(label: str, r, control=None) -> ContextRate:
 
 
 def score_contexts_of(
-    view: StoreView, run_ids: list[str], controls: dict[str, tuple[str, ...]]
+    view: RunReader, run_ids: list[str], controls: dict[str, tuple[str, ...]]
 ) -> list[ScoreContext]:
     """Each run's bias rates beside their neutral control and metric panel (see
     ``monitor.metrics.context``), for the report's context table and trend control lines."""
@@ -378,7 +379,7 @@ def _with_controls(trends: list[Trend], contexts: list[ScoreContext]) -> list[Tr
 
 
 def build_report_input(
-    view: StoreView,
+    view: RunReader,
     result: DriftResult,
     *,
     title: str,
