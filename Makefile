@@ -68,9 +68,11 @@ docs: $(BIN)/.docs-installed
 	$(BIN)/mkdocs build --strict --site-dir site 2>&1 | grep -v "^INFO" ; exit $${PIPESTATUS[0]}
 
 # The monitor against lm-evaluation-harness (installed once into its own venv under
-# $(MONITOR_CACHE_DIR)/bench), interleaved; bench/bench_scoring.py is run by hand.
+# $(MONITOR_CACHE_DIR)/bench), interleaved: CLL on Indian-BhED, then the BBQ round
+# (mc-loglik vs lm-eval multiple choice on BharatBBQ mini); bench_scoring.py is by hand.
 bench: install
 	$(BIN)/python bench/bench_vs_lm_eval.py
+	$(BIN)/python bench/bench_bbq.py
 
 # drift and report on a generated year of nightly runs (20 snapshots, 20.1M score rows;
 # the store is generated once, ~30 min on 2 cores, and cached under .monitor-cache/bench).

@@ -149,18 +149,31 @@ def lm_eval_python(cache: Path) -> Path:
 class LmEvalWorker:
     """lm-eval's HFLM loaded once in its own process; ``run`` times one rolling pass."""
 
-    def __init__(self, python: Path, folder: Path, texts: list[str], batch_size: int) -> None:
-        fd, name = tempfile.mkstemp(prefix="bench-texts-", suffix=".json")  # mode 0600
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(texts, fh)
-        self._texts_file = Path(name)
+    def __init__(
+        self,
+        python: Path,
+        folder: Path,
+        texts: list[str],
+        batch_size: int,
+        pairs: list[tuple[str, str]] | None = None,
+    ) -> None:
+        # Benchmark sentences go through private temporary files (mode 0600), never argv.
+        self._files: list[Path] = []
+        inputs = {"texts": texts, "pairs": pairs or []}
+        args = []
+        for key, value in inputs.items():
+            fd, name = tempfile.mkstemp(prefix=f"bench-{key}-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(value, fh)
+            self._files.append(Path(name))
+            args.append(f"--{key}={name}")
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the worker)
         self.proc = subprocess.Popen(
             [
                 str(python),
                 str(Path(__file__).with_name("lm_eval_worker.py")),
                 f"--pretrained={folder}",
-                f"--texts={name}",
+                *args,
                 f"--batch-size={batch_size}",
                 f"--threads={torch.get_num_threads()}",
             ],
@@ -187,6 +200,15 @@ class LmEvalWorker:
         reply = self._reply()
         return reply["seconds"], reply["cpu_seconds"], reply["logprobs"]
 
+    def loglik(self, limit: int | None = None) -> tuple[float, float, list[float]]:
+        """(wall seconds, CPU seconds, log-likelihood per pair) of one ``loglikelihood``
+        pass over the first ``limit`` (context, continuation) pairs given (all: None)."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"cmd": "loglik", "limit": limit}) + "\n")
+        self.proc.stdin.flush()
+        reply = self._reply()
+        return reply["seconds"], reply["cpu_seconds"], reply["logprobs"]
+
     def close(self) -> None:
         with contextlib.suppress(OSError):
             if self.proc.stdin is not None:
@@ -197,7 +219,8 @@ class LmEvalWorker:
         except subprocess.TimeoutExpired:
             self.proc.kill()
         self._log.close()
-        self._texts_file.unlink(missing_ok=True)
+        for f in self._files:
+            f.unlink(missing_ok=True)
 
 
 # --- measuring ------------------------------------------------------------------------

@@ -7,7 +7,15 @@ timing a process start or a model load:
 * ``{"cmd": "run", "limit": N}``: ``loglikelihood_rolling`` over the first N texts (all
   when N is null); replies ``{"seconds": ..., "cpu_seconds": ..., "logprobs": [...]}``
   (wall clock, and CPU time of the process's threads);
+* ``{"cmd": "loglik", "limit": N}`` (with ``--pairs``): ``loglikelihood`` over the first
+  N (context, continuation) pairs (all when N is null), the requests of lm-eval's
+  ``multiple_choice`` tasks; replies ``{"seconds": ..., "cpu_seconds": ...,
+  "logprobs": [...]}``;
 * ``{"cmd": "quit"}``.
+
+With ``--pairs`` the ready line also holds ``pair_tokens``: per pair, the token ids lm-eval
+feeds (its ``_encode_pair``: context tokens, then the continuation's), so the benchmark
+can check that both sides score the same sequences.
 
 The texts come from a JSON file the benchmark writes (benchmark sentences: never printed
 here). Replies go to stdout; lm-eval's own progress bars go to stderr. Imports nothing
@@ -25,7 +33,8 @@ import time
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pretrained", required=True, help="model folder (safetensors)")
-    parser.add_argument("--texts", required=True, help="JSON list of strings")
+    parser.add_argument("--texts", help="JSON list of strings (loglikelihood_rolling)")
+    parser.add_argument("--pairs", help="JSON list of [context, continuation] (loglikelihood)")
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--threads", type=int, required=True)
     args = parser.parse_args()
@@ -36,8 +45,14 @@ def main() -> int:
     from lm_eval.api.instance import Instance
     from lm_eval.models.huggingface import HFLM
 
-    with open(args.texts, encoding="utf-8") as fh:
-        texts = json.load(fh)
+    texts: list[str] = []
+    pairs: list[list[str]] = []
+    if args.texts:
+        with open(args.texts, encoding="utf-8") as fh:
+            texts = json.load(fh)
+    if args.pairs:
+        with open(args.pairs, encoding="utf-8") as fh:
+            pairs = json.load(fh)
     t0 = time.perf_counter()
     lm = HFLM(pretrained=args.pretrained, device="cpu", dtype="float32", batch_size=args.batch_size)
     requests = [
@@ -52,15 +67,23 @@ def main() -> int:
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "token_counts": [len(lm.tok_encode(t)) for t in texts],
+        "pair_tokens": [[*ctx, *cont] for ctx, cont in (lm._encode_pair(*p) for p in pairs)],
     }
+    pair_requests = [
+        Instance(request_type="loglikelihood", doc={}, arguments=(c, x), idx=i)
+        for i, (c, x) in enumerate(pairs)
+    ]
     print(json.dumps(reply), flush=True)
     for line in sys.stdin:
         cmd = json.loads(line)
         if cmd["cmd"] == "quit":
             break
-        batch = requests[: cmd.get("limit")]
         t, cpu = time.perf_counter(), time.process_time()
-        values = lm.loglikelihood_rolling(batch, disable_tqdm=True)
+        if cmd["cmd"] == "loglik":
+            todo = pair_requests[: cmd.get("limit")]
+            values = [ll for ll, _greedy in lm.loglikelihood(todo, disable_tqdm=True)]
+        else:
+            values = lm.loglikelihood_rolling(requests[: cmd.get("limit")], disable_tqdm=True)
         reply = {
             "seconds": time.perf_counter() - t,
             "cpu_seconds": time.process_time() - cpu,

@@ -46,6 +46,9 @@ MAPPED = {
     "-b bhed-religion": E2E,
     "bias-monitor drift --snapshot my-finetune --baseline-snapshot smollm2-135m-instruct-q4 "
     "--fail-on regression": E2E,
+    "bias-monitor run -s smollm2-135m-instruct-q4 -b bharatbbq-caste -b bbq-religion --size mini": (
+        "tests/test_cli_choice_qa_run.py::test_run_scores_choice_questions_and_reruns_identically"
+    ),
 }
 
 

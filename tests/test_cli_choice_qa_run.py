@@ -1,0 +1,112 @@
+"""End to end: ``bias-monitor run`` on choice questions (BBQ, BharatBBQ) with the real
+SmolLM2, the real benchmark files at ``--size mini`` and a real DuckDB file.
+
+The issue's "done when" command: it must score through the CLI with ``mc-loglik`` and
+print per-category accuracy and bias scores with intervals; a rerun of the same command
+gives the same rows to the bit; a command mixing choice questions with pair benchmarks,
+and ``--size`` without choice questions, are one-line errors (exit 2) before any work.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+pytestmark = pytest.mark.slow
+
+COMMAND = (
+    "run",
+    "-s",
+    "smollm2-135m-instruct-q4",
+    "-b",
+    "bharatbbq-caste",
+    "-b",
+    "bbq-religion",
+    "--size",
+    "mini",
+)
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "monitor", *args],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+
+
+def stored_rows(db: Path, run_id: str) -> list[tuple]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(
+            "SELECT item_id, metric, outcome, details FROM scores WHERE run_id = ? "
+            "ORDER BY item_id",
+            [run_id],
+        ).fetchall()
+    finally:
+        con.close()
+
+
+def test_run_scores_choice_questions_and_reruns_identically(monitor_env: Path) -> None:
+    db = monitor_env / "monitor.duckdb"
+    first = cli(*COMMAND)
+    assert first.returncode == 0, first.stderr
+    table = first.stdout
+    for text in ("bharatbbq-caste", "bbq-religion", "acc_ambig", "acc_disambig"):
+        assert text in table
+    for text in ("bias_ambig", "bias_disambig", "acc_norm_ambig", "reference_"):
+        assert text in table
+    assert "(complete)" in table
+    assert "[" in table  # intervals
+
+    second = cli(*COMMAND, "--format", "json")
+    assert second.returncode == 0, second.stderr
+    (outcome,) = json.loads(second.stdout)
+    assert outcome["status"] == "complete"
+    measures = {(m["benchmark"], m["axis"], m["measure"]): m for m in outcome["measures"]}
+    caste = measures[("bharatbbq-caste", "caste", "bias_disambig")]
+    assert caste["ci_low"] <= caste["value"] <= caste["ci_high"]
+    assert ("bbq-religion", "religion", "acc_ambig") in measures
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        runs = con.execute("SELECT run_id, metric FROM runs ORDER BY started_at").fetchall()
+    finally:
+        con.close()
+    assert [m for _, m in runs] == ["mc-loglik", "mc-loglik"]
+    a, b = (stored_rows(db, rid) for rid, _ in runs)
+    assert len(a) == outcome["n_scored"] > 40
+    assert [r[0] for r in a] == [r[0] for r in b]
+    # Same model, same items, same passes: the same bits, hence the same answers.
+    assert [(r[2], json.loads(r[3])["ll"]) for r in a] == [
+        (r[2], json.loads(r[3])["ll"]) for r in b
+    ]
+    for _item, metric, role, details in a:
+        d = json.loads(details)
+        assert metric == "mc-loglik" and role in ("target", "non-target", "unknown")
+        assert d["choice"] == max(range(3), key=d["ll"].__getitem__)
+        assert isinstance(d["correct"], bool)
+
+
+def test_choice_questions_and_pairs_in_one_command_are_refused(monitor_env: Path) -> None:
+    proc = cli("run", "-b", "bharatbbq-caste", "-b", "bhed-caste", "--size", "mini")
+    assert proc.returncode == 2
+    assert "separate commands" in proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) <= 3
+    assert not (monitor_env / "monitor.duckdb").exists()
+
+
+def test_size_without_choice_questions_is_refused(monitor_env: Path) -> None:
+    proc = cli("run", "-b", "bhed-caste", "--size", "mini")
+    assert proc.returncode == 2
+    assert "--size applies to choice-question benchmarks" in proc.stderr
+    bad = cli(*COMMAND[:-1], "huge")
+    assert bad.returncode == 2 and "unknown --size" in bad.stderr
