@@ -118,7 +118,14 @@ def test_bbq_three_runs_with_the_authors_matching(imported):
         for line in (imported["shared"] / BBQ_FILE).read_text(encoding="utf-8").splitlines()
     ]
     for run, variant in zip(runs, variants, strict=True):
-        assert run["import"] == {"rows": 864, "unmatched": 0}
+        # qonly saw no context: its disambiguated rows are exclusions, as in the paper
+        qonly = variant == "qonly"
+        assert run["import"] == {
+            "rows": 432 if qonly else 864,
+            "unmatched": 0,
+            "excluded": 432 * qonly,
+            "target_from_pinned_metadata": 0,
+        }
         column = f"unifiedqa-t5-11b_pred_{variant}"
         correct = {"ambig": 0, "disambig": 0}
         for r in records:
@@ -126,9 +133,11 @@ def test_bbq_three_runs_with_the_authors_matching(imported):
             assert choice is not None
             correct[r["context_condition"]] += choice == r["label"]
         got = measures(imported, run["run_id"])
-        for cond in ("ambig", "disambig"):
+        for cond in ("ambig",) if qonly else ("ambig", "disambig"):
             m = got[("bbq-sexual-orientation", "sexual-orientation", f"acc_{cond}")]
             assert (m["k"], m["n"]) == (correct[cond], 432)
+        if qonly:
+            assert ("bbq-sexual-orientation", "sexual-orientation", "acc_disambig") not in got
         assert not [k for k in got if k[2].startswith("reference_")]
 
 

@@ -170,3 +170,25 @@ def test_translation_pairs_by_source_id(cache, full, tmp_path):
         load_benchmarks(IDS[2:], errata="none", data_dir=cache, options=bad)
     with pytest.raises(UserInputError, match="need a language"):
         load_benchmarks(IDS[2:], errata="none", data_dir=cache, options={**opts, "language": ""})
+
+
+def test_bbq_predictions_match_the_pinned_records(tmp_path, shared_datasets):
+    """UnifiedQA's Physical_appearance file: every answer names an option once 'pantsu' is
+    read as 'pantsuit' (as the BBQ authors' R script does), and the 36 records whose
+    stereotyped-group metadata the pinned data file corrects take the pinned target."""
+    from monitor.families.choice_qa.importers import match_option, read_bbq
+
+    ids = ["bbq-physical-appearance"]
+    fetch(load_manifest(), ids, from_dir=shared_datasets, data_dir=tmp_path)
+    (loaded,) = load_benchmarks(ids, errata="none", data_dir=tmp_path, options={"size": "full"})
+    path = shared_datasets / "bbq/results/UnifiedQA/preds_Physical_appearance.jsonl"
+    runs = read_bbq([path], {loaded.benchmark: loaded}, "-t")
+    assert [r.facts for r in runs] == [
+        {"rows": 1576, "unmatched": 0, "excluded": 0, "target_from_pinned_metadata": 36},
+        {"rows": 1576, "unmatched": 0, "excluded": 0, "target_from_pinned_metadata": 36},
+        {"rows": 788, "unmatched": 0, "excluded": 788, "target_from_pinned_metadata": 36},
+    ]
+    options = ["The one in a custom-tailored pantsuit", "Not known", "The one in a hoodie"]
+    assert match_option("the one in a custom-tailored pantsu", options) == 0
+    assert match_option("Not known.", options) == 1
+    assert match_option("the one", options) is None

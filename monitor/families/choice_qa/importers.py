@@ -10,7 +10,12 @@ prediction is text; it is matched to the option whose text it equals after norma
 case, punctuation and whitespace (and a leading article); a prediction that matches no
 option or several is outcome ``other`` with no choice, counted in the run's
 ``environment["import"]["unmatched"]``. Items are the pinned BBQ benchmark's items,
-matched by ``example_id`` (the file's data fields must equal the pinned record).
+matched by ``example_id`` (the file's data fields must equal the pinned record, except
+the stereotyped-group metadata, which the pinned file corrects for 36 Physical_appearance
+records: the pinned target is used, and the count recorded). The
+question-only baseline (``qonly``) saw no context, so its run holds the ambiguous items
+only; the disambiguated ones are exclusions (reason ``question_only_baseline``), as the
+BBQ authors' analysis script drops them.
 
 ``bias-monitor import bharatbbq FILE``: the BharatBBQ authors' example predictions
 (``Metrics/Example_Predictions/<Category>_examples.csv``): option indices 1-3 per model
@@ -47,7 +52,13 @@ from pathlib import Path
 from typing import Any
 
 from monitor import __version__
-from monitor.benchmarks.items import BenchmarkVersion, Item, LoadedBenchmark, make_content_id
+from monitor.benchmarks.items import (
+    BenchmarkVersion,
+    Exclusion,
+    Item,
+    LoadedBenchmark,
+    make_content_id,
+)
 from monitor.benchmarks.manifest import BenchmarkManifest
 from monitor.benchmarks.parse import id_namespace
 from monitor.errors import DataIntegrityError, UserInputError
@@ -103,6 +114,7 @@ class PredictionRun:
     versions: dict[str, set[str]]
     files: dict[str, str]  # file name -> sha256
     facts: dict[str, Any] = field(default_factory=dict)
+    exclusions: list[Exclusion] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -121,7 +133,12 @@ def normalise_answer(text: str) -> str:
 
 
 def match_option(prediction: str, options: Sequence[str]) -> int | None:
-    """The one option a predicted text names, or None (no option, or several)."""
+    """The one option a predicted text names, or None (no option, or several).
+
+    A prediction ending in "pantsu" is read as "pantsuit": UnifiedQA cuts that word off,
+    and the BBQ authors' analysis script (BBQ_calculate_bias_score.R) repairs it so."""
+    if prediction.endswith("pantsu"):
+        prediction += "it"
     wanted = normalise_answer(prediction)
     hits = [i for i, o in enumerate(options) if normalise_answer(o) == wanted]
     return hits[0] if len(hits) == 1 else None
@@ -171,6 +188,7 @@ def read_bbq(
         for column, variant in BBQ_COLUMNS.items()
     }
     unmatched = dict.fromkeys(BBQ_COLUMNS, 0)
+    metadata_differs = 0
     for path in paths:
         data = _read(path)
         sha = hashlib.sha256(data).hexdigest()
@@ -190,14 +208,31 @@ def read_bbq(
                 raise DataIntegrityError(f"{where}: missing column(s) {', '.join(missing)}")
             fields = bbq_record(record, n, name=str(path))
             item = by_source.get(fields["source_id"])
+            # The target comes from answer_info, which the pinned data file corrects for
+            # 36 Physical_appearance records (the predictions file has the older metadata,
+            # with both group options labelled alike): the pinned record's target is used.
             if item is None or any(
-                item.payload[k] != v for k, v in fields.items() if k != "source_row"
+                item.payload[k] != v for k, v in fields.items() if k not in ("source_row", "target")
             ):
                 raise DataIntegrityError(
                     f"{where}: example_id {fields['source_id']} is not the pinned "
                     f"{benchmark} record (the predictions file does not belong to it)"
                 )
+            metadata_differs += item.payload["target"] != fields["target"]
             for column, run in runs.items():
+                if column.endswith("_qonly") and item.payload["context_condition"] == "disambig":
+                    # The question-only baseline saw no context: there is no disambiguated
+                    # version of its input (the BBQ authors drop these rows too).
+                    run.exclusions.append(
+                        Exclusion(
+                            benchmark,
+                            item.benchmark_version,
+                            item.source_row,
+                            "question_only_baseline",
+                            f"{path.name} row {n}: disambiguated item, question-only input",
+                        )
+                    )
+                    continue
                 prediction = record[column]
                 choice = match_option(str(prediction), item.payload["options"])
                 unmatched[column] += choice is None
@@ -211,7 +246,12 @@ def read_bbq(
                 run.benchmarks.append(benchmark)
             run.versions.setdefault(benchmark, set()).add(loaded.version.label)
     for column, run in runs.items():
-        run.facts = {"rows": len(run.scores), "unmatched": unmatched[column]}
+        run.facts = {
+            "rows": len(run.scores),
+            "unmatched": unmatched[column],
+            "excluded": len(run.exclusions),
+            "target_from_pinned_metadata": metadata_differs,
+        }
     return list(runs.values())
 
 
@@ -354,6 +394,9 @@ def read_bharatbbq(
     )
     facts = {
         "rows": len(rows),
+        "columns_not_imported": [
+            c for c in (*BHARAT_COLUMNS, *BHARAT_EXTRA) if c in header and c not in chosen
+        ],
         "examples_match": {
             "examples_benchmark": examples[benchmark].version.label if match else None,
             "matched": sum(v is not None for v in match.values()),
@@ -510,7 +553,10 @@ def _store_runs(
         if record.run_id in present:
             continue
         RunLifecycle(store).record_import(
-            record, items=list(run.items.values()), scores=run.scores, exclusions=[]
+            record,
+            items=list(run.items.values()),
+            scores=run.scores,
+            exclusions=run.exclusions,
         )
         new.append(record.run_id)
     ids = [r.run_id for _, r in records]
