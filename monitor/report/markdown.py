@@ -335,6 +335,9 @@ def render_markdown(report: ReportInput, *, max_rows: int = 40) -> str:
     window = f" · since {fmt.day(report.since)}" if report.since else ""
     out.append(f"Generated {fmt.when(report.generated_at)}{window} · {summary_line(report)}")
     out.append("")
+    # Families in their own folder answer right under the verdict, as in the HTML.
+    families = family_sections(report, "markdown")
+    out += families
     rows = answer.verdict_comparisons(report)
     if rows:
         out += [
@@ -354,10 +357,9 @@ def render_markdown(report: ReportInput, *, max_rows: int = 40) -> str:
             out.append(f"{len(rows) - len(shown)} more comparisons are in the HTML report.")
         out += ["", f"> {md(fdr_text(report), 600)}", ""]
     else:
-        out += ["No comparisons in this report.", ""]
+        out += [] if families else ["No comparisons in this report.", ""]
 
     out += _associations(report, max_rows)
-    out += family_sections(report, "markdown")
     context = _contexts(report)
     if context:
         out += ["### Bias rates in context", "", *context, ""]
