@@ -40,7 +40,7 @@ What paid, from profiles of the year's store (cProfile of the commands as typed)
   patterns whose literals are absent (11 MB of report JSON: 2.6 s → 0.3 s);
 * (2026-11-24, second session) trend series read as columns, one row per series with
   its runs as DuckDB lists, and a point made a validated model only when the report keeps
-  it (``history_view.SeriesColumns``): 147k ``TrendRow``/raw-point objects were ~1.6 s;
+  it (``report.history.SeriesColumns``): 147k ``TrendRow``/raw-point objects were ~1.6 s;
   a frozen view that walks more than one snapshot's history reads every run once, not a
   query per snapshot plus the report's own read of them (~0.4 s); the run's
   configuration key computed once per run; the redactor remembering short texts for the
@@ -53,7 +53,7 @@ What paid, from profiles of the year's store (cProfile of the commands as typed)
   of collections, same peak memory); bytecode written at install (``make install``), as a
   regular install does, where PYTHONDONTWRITEBYTECODE kept every command recompiling
   ~70 modules (~0.1 s); a trend point's texts made safe once per distinct text for all
-  series (``history_view.SafeTexts``) and the point validated without the report
+  series (``report.history.SafeTexts``) and the point validated without the report
   model's field walk (``SHOWN_SAFELY``), with the walk itself skipping numbers and
   dates; the run list built for the runs a report lists, not all 7,340; the measures of
   the report's ~60 runs in one scan (``prefetch_measures``), each baseline and each

@@ -87,23 +87,9 @@ def git_commit() -> str:
     return f"{sha}-dirty" if dirty else sha
 
 
-def torch_facts(device: str) -> dict[str, Any]:
-    import torch
-
-    facts: dict[str, Any] = {
-        "torch": torch.__version__,
-        "cuda_available": torch.cuda.is_available(),
-        "cuda_version": torch.version.cuda,
-        "num_threads": torch.get_num_threads(),
-    }
-    if device.startswith("cuda") and torch.cuda.is_available():
-        facts["gpu_name"] = torch.cuda.get_device_name(0)
-        facts["cudnn"] = torch.backends.cudnn.version()
-    return facts
-
-
-def environment(device: str | None = None) -> dict[str, Any]:
-    """The allow-listed environment record stored with every run."""
+def environment() -> dict[str, Any]:
+    """The allow-listed environment record stored with every run; a driver adds its
+    backend's device facts (``backends.device_facts.torch_facts``) after these."""
     env: dict[str, Any] = {
         "monitor_version": __version__,
         "python": sys.version.split()[0],
@@ -113,8 +99,6 @@ def environment(device: str | None = None) -> dict[str, Any]:
         "packages": package_versions(),
         "ci": {k: os.environ[k] for k in _CI_VARS if k in os.environ},
     }
-    if device is not None:
-        env.update(torch_facts(device))
     return env
 
 

@@ -7,7 +7,7 @@ imports scoring: data flows one way through these shapes.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -51,6 +51,21 @@ class ScoreRow:
     n_tokens_stereo: int | None = None
     n_tokens_anti: int | None = None
     details: dict[str, Any] = field(default_factory=dict)
+
+
+# A score row's float columns: the store flags the non-finite ones as it reads them, and
+# the results suite holds them to finite numbers; one list so the two cannot disagree.
+SCORE_FLOATS = (
+    "delta",
+    "score_stereo",
+    "score_anti",
+    "lp_stereo",
+    "lp_anti",
+    "prior_stereo",
+    "prior_anti",
+    "prob_stereo",
+    "prob_anti",
+)
 
 
 MeasureKind = Literal["rate", "effect_size", "ranking_score"]
@@ -127,3 +142,102 @@ class RunRecord:
     origin: str = "local"  # "local" | "imported" | "api"
     status: RunStatus = "running"
     notes: str | None = None
+
+
+VerdictWord = Literal["regression", "improvement", "no significant change", "not comparable"]
+
+
+@dataclass(frozen=True)
+class ComparisonVerdict:
+    """A comparison's verdict and its reason (the same labels as ``drift.verdicts``)."""
+
+    label: VerdictWord
+    reason: str
+
+    @property
+    def flagged(self) -> bool:
+        return self.label in ("regression", "improvement")
+
+
+@dataclass(frozen=True)
+class FamilyComparison:
+    """One test of a new run against its baseline, for any family that lives in its own
+    folder (``monitor/families/<name>/``): drift keeps one list of these whatever the
+    family, and the CLI and the reports render them without knowing the family.
+
+    ``measure`` names what was compared (e.g. ``bias_ambig``) and ``scope`` says it in
+    words ("ambiguous caste questions"); ``value_old``/``value_new`` are the measure in
+    each run over the ``n_paired`` items both runs answered, ``delta`` their difference
+    with its interval at ``confidence``. ``p_value`` is the family's paired test
+    (``method``), ``p_adjusted`` its Benjamini–Hochberg value over every test of the drift
+    session. ``noise`` is the largest change of the measure among repeat runs in which
+    nothing changed (None: no repeat group, ``noise_note`` says what that means);
+    ``mde`` the smallest change the test detects with 80% power (``mde_method``).
+    ``change`` is the change in plain words without a verdict; ``towards_stereotype``
+    whether it goes towards the stereotype (a flagged change that does is a
+    regression). ``unit`` is how ``value``/``delta`` read: ``points`` (× 100) or ``raw``;
+    ``label`` what the value is, in a word; ``signed`` whether it can be negative.
+    """
+
+    family: str
+    benchmark: str
+    axis: str
+    measure: str
+    scope: str
+    new_run_id: str
+    baseline_run_id: str
+    n_paired: int
+    value_old: float | None
+    value_new: float | None
+    delta: float | None
+    ci_low: float | None
+    ci_high: float | None
+    confidence: float
+    p_value: float | None
+    p_adjusted: float | None
+    method: str
+    change: str
+    towards_stereotype: bool | None
+    verdict: ComparisonVerdict
+    noise: float | None = None
+    noise_note: str | None = None
+    mde: float | None = None
+    mde_method: str | None = None
+    unit: Literal["points", "raw"] = "points"
+    label: str = ""  # what value_old/value_new are, short ("s_AMB", "share 'target'")
+    signed: bool = True  # whether values can be negative (a score) or not (a share)
+    role: str = "previous run"
+    attribution: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def flagged(self) -> bool:
+        return self.verdict.flagged
+
+    def adjusted(self, p_adjusted: float | None, alpha: float) -> FamilyComparison:
+        """This comparison with its BH-adjusted p and the verdict that follows: flagged
+        only when p (BH) < ``alpha`` and |Δ| exceeds the repeat runs' spread (when one was
+        measured); not-comparable comparisons keep their verdict."""
+        if self.p_value is None or p_adjusted is None:
+            return replace(self, p_adjusted=None)
+        scale = 100 if self.unit == "points" else 1
+        if p_adjusted >= alpha:
+            why = f"{self.change}; BH-adjusted p = {p_adjusted:.3g} ≥ {alpha:g}"
+            label: VerdictWord = "no significant change"
+        elif self.noise is not None and self.delta is not None and abs(self.delta) <= self.noise:
+            why = (
+                f"{self.change}; BH-adjusted p = {p_adjusted:.3g} < {alpha:g} but the change "
+                f"is within the spread of repeat runs ({scale * self.noise:.1f})"
+            )
+            label = "no significant change"
+        else:
+            floor = (
+                f"beyond the spread of repeat runs ({scale * self.noise:.1f})"
+                if self.noise is not None
+                else (self.noise_note or "no noise floor measured")
+            )
+            why = f"{self.change}; BH-adjusted p = {p_adjusted:.3g} < {alpha:g}; {floor}"
+            # A flagged change with no direction (the answers moved, the bias score did
+            # not) counts as a regression: a gate must not pass it unread.
+            label = "improvement" if self.towards_stereotype is False else "regression"
+        return replace(self, p_adjusted=p_adjusted, verdict=ComparisonVerdict(label, why))

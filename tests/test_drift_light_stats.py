@@ -91,7 +91,7 @@ def test_delta_interval_uses_the_t_quantile():
 def test_drift_command_does_not_import_scipy_stats_or_statsmodels():
     code = (
         "import sys, monitor.cli.commands_drift, monitor.drift.session, "
-        "monitor.drift.report_input\n"
+        "monitor.report.input\n"
         "bad = sorted(m for m in sys.modules if m.startswith(('scipy.stats', 'statsmodels')))\n"
         "print(','.join(bad))"
     )

@@ -1,5 +1,5 @@
 """Long trends are condensed so a report grows with what it shows, not with history
-(``monitor.drift.history_view.condense``): what a reader may ask about stays one point
+(``monitor.report.history.condense``): what a reader may ask about stays one point
 per run, the rest is averaged per period within one configuration, every run counted."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from test_report_cases import point
 
-from monitor.drift.history_view import MAX_TREND_POINTS, RECENT_POINTS, condense
 from monitor.report import Trend, render_html
+from monitor.report.history import MAX_TREND_POINTS, RECENT_POINTS, condense
 from monitor.report.model import ReportInput, TrendBreak, TrendGroup
 
 START = datetime(2026, 1, 1, 2, 0, tzinfo=UTC)
@@ -82,8 +82,8 @@ def test_points_built_from_columns_are_made_safe_like_any_report_text():
     """A series' points skip the report model's field walk (``SHOWN_SAFELY``) because the
     columns make their texts safe themselves: controls made visible, secrets redacted,
     in kept points and in summary points alike, exactly as a model built field by field."""
-    from monitor.drift.history_view import SeriesColumns, series_trend
     from monitor.redaction import register
+    from monitor.report.history import SeriesColumns, series_trend
     from monitor.report.model import TrendPoint
 
     secret = "sk-columns-" + "q7" * 12

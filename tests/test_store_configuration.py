@@ -6,13 +6,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from monitor.benchmarks.items import Item, make_item_id
-from monitor.records import RunRecord, ScoreRow
-from monitor.store.configuration import (
+from monitor.readmodel.configuration import (
     changed_fields,
     configuration_key,
     describe_changes,
     measurement_configuration,
 )
+from monitor.records import RunRecord, ScoreRow
 from monitor.store.db import Store
 
 VERSION = "synthetic@000000000000:000000000000:errata-none"

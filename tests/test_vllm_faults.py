@@ -16,11 +16,8 @@ import numpy as np
 import pytest
 from servers.fault_proxy import FaultProxy, Rule
 
-from monitor.backends.openai_completions import (
-    ApiModelChanged,
-    ApiUnavailable,
-    OpenAICompletionsLM,
-)
+from monitor.backends.api_client import ApiModelChanged
+from monitor.backends.openai_completions import ApiUnavailable, OpenAICompletionsLM
 from monitor.snapshots.model import ApiSettings
 
 pytestmark = pytest.mark.vllm

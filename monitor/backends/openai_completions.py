@@ -38,7 +38,13 @@ from typing import Any, Literal
 import numpy as np
 
 from monitor import redaction
-from monitor.backends.api_client import checked_url, public_url, split_query
+from monitor.backends.api_client import (
+    DEFAULT_OPENAI_BASE_URL,
+    ApiModelChanged,
+    checked_url,
+    public_url,
+    split_query,
+)
 from monitor.backends.base import UniqueSequences
 from monitor.errors import SnapshotUnavailable, UserInputError
 from monitor.snapshots.model import ApiSettings, ApiSource, Snapshot
@@ -48,16 +54,11 @@ EventSink = Callable[[str], None]
 Mode = Literal["prompt_logprobs", "echo"]
 
 DEFAULT_BATCH_SIZE = 32  # prompts per request; short sentences, so requests stay small
-DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 _ENDPOINT = "/completions"
 
 
 class ApiUnavailable(SnapshotUnavailable):
     """The server could not give a usable answer, even after retries."""
-
-
-class ApiModelChanged(SnapshotUnavailable):
-    """The model name the server reports changed during a run: scores would mix models."""
 
 
 @dataclass(frozen=True)
@@ -597,7 +598,6 @@ def _error_message(exc: Any) -> str:
 
 
 __all__ = [
-    "ApiModelChanged",
     "ApiUnavailable",
     "CompletionsStats",
     "OpenAICompletionsLM",

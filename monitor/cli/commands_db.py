@@ -110,31 +110,29 @@ def show(
     control and the metric panel, per-identity rates and rankings, association tests
     (effect sizes), exclusions, quality."""
     from monitor.cli import results_view
+    from monitor.cli.output_effects import is_effect, print_effects
     from monitor.metrics.context import score_contexts
 
-    store = _reader(db)
-    run = store.get_run(run_id)
-    rid = run["run_id"]
-    measures = store.axis_measures(rid)
-    with store.read() as view:
+    with _reader(db).read() as view:  # one typed read of everything the command shows
+        stored = view.resolve_run(run_id)
+        rid = stored.run_id
         records = view.measures(rid)
-    contexts = score_contexts(records, run["metric"], _controls())
-    exclusions = store.exclusions(rid)
-    validations = store.validations(rid)
-    detail = None
-    from monitor.cli.output_effects import is_effect, print_effects
-
-    association = any(is_effect(m) for m in measures)
-    if items:
-        detail = (
-            store.term_scores(rid, with_texts=texts)
-            if association
-            else store.item_scores(rid, with_texts=texts)
-        )
+        exclusions = view.exclusions(rid)
+        validations = view.validations(rid)
+        association = any(is_effect(m) for m in records)
+        detail = None
+        if items:
+            detail = (
+                view.term_scores(rid, with_texts=texts)
+                if association
+                else view.item_scores(rid, with_texts=texts)
+            )
+    run = dict(stored.fields)
+    contexts = score_contexts(records, stored.metric, _controls())
     if fmt is Format.json:
         doc = {
             "run": run,
-            "measures": measures,
+            "measures": [results_view.measure_json(rid, m) for m in records],
             "context": results_view.contexts_json(contexts),
             "exclusions": exclusions,
             "validations": validations,
@@ -168,11 +166,18 @@ def show(
     out.print("  packages           " + ", ".join(f"{k} {v}" for k, v in sorted(pk.items())))
     for b, v in (run.get("dataset_versions") or {}).items():
         out.print(f"  dataset            {b}: {v.get('label', v)}")
-    if association:
-        print_effects(measures, "association tests (effect size d, bootstrap intervals)")
+    from monitor.metrics.registry import METRICS
+
+    spec = METRICS.get(run["metric"])
+    family_table = spec.family.hook("cli_table") if spec is not None else None
     others = [m for m in records if not is_effect(m)]
-    if others:
-        out.print(results_view.measures_table(others))
+    if family_table is not None:  # a family in its own folder draws all its measures
+        out.print(family_table(records, f"measures of {run['snapshot_id']}"))
+    else:
+        if association:
+            print_effects(records, "association tests (effect size d, bootstrap intervals)")
+        if others:
+            out.print(results_view.measures_table(others))
     if contexts:
         out.print(results_view.context_table(contexts))
     for table in results_view.identity_tables(records):
@@ -218,7 +223,9 @@ def export(
     from monitor.store.export import export_run
 
     store = _reader(db)
-    path = export_run(store, store.get_run(run_id)["run_id"], out_dir)
+    with store.read() as view:
+        rid = view.resolve_run(run_id).run_id
+    path = export_run(store, rid, out_dir)
     out.print(str(path))
 
 

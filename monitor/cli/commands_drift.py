@@ -11,8 +11,9 @@ import typer
 
 from monitor.cli.commands_db import DbOpt, FmtOpt, _reader, _store
 from monitor.cli.commands_snapshots import SnapshotsDirOpt, check_snapshot_names, use_snapshots_dir
-from monitor.cli.output import Format, err, interval, out, pct, print_json
+from monitor.cli.output import Format, err, out, print_json
 from monitor.errors import UserInputError
+from monitor.fmt import interval, pct, pvalue
 
 
 class DriftFormat(StrEnum):
@@ -50,7 +51,8 @@ def quality(
     from monitor.jobs.lifecycle import RunLifecycle
 
     store = _store(db)
-    rid = store.get_run(run_id)["run_id"]
+    with store.read() as view:
+        rid = view.resolve_run(run_id).run_id
     # The same gate every run passed when it finished: a complete run that fails now is
     # quarantined, and so never a baseline or a trend point again.
     result = RunLifecycle(store).recheck(rid).result
@@ -191,7 +193,7 @@ def drift(
         _drift_table(result, show_flips)
     else:
         _drift_lines(result, show_flips, snapshot_of)
-    flagged = [c for c in [*result.comparisons, *result.effect_sizes] if c.verdict.flagged]
+    flagged = [c for c in result.every() if c.verdict.flagged]
     if (fail_on == "regression" and result.regressions) or (fail_on == "any" and flagged):
         raise typer.Exit(1)
 
@@ -242,6 +244,7 @@ def _drift_json(result, show_flips: bool, snapshot_of: dict[str, str]) -> dict:
         return d
 
     from monitor.cli.output_effects import effect_comparison_json
+    from monitor.cli.output_family import family_json
 
     def details(c):
         # What each comparison could have detected and the noise it was judged against.
@@ -291,6 +294,13 @@ def _drift_json(result, show_flips: bool, snapshot_of: dict[str, str]) -> dict:
         ],
         "association_tests": [effect_comparison_json(c) for c in result.effect_sizes],
         "comparison_details": [details(c) for c in result.comparisons],
+        # Families in their own folder: one generic list (absent when there are none,
+        # so the other families' JSON reads as before).
+        **(
+            {"family_comparisons": [family_json(c, snapshot_of) for c in result.family_comparisons]}
+            if result.family_comparisons
+            else {}
+        ),
     }
 
 
@@ -328,8 +338,8 @@ def _drift_lines(result, show_flips: bool, snapshot_of: dict[str, str]) -> None:
     for p in result.pairs:
         if p.baseline_run_id is None:
             err.print(f"{p.snapshot_id}: run {p.new_run_id} has no baseline ({p.reason})")
-    tested = sum(1 for c in [*result.comparisons, *result.effect_sizes] if c.p_value is not None)
-    flagged = sum(1 for c in [*result.comparisons, *result.effect_sizes] if c.verdict.flagged)
+    tested = sum(1 for c in result.every() if c.p_value is not None)
+    flagged = sum(1 for c in result.every() if c.verdict.flagged)
     lines = wrap(
         f"drift: {flagged} flagged of {tested} paired tests (BH at {result.alpha:g}; "
         f"{level} intervals; Δ and MDE in percentage points)",
@@ -357,6 +367,9 @@ def _drift_lines(result, show_flips: bool, snapshot_of: dict[str, str]) -> None:
         if mine:
             lines += provenance_lines(mine[0], width)
     lines += legend(used, width)
+    from monitor.cli.output_family import family_lines
+
+    lines += family_lines(result.family_comparisons, snapshot_of, width)
     for line in lines:
         out.print(line, markup=False)
     from monitor.cli.output_effects import print_effect_comparisons
@@ -407,20 +420,20 @@ def _drift_table(result, show_flips: bool) -> None:
     for c in result.comparisons:
         d = c.paired
         low, high = c.delta_ci_clustered or (d.ci_low, d.ci_high)  # clusters widen it
-        delta = "—" if d.delta is None else f"{100 * d.delta:+.1f} {interval(low, high)}"
+        delta = "—" if d.delta is None else f"{100 * d.delta:+.1f} {interval((low, high))}"
         table.add_row(
             c.new_run_id,
             c.baseline_run_id,
             f"{c.benchmark}/{c.axis}",
-            f"{pct(c.rate_old.value)} {interval(c.rate_old.ci_low, c.rate_old.ci_high)}",
-            f"{pct(c.rate_new.value)} {interval(c.rate_new.ci_low, c.rate_new.ci_high)}",
+            f"{pct(c.rate_old.value)} {interval((c.rate_old.ci_low, c.rate_old.ci_high))}",
+            f"{pct(c.rate_new.value)} {interval((c.rate_new.ci_low, c.rate_new.ci_high))}",
             delta,
             "—"
             if c.detectable is None or c.detectable.mde is None
             else f"±{100 * c.detectable.mde:.1f}",
             f"{c.b}/{c.c}",
-            "—" if c.p_value is None else f"{c.p_value:.3g}",
-            "—" if c.p_adjusted is None else f"{c.p_adjusted:.3g}",
+            pvalue(c.p_value),
+            pvalue(c.p_adjusted),
             f"{c.verdict.label}: {c.verdict.reason}",
         )
     if result.comparisons:
@@ -483,8 +496,8 @@ def report(
     snapshots_dir: SnapshotsDirOpt = None,
 ) -> None:
     """Write the Markdown (PR comment / job summary), self-contained HTML and JSON reports."""
-    from monitor.drift.report_input import build_report_input
     from monitor.report import append_summary, write_report
+    from monitor.report.input import build_report_input
 
     use_snapshots_dir(snapshots_dir)
     since_at = _parse_since(since)
@@ -578,7 +591,9 @@ def import_caste_bias_cmd(
 
         assert on_date is not None
         run_ids, skipped = import_caste_bias(store, folder, snapshot=snapshot, date=on_date), []
-    runs = [store.get_run(rid) for rid in run_ids]
+    with store.read() as view:  # the imported runs and their measures, typed
+        runs = [view.run(rid) for rid in run_ids]
+        measures = {rid: view.measures(rid) for rid in run_ids}
     if fmt is Format.json:
         print_json(
             {
@@ -602,11 +617,11 @@ def import_caste_bias_cmd(
             )
             if run["status"] != "complete":
                 err.print(f"  {run['notes']}", style="red")
-            for m in store.axis_measures(rid):
-                if m["measure"] == "bias_rate":
+            for m in measures[rid]:
+                if m.measure == "bias_rate":
                     out.print(
-                        f"  {m['axis']:10} {pct(m['value'])} "
-                        f"{interval(m['ci_low'], m['ci_high'])}  {m['k']}/{m['n']}"
+                        f"  {m.axis:10} {pct(m.value)} "
+                        f"{interval((m.ci_low, m.ci_high))}  {m.k}/{m.n}"
                     )
     if any(r["status"] != "complete" for r in runs):
         raise typer.Exit(1)  # a quarantined import, like a quarantined run
@@ -664,7 +679,9 @@ def import_caste_gpt5_cmd(
     fetch(manifest, ["bhed-caste"], on_event=lambda m: err.print(m))
     store = _store(db, must_exist=False)
     done = import_caste_gpt5(store, folder, date=on_date, suffix=suffix, snapshots=mapping)
-    runs = [store.get_run(rid) for rid in done.new]
+    with store.read() as view:  # the imported runs and their measures, typed
+        runs = [view.run(rid) for rid in done.new]
+        stored = {rid: view.measures(rid) for rid in done.new}
     if fmt is Format.json:
         print_json(
             {
@@ -678,8 +695,8 @@ def import_caste_gpt5_cmd(
                         "status": r["status"],
                         "notes": r["notes"],
                         "measures": [
-                            {k: m[k] for k in ("axis", "measure", "k", "n", "value")}
-                            for m in store.axis_measures(r["run_id"])
+                            {k: getattr(m, k) for k in ("axis", "measure", "k", "n", "value")}
+                            for m in stored[r["run_id"]]
                         ],
                     }
                     for r in runs
@@ -691,13 +708,9 @@ def import_caste_gpt5_cmd(
             out.print(f"nothing new: all {len(done.skipped)} runs of {folder} are already stored")
         for run in runs:
             rid = run["run_id"]
-            measures = {m["measure"]: m for m in store.axis_measures(rid)}
-            b = measures.get("bias_rate")
-            figure = (
-                f"{b['value']:.3f} ({b['k']}/{b['n']}) {interval(b['ci_low'], b['ci_high'])}"
-                if b
-                else "—"
-            )
+            rates = [m for m in stored[rid] if m.measure == "bias_rate"]
+            b = rates[-1] if rates else None
+            figure = f"{b.value:.3f} ({b.k}/{b.n}) {interval((b.ci_low, b.ci_high))}" if b else "—"
             out.print(
                 f"imported run {rid} ({run['snapshot_revision']} → {run['snapshot_id']}, "
                 f"{run['metric']}): {run['status']}; bias rate {figure}",

@@ -8,8 +8,9 @@ from typing import Annotated
 import typer
 
 from monitor.cli.commands_snapshots import SnapshotsDirOpt, use_snapshots_dir
-from monitor.cli.output import Format, err, interval, out, pct, print_json, progress_bars
+from monitor.cli.output import Format, err, out, print_json, progress_bars
 from monitor.errors import UserInputError
+from monitor.fmt import interval, pct
 
 snapshots_app = typer.Typer(help="Pinned model snapshots (snapshots/*.toml).", no_args_is_help=True)
 
@@ -444,7 +445,7 @@ def _print_summary(outcomes, excluded) -> None:
                 bench,
                 axis,
                 pct(m.value),
-                interval(m.ci_low, m.ci_high),
+                interval((m.ci_low, m.ci_high)),
                 str(m.k),
                 str(m.n - m.k),
                 str(ties),

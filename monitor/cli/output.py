@@ -115,16 +115,6 @@ def print_json(data: Any) -> None:
     print(json_visible(redact(text)))
 
 
-def pct(x: float | None) -> str:
-    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}%"
-
-
-def interval(lo: float | None, hi: float | None) -> str:
-    if lo is None or hi is None or math.isnan(lo) or math.isnan(hi):
-        return "—"
-    return f"[{100 * lo:.1f}, {100 * hi:.1f}]"
-
-
 PLAIN_PROGRESS_EVERY_S = 30.0  # a line at least this often when stderr is not a terminal
 
 

@@ -16,6 +16,8 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from monitor.fmt import pct
+
 MIN_LABEL = 6  # an axis label is never abbreviated below this many characters
 
 # Verdict words that give way to a code when a line would not fit; "regression" and
@@ -29,10 +31,6 @@ def pp(x: float | None, sign: bool = True) -> str:
         return "—"
     text = f"{100 * x:+.1f}" if sign else f"{100 * x:.1f}"
     return text.replace("-", "−")
-
-
-def pct(x: float | None) -> str:
-    return "—" if x is None or x != x else f"{100 * x:.1f}%"
 
 
 @dataclass(frozen=True)

@@ -12,18 +12,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from monitor.cli.output import out
+from monitor.fmt import pvalue
 
 
 def num(x: float | None, digits: int = 3) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "—"
     return f"{x:+.{digits}f}"
-
-
-def pvalue(p: float | None) -> str:
-    if p is None:
-        return "—"
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
 def _get(m: Any, key: str) -> Any:

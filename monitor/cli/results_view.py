@@ -14,7 +14,7 @@ from dataclasses import asdict
 from typing import Any
 
 from monitor.cli.output import SafeTable as Table
-from monitor.cli.output import interval, pct
+from monitor.fmt import interval, pct
 from monitor.metrics.context import RateView, ScoreContext
 from monitor.metrics.identity import ASSOCIATION_RATE, BT_STRENGTH
 from monitor.metrics.panel import PANEL_METRICS
@@ -27,10 +27,16 @@ def _method(m: Measure) -> str:
     return m.method.split(" (")[0].split(";")[0]
 
 
+def measure_json(run_id: str, m: Measure) -> dict[str, Any]:
+    """A measure as ``show --format json`` prints it: its stored row, run id first and
+    ``details`` null when empty (the store writes no empty details)."""
+    return {"run_id": run_id, **asdict(m), "details": m.details or None}
+
+
 def measure_value(m: Measure) -> tuple[str, str]:
     """(value, interval) as text: rates in percent, ranking scores as signed log-odds."""
     if m.kind == "rate":
-        return pct(m.value), interval(m.ci_low, m.ci_high)
+        return pct(m.value), interval((m.ci_low, m.ci_high))
     if m.value is None:
         return "—", "—"
     ci = "—" if m.ci_low is None or m.ci_high is None else f"[{m.ci_low:+.2f}, {m.ci_high:+.2f}]"
@@ -57,7 +63,7 @@ def measures_table(measures: Sequence[Measure]) -> Table:
 def _rate(r: RateView | None) -> str:
     if r is None:
         return "—"
-    return f"{pct(r.value)} {interval(r.ci_low, r.ci_high)}"
+    return f"{pct(r.value)} {interval((r.ci_low, r.ci_high))}"
 
 
 def _with_control(ctx: ScoreContext, metric: str) -> str:
@@ -141,7 +147,7 @@ def identity_tables(measures: Iterable[Measure]) -> list[Table]:
                 name,
                 strength,
                 elo,
-                f"{pct(ar.value)} {interval(ar.ci_low, ar.ci_high)}" if ar else "—",
+                f"{pct(ar.value)} {interval((ar.ci_low, ar.ci_high))}" if ar else "—",
                 str(ar.n) if ar else "—",
             )
         tables.append(table)

@@ -37,8 +37,8 @@ from monitor.drift.stats import (
 from monitor.drift.verdicts import MIN_ITEM_OVERLAP, Verdict, comparability, decide
 from monitor.metrics.intervals import Rate, wilson_rate
 from monitor.metrics.registry import METRICS
-from monitor.store.configuration import describe_changes, measurement_configuration
-from monitor.store.models import AxisKey, AxisOutcomes
+from monitor.readmodel.configuration import describe_changes, measurement_configuration
+from monitor.readmodel.models import AxisKey, AxisOutcomes
 from monitor.store.view import StoreView
 
 # What a comparison is: the latest run against the one before it, or a run against the

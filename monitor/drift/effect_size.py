@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from monitor.drift.provenance_diff import ProvenanceDiff, diff_runs
 from monitor.drift.verdicts import MIN_ITEM_OVERLAP, Verdict, comparability
 from monitor.metrics.association import METRIC_DDOF, effect_size, paired_difference, seed_for
-from monitor.store.models import TestTerms
+from monitor.readmodel.models import TestTerms
 from monitor.store.view import StoreView
 
 METHOD = "paired bootstrap over the target words both runs embedded (percentile)"

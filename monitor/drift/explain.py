@@ -13,7 +13,7 @@ from statistics import median
 
 from monitor.drift.compare import CONFIGURATION_CHANGE, AxisComparison
 from monitor.drift.noise import GroupNoise
-from monitor.report.fmt import pvalue
+from monitor.fmt import pct, pvalue
 
 _SIDE_NAMES = {
     "baseline": "the baseline's configuration",
@@ -27,10 +27,6 @@ def _pp(x: float) -> str:
     return f"{100 * abs(x):.1f} points"
 
 
-def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{100 * x:.1f}%"
-
-
 def _when(c: AxisComparison) -> tuple[str, str]:
     old = f"the baseline ({c.started_old:%Y-%m-%d})" if c.started_old else "the baseline"
     new = f"the new run ({c.started_new:%Y-%m-%d})" if c.started_new else "the new run"
@@ -41,13 +37,13 @@ def describe_side(side: GroupNoise) -> str:
     """One repeat group's noise as a sentence fragment."""
     rates = side.floor.pair_rates
     flips = (
-        f"changed side on {_pct(min(rates))}–{_pct(max(rates))} of items "
-        f"(median {_pct(median(rates))}, {len(rates)} pairs)"
+        f"changed side on {pct(min(rates))}–{pct(max(rates))} of items "
+        f"(median {pct(median(rates))}, {len(rates)} pairs)"
         if len(rates) > 1
-        else f"changed side on {_pct(rates[0])} of items"
+        else f"changed side on {pct(rates[0])} of items"
     )
     spread = (
-        f"their bias rates ranged {_pct(min(side.rates))}–{_pct(max(side.rates))} "
+        f"their bias rates ranged {pct(min(side.rates))}–{pct(max(side.rates))} "
         f"({_pp(side.rate_spread)})"
         if side.rates
         else "no bias rate"
@@ -79,8 +75,8 @@ def _noise_sentences(c: AxisComparison) -> list[str]:
         flips_in = c.flip_rate <= floor.upper
         rate_in = bound is not None and c.paired.delta is not None and abs(c.paired.delta) <= bound
         this = (
-            f"This comparison changed side on {_pct(c.flip_rate)} of items "
-            f"({'within' if flips_in else 'above'} the noise floor of {_pct(floor.upper)})"
+            f"This comparison changed side on {pct(c.flip_rate)} of items "
+            f"({'within' if flips_in else 'above'} the noise floor of {pct(floor.upper)})"
         )
         if c.paired.delta is not None and bound is not None:
             this += (
@@ -155,7 +151,7 @@ def explain(c: AxisComparison, *, alpha: float, n_tests: int = 1) -> str:
     delta = c.paired.delta
     moved = (
         f"On the {c.n_paired} items both runs decided, {new} prefers the stereotype "
-        f"{_pct(c.paired.p_new)} of the time against {_pct(c.paired.p_old)} for {old} "
+        f"{pct(c.paired.p_new)} of the time against {pct(c.paired.p_old)} for {old} "
         f"({'+' if (delta or 0) >= 0 else '−'}{_pp(delta or 0)}; {c.b} items moved away "
         f"from the stereotype, {c.c} towards it)."
     )

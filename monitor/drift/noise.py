@@ -43,7 +43,7 @@ from datetime import datetime
 from typing import Literal
 
 from monitor.drift.stats import NoiseFloor, noise_floor
-from monitor.store.models import AxisKey, AxisOutcomes, ConfigurationGroup, StoredRun
+from monitor.readmodel.models import AxisKey, AxisOutcomes, ConfigurationGroup, StoredRun
 from monitor.store.view import StoreView
 
 MAX_RUNS = 10
@@ -189,6 +189,14 @@ class NoiseBook:
             if best is None or distance < best[0]:
                 best = (distance, g, members)
         return ("nearest", best[1], best[2]) if best else None
+
+    def repeat_sources(
+        self, new: StoredRun, base: StoredRun
+    ) -> list[tuple[Side, ConfigurationGroup, tuple[str, ...]]]:
+        """The repeat groups that judge a comparison of ``new`` with ``base`` (see the
+        module docstring), each as (side, configuration group, its most recent runs): for
+        families that measure their own noise on these runs (``ResultFamily`` hooks)."""
+        return [(s, g, m[-self.max_runs :]) for s, g, m in self._sources(new, base)]
 
     def runs_read(self, new: StoredRun, base: StoredRun) -> set[str]:
         """The runs whose outcomes ``for_pair(new, base)`` reads (for one batched read)."""

@@ -29,10 +29,12 @@ from monitor.drift.explain import explain
 from monitor.drift.noise import NoiseBook
 from monitor.errors import UserInputError
 from monitor.metrics.registry import get_metric
+from monitor.records import FamilyComparison
 from monitor.store.view import StoreView
 
-# How two runs of each kind of result are compared (``ResultFamily.comparison``). A new
-# kind of result registers its comparator here; see ARCHITECTURE.md.
+# How two runs of each kind of result are compared (``ResultFamily.comparison``). A family
+# that lives in its own folder supplies its comparator as its ``compare`` hook instead
+# (returning ``FamilyComparison`` records); see ARCHITECTURE.md.
 COMPARATORS = {
     "paired-flips": compare_runs,
     "effect-size-difference": compare_effect_sizes,
@@ -57,6 +59,9 @@ class DriftResult:
     comparisons: list[AxisComparison] = field(default_factory=list)
     # Association tests (effect sizes), adjusted in the same BH family as the pairs.
     effect_sizes: list[EffectComparison] = field(default_factory=list)
+    # Families in their own folder (``monitor/families``): one generic list whatever the
+    # family, adjusted in the same BH family as the rest.
+    family_comparisons: list[FamilyComparison] = field(default_factory=list)
     # Axes only one run of a pair scored: named, never compared (``compare.unscored_axes``).
     unscored: list[UnscoredAxis] = field(default_factory=list)
     # snapshot → the repeat groups its comparisons were judged against, described
@@ -65,12 +70,15 @@ class DriftResult:
     confidence: float = CONFIDENCE
 
     @property
-    def regressions(self) -> list[AxisComparison | EffectComparison]:
-        every = [*self.comparisons, *self.effect_sizes]
-        return [c for c in every if c.verdict.label == "regression"]
+    def regressions(self) -> list[AxisComparison | EffectComparison | FamilyComparison]:
+        return [c for c in self.every() if c.verdict.label == "regression"]
+
+    def every(self) -> list[AxisComparison | EffectComparison | FamilyComparison]:
+        """Every comparison of the session, whatever its family."""
+        return [*self.comparisons, *self.effect_sizes, *self.family_comparisons]
 
     def fdr_note(self) -> str:
-        every = [*self.comparisons, *self.effect_sizes]
+        every = self.every()
         tested = sum(1 for c in every if c.p_value is not None)
         return (
             f"p (BH) is Benjamini–Hochberg-adjusted over the {tested} paired tests in this "
@@ -187,12 +195,12 @@ def run_drift(
     # pattern matrix read once, not once per test).
     sign_flips = SignFlipBatch()
     controls = manifest_controls()
-    comps: list[AxisComparison | EffectComparison] = []
+    comps: list[AxisComparison | EffectComparison | FamilyComparison] = []
     for p in pairs:
         if p.baseline_run_id is None:
             continue
         family = get_metric(view.run(p.new_run_id).metric).family
-        compare = COMPARATORS.get(family.comparison)
+        compare = family.hook("compare") or COMPARATORS.get(family.comparison)
         if compare is None:
             raise UserInputError(
                 f"run {p.new_run_id}: no drift comparator for {family.name} results"
@@ -228,4 +236,5 @@ def run_drift(
         if isinstance(c, AxisComparison)
     ]
     result.effect_sizes = [c for c in adjusted if isinstance(c, EffectComparison)]
+    result.family_comparisons = [c for c in adjusted if isinstance(c, FamilyComparison)]
     return result

@@ -6,7 +6,7 @@ A history folder holds ``history.json`` and one folder per committed result (eac
 sha256, and what the study's code at that commit asked for: model, API, seed, prompt,
 option order and parameters. Those facts become the run's provenance in the same shape
 as the single-folder import's known runs, so runs of one configuration, whichever way
-they were imported, share a configuration key (``monitor.store.configuration``) and form
+they were imported, share a configuration key (``monitor.readmodel.configuration``) and form
 one repeat group.
 
 Each run is dated by its commit time and judged by the quality gate like any run, so a

@@ -36,11 +36,12 @@ from monitor.backends.api_client import (
     make_client,
     run_bounded,
 )
+from monitor.backends.device_facts import torch_facts
 from monitor.backends.openai_chat import ChatCaller, ProbeResult, ResponseRecord, probe_logprobs
 from monitor.benchmarks.items import LoadedBenchmark
 from monitor.errors import SnapshotUnavailable, UserInputError
 from monitor.jobs.api_batch import run_batches
-from monitor.jobs.api_method import METHOD_METRICS, Method
+from monitor.jobs.api_method import METHOD_METRICS, Method, method_for
 from monitor.jobs.api_session import ApiSession
 from monitor.jobs.context import JobContext
 from monitor.jobs.lifecycle import OpenRun
@@ -54,31 +55,10 @@ from monitor.scoring.api_tasks import (
     TEMPLATES,
     PlannedRequest,
     api_scoring,
-    asks_logprobs,
     chat_request,
     record_from_row,
 )
 from monitor.snapshots.model import ApiSettings, ApiSource, Snapshot
-
-
-def method_for(metric: str, settings: ApiSettings) -> Method:
-    if asks_logprobs(metric):
-        return Method(
-            metric,
-            1,
-            settings.temperature,
-            settings.max_tokens,
-            settings.top_logprobs,
-            settings.seed,
-        )
-    return Method(
-        metric,
-        settings.samples,
-        settings.sampling_temperature,
-        settings.sampling_max_tokens or settings.max_tokens,
-        settings.top_logprobs,
-        settings.seed,
-    )
 
 
 def api_fingerprint(
@@ -259,7 +239,7 @@ def _open(p: _Plan, rep: int, stored: int) -> OpenRun:
     ctx, snapshot, method = p.ctx, p.ctx.snapshot, p.method
 
     def new_record():
-        env = environment("api")
+        env = environment() | torch_facts("api")
         env["api"] = _api_environment(
             snapshot, p.api, p.caller.endpoint, method, p.settings, p.probe, p.fallback
         )

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from monitor.backends.device_facts import torch_facts
 from monitor.backends.embedding import Embedded
 from monitor.benchmarks.items import Item
 from monitor.errors import SnapshotUnavailable, UserInputError
@@ -155,7 +156,7 @@ def score_snapshot(ctx: JobContext) -> list[RunOutcome]:
                 device=backend.device,
                 dtype=backend.dtype,
                 batch_size=None,
-                environment=environment(backend.device),
+                environment=environment() | torch_facts(backend.device),
                 origin=ctx.kind.origin,
             ),
         )

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from monitor.backends.api_client import RequestBudget, make_client, run_bounded
+from monitor.backends.device_facts import torch_facts
 from monitor.backends.openai_chat import ChatCaller, ChatRequest, ResponseRecord
 from monitor.benchmarks.items import Item, LoadedBenchmark
 from monitor.errors import SnapshotUnavailable, UserInputError
@@ -121,7 +122,7 @@ def score_judged(
     lifecycle = RunLifecycle(store, on_event)
 
     def new_record():
-        env = environment("api")
+        env = environment() | torch_facts("api")
         env["api"] = {
             "endpoint": gen.caller.endpoint,
             "requested_model": getattr(snapshot.source, "model", None),

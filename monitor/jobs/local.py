@@ -8,6 +8,7 @@ say what answered it (``provenance()``, the remote one) has that stored with the
 
 from __future__ import annotations
 
+from monitor.backends.device_facts import torch_facts
 from monitor.errors import SnapshotUnavailable
 from monitor.jobs.context import JobContext
 from monitor.jobs.options import RunOutcome
@@ -65,7 +66,8 @@ def score_snapshot(ctx: JobContext) -> list[RunOutcome]:
                 batch_size=options.batch_size or getattr(backend, "batch_size", None),
                 # Prefix sharing, chunking and batch shape decide the last bits of a score.
                 environment={
-                    **environment(backend.device),
+                    **environment(),
+                    **torch_facts(backend.device),
                     "scoring": {**scoring_provenance(backend), "panel": options.panel},
                 },
                 origin=ctx.kind.origin,

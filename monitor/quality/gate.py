@@ -24,7 +24,7 @@ from monitor.quality.results_suite import validate_run
 from monitor.quality.suites import FailedExpectation, SuiteResult
 
 if TYPE_CHECKING:
-    from monitor.store.models import ResultFrames
+    from monitor.readmodel.models import ResultFrames
 
 MAX_NOTE_CHARS = 300
 

@@ -42,7 +42,7 @@ CONFIDENCE = 0.999
 
 
 class AxisCounts(Protocol):
-    """How one run's items on one axis ended (``monitor.store.models.OutcomeShares``)."""
+    """How one run's items on one axis ended (``monitor.readmodel.models.OutcomeShares``)."""
 
     @property
     def run_id(self) -> str: ...

@@ -19,26 +19,15 @@ from typing import TYPE_CHECKING, Any, get_args
 from monitor.benchmarks.items import Item
 from monitor.metrics.registry import METRICS, MetricSpec, run_measures
 from monitor.quality.suites import Check, CheckedFrame, SuiteResult, run_suite
-from monitor.records import Measure, Outcome, ScoreRow
+from monitor.records import SCORE_FLOATS, Measure, Outcome, ScoreRow
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from monitor.store.models import ResultFrames
+    from monitor.readmodel.models import ResultFrames
 
 SUITE = "results"
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
-SCORE_FLOATS = (
-    "delta",
-    "score_stereo",
-    "score_anti",
-    "lp_stereo",
-    "lp_anti",
-    "prior_stereo",
-    "prior_anti",
-    "prob_stereo",
-    "prob_anti",
-)
 MEASURE_FLOATS = ("value", "ci_low", "ci_high")
 LOG_PROBS = ("lp_stereo", "lp_anti", "prior_stereo", "prior_anti")
 PROBS = ("prob_stereo", "prob_anti")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from monitor.report import fmt
+from monitor import fmt
 from monitor.report.model import VERDICT_ORDER, Comparison, ReportInput, UnscoredAxis
 
 FLAGS = ("regression", "improvement")
@@ -89,7 +89,11 @@ def verdict_comparisons(report: ReportInput) -> list[Comparison]:
 def verdict_counts(report: ReportInput) -> dict[str, int]:
     """Verdicts by kind, controls never counted."""
     comps = verdict_comparisons(report)
-    return {v: sum(c.verdict == v for c in comps) for v in VERDICT_ORDER}
+    family = report.family_comparisons
+    return {
+        v: sum(c.verdict == v for c in comps) + sum(c.verdict.label == v for c in family)
+        for v in VERDICT_ORDER
+    }
 
 
 def _control(report: ReportInput, c: Comparison) -> ControlCell | None:
@@ -146,8 +150,36 @@ def headline(report: ReportInput) -> str:
     """The verdict in one sentence, plain text: what regressed, what improved, or that
     nothing cleared the test, with how many axes and snapshots were compared."""
     ps = pairs(report)
+    family = _family_headline(report)
+    if not ps and family:
+        return family
     if not ps:
         return "No comparison in this report: no run had a baseline to compare with."
+    text = _pairs_headline(report, ps)
+    return f"{text} {family}" if family else text
+
+
+def _family_headline(report: ReportInput) -> str:
+    """The comparisons of families in their own folder in one sentence (empty if none):
+    what each flag is about, or how many comparisons nothing cleared."""
+    comps = report.family_comparisons
+    if not comps:
+        return ""
+    snapshot_of = {r.run_id: r.snapshot_id for r in report.runs}
+    snapshots = sorted({snapshot_of.get(c.new_run_id, c.new_run_id) for c in comps})
+    where = snapshots[0] if len(snapshots) == 1 else f"{len(snapshots)} snapshots"
+    parts = []
+    for verdict in FLAGS:
+        hits = [c for c in comps if c.verdict.label == verdict]
+        if hits:
+            listed = ", ".join(f"{c.axis} {c.measure} ({fmt.pp(c.delta)})" for c in hits)
+            parts.append(f"{len(hits)} {verdict}{'s' * (len(hits) != 1)}: {listed}")
+    if parts:
+        return f"{where} ({comps[0].family}): " + "; ".join(parts) + "."
+    return f"{where} ({comps[0].family}): no flagged change in {len(comps)} comparisons."
+
+
+def _pairs_headline(report: ReportInput, ps: list[PairAnswer]) -> str:
     n_axes = sum(len(p.rows) for p in ps)
     snapshots = sorted({p.snapshot_id for p in ps})
     where = snapshots[0] if len(snapshots) == 1 else f"{len(snapshots)} snapshots"
@@ -165,7 +197,8 @@ def headline(report: ReportInput) -> str:
                 for p, rows in hits
             )
             parts.append(f"{n} {verdict}{'s' * (n != 1)}: {listed}")
-    counts = verdict_counts(report)
+    # The pair axes' own verdicts (a family's comparisons have their own sentence).
+    counts = {v: sum(r.comparison.verdict == v for p in ps for r in p.rows) for v in VERDICT_ORDER}
     if parts:
         rest = n_axes - counts["regression"] - counts["improvement"]
         tail = f"; {rest} other axis comparison{'s' * (rest != 1)} without a flag" if rest else ""

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from monitor.report import fmt
+from monitor import fmt
 from monitor.report.model import AssociationResult, Trend
 from monitor.report.plots import Marker, Tick, TrendPlot, tick_labels, time_ticks
 

@@ -15,8 +15,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
 
-from monitor.report import answer, effect_plots, fmt, plots
+from monitor import fmt
+from monitor.metrics.panel import PANEL_METRICS
+from monitor.report import answer, effect_plots, plots
+from monitor.report.families import family_sections
 from monitor.report.model import QualityResult, ReportInput, RunSummary, Trend, TrendPoint
 from monitor.report.text import fdr_text, summary_line
 
@@ -134,6 +138,7 @@ def _runs_shown(report: ReportInput) -> tuple[list[RunSummary], list[QualityResu
     named |= {c.new_run_id for c in report.effect_comparisons} | {
         c.baseline_run_id for c in report.effect_comparisons
     }
+    named |= {r for c in report.family_comparisons for r in (c.new_run_id, c.baseline_run_id)}
     runs = [r for r in report.runs if r.status != "complete" or r.run_id in named]
     quality = [q for q in report.quality if not q.success or q.run_id in named]
     return runs, quality, len(report.runs) - len(runs) + report.runs_not_listed
@@ -147,6 +152,7 @@ def render_html(report: ReportInput) -> str:
     return template.render(
         r=shown,
         fmt=fmt,
+        panel_metrics=PANEL_METRICS,
         summary=summary_line(report),
         headline=answer.headline(report),
         pairs=answer.pairs(report),
@@ -167,4 +173,5 @@ def render_html(report: ReportInput) -> str:
         forest_rows=[a for f in forests for a in f.rows],
         effect_trends=_effect_trend_views(report),
         dfmt=effect_plots.d_text,
+        family_html=[Markup(s) for s in family_sections(report, "html")],
     )

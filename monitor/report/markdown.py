@@ -13,7 +13,10 @@ from __future__ import annotations
 import html
 import re
 
-from monitor.report import answer, fmt
+from monitor import fmt
+from monitor.metrics.panel import PANEL_METRICS
+from monitor.report import answer
+from monitor.report.families import family_sections
 from monitor.report.model import VERDICT_ORDER, Comparison, ReportInput
 from monitor.report.text import fdr_text, summary_line
 
@@ -81,9 +84,10 @@ def _contexts(report: ReportInput, limit: int = 40) -> list[str]:
     if not report.contexts:
         return []
     lines = [
-        f"| Snapshot | Axis (benchmark) | Run | Bias rate ({report.level}) | Neutral control "
-        "| cll | cll-reference | ull | All three agree |",
-        "|---|---|---|---|---|---|---|---|---|",
+        f"| Snapshot | Axis (benchmark) | Run | Bias rate ({report.level}) | Neutral control | "
+        + "".join(f"{m} | " for m in PANEL_METRICS)
+        + "All three agree |",
+        "|---|---|---|---|---|" + "---|" * len(PANEL_METRICS) + "---|",
     ]
     for c in report.contexts[:limit]:
         panel = {p.label: p for p in c.panel}
@@ -101,7 +105,7 @@ def _contexts(report: ReportInput, limit: int = 40) -> list[str]:
                         if c.control
                         else fmt.MISSING
                     ),
-                    *(_context_cell(panel.get(m)) for m in ("cll", "cll-reference", "ull")),
+                    *(_context_cell(panel.get(m)) for m in PANEL_METRICS),
                     (
                         f"{fmt.pct(c.agreement.value)} of {c.agreement.n}"
                         if c.agreement
@@ -331,6 +335,9 @@ def render_markdown(report: ReportInput, *, max_rows: int = 40) -> str:
     window = f" · since {fmt.day(report.since)}" if report.since else ""
     out.append(f"Generated {fmt.when(report.generated_at)}{window} · {summary_line(report)}")
     out.append("")
+    # Families in their own folder answer right under the verdict, as in the HTML.
+    families = family_sections(report, "markdown")
+    out += families
     rows = answer.verdict_comparisons(report)
     if rows:
         out += [
@@ -350,7 +357,7 @@ def render_markdown(report: ReportInput, *, max_rows: int = 40) -> str:
             out.append(f"{len(rows) - len(shown)} more comparisons are in the HTML report.")
         out += ["", f"> {md(fdr_text(report), 600)}", ""]
     else:
-        out += ["No comparisons in this report.", ""]
+        out += [] if families else ["No comparisons in this report.", ""]
 
     out += _associations(report, max_rows)
     context = _contexts(report)

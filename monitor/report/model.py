@@ -29,6 +29,7 @@ from pydantic import (
 )
 
 from monitor.display import safe_text
+from monitor.records import FamilyComparison
 
 SCHEMA_VERSION = 2  # 2: trend points may summarise several runs (``runs``)
 
@@ -95,7 +96,7 @@ def _shown_safely(value: Any) -> Any:
 
 
 # Validation context of a caller whose every string already went through
-# ``display.safe_text``: ``drift.history_view`` makes a series' texts safe once per
+# ``display.safe_text``: ``report.history`` makes a series' texts safe once per
 # distinct value, then validates the ~24k trend points a year's report keeps with it
 # instead of walking each point's fields again. Nothing else is skipped.
 SHOWN_SAFELY: dict[str, bool] = {"shown_safely": True}
@@ -114,7 +115,7 @@ class _Frozen(BaseModel):
 
 class TrendPoint(_Frozen):
     """One run's rate on one axis, or (``runs`` > 1) consecutive runs of one configuration
-    summarised as one point in a long history (``drift.history_view.condense``).
+    summarised as one point in a long history (``report.history.condense``).
 
     ``flagged`` is set when drift flagged this run: the verdict first, then any detail
     ("regression: 10 anti→stereo, 2 stereo→anti"); the verdict picks the marker colour.
@@ -509,6 +510,9 @@ class ReportInput(_Frozen):
     associations: tuple[AssociationResult, ...] = ()
     effect_comparisons: tuple[EffectComparison, ...] = ()
     effect_trends: tuple[Trend, ...] = ()
+    # Families in their own folder: drift's generic comparisons, rendered by each
+    # family's ``report_section`` hook (``report.families``).
+    family_comparisons: tuple[FamilyComparison, ...] = ()
     alpha: float = Field(default=0.05, gt=0, lt=1)  # false discovery rate of the verdicts
     confidence: float = Field(default=0.95, gt=0, lt=1)  # level of every interval shown
 

@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from monitor.report import fmt
+from monitor import fmt
 from monitor.report.model import Trend, TrendPoint
 
 WIDTH, HEIGHT = 640, 220

@@ -10,7 +10,7 @@ def summary_line(report: ReportInput) -> str:
     """Counts of verdicts; a neutral control is not a comparison of its own here."""
     n = verdict_counts(report)
     return (
-        f"{len(verdict_comparisons(report))} comparisons: "
+        f"{len(verdict_comparisons(report)) + len(report.family_comparisons)} comparisons: "
         f"{n['regression']} regression{'s' * (n['regression'] != 1)}, "
         f"{n['improvement']} improvement{'s' * (n['improvement'] != 1)}, "
         f"{n['no significant change']} no significant change, "

@@ -1,6 +1,6 @@
 """Read-side SQL for the rooms downstream of the store: drift, the quality gate, reports.
 
-Functions of an open connection returning the typed models of ``monitor.store.models``.
+Functions of an open connection returning the typed models of ``monitor.readmodel.models``.
 They used to live in drift, quality and the report input builder; keeping every query
 here means the schema has one owner. Nothing here writes.
 """
@@ -17,7 +17,7 @@ import duckdb
 
 from monitor.benchmarks.items import source_version
 from monitor.errors import UserInputError
-from monitor.store.models import (
+from monitor.readmodel.models import (
     AxisKey,
     AxisOutcomes,
     ConfigurationGroup,
@@ -28,6 +28,7 @@ from monitor.store.models import (
     TrendSeries,
     ValidationRow,
 )
+from monitor.records import SCORE_FLOATS
 
 RUN_JSON_COLUMNS = ("snapshot_manifest", "dataset_versions", "environment")
 # JSON columns whose text a snapshot's runs repeat night after night (its manifest, the
@@ -35,17 +36,6 @@ RUN_JSON_COLUMNS = ("snapshot_manifest", "dataset_versions", "environment")
 # A year of 7,340 runs is ~3 MB of these, ~0.1 s of ``json.loads``.
 RUN_REPEATED_JSON = ("snapshot_manifest", "dataset_versions")
 RUN_TIME_COLUMNS = ("started_at", "finished_at")
-SCORE_FLOATS = (
-    "delta",
-    "score_stereo",
-    "score_anti",
-    "lp_stereo",
-    "lp_anti",
-    "prior_stereo",
-    "prior_anti",
-    "prob_stereo",
-    "prob_anti",
-)
 MEASURE_FLOATS = ("value", "ci_low", "ci_high", "p_value")
 
 

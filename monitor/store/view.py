@@ -20,9 +20,8 @@ from typing import Any
 
 import duckdb
 
-from monitor.records import Measure
-from monitor.store import codec, queries, reads
-from monitor.store.models import (
+from monitor.benchmarks.items import Item
+from monitor.readmodel.models import (
     AxisKey,
     AxisOutcomes,
     ConfigurationGroup,
@@ -33,6 +32,8 @@ from monitor.store.models import (
     TrendSeries,
     ValidationRow,
 )
+from monitor.records import Measure
+from monitor.store import codec, queries, reads
 
 
 class StoreView:
@@ -165,6 +166,11 @@ class StoreView:
             self._outcomes[run_id] = out
         return out
 
+    def items(self, item_ids: Iterable[str]) -> dict[str, Item]:
+        """Items by id with their payloads (a family's comparator reads, e.g., a question's
+        polarity there); ids not in the store are absent."""
+        return queries.items(self._con, item_ids)
+
     def test_terms(self, run_id: str) -> dict[AxisKey, TestTerms]:
         """Per association test, the target words' s(w, A, B) (drift pairs them by id)."""
         return reads.test_terms(self._con, run_id)
@@ -201,3 +207,15 @@ class StoreView:
 
     def exclusions(self, run_id: str) -> list[dict[str, Any]]:
         return queries.exclusions(self._con, run_id)
+
+    def validations(self, run_id: str) -> list[dict[str, Any]]:
+        """Every quality-suite result stored for the run, as its rows."""
+        return queries.validations(self._con, run_id)
+
+    def item_scores(self, run_id: str, with_texts: bool = False) -> list[dict[str, Any]]:
+        """Per-item numbers with benchmark row and axis; sentences only if asked for."""
+        return queries.item_scores(self._con, run_id, with_texts=with_texts)
+
+    def term_scores(self, run_id: str, with_texts: bool = False) -> list[dict[str, Any]]:
+        """Per-term numbers of an association run (test, set, s(w,A,B)); terms only if asked."""
+        return queries.term_scores(self._con, run_id, with_texts=with_texts)

@@ -30,5 +30,8 @@ CHOICE_QA = ResultFamily(
         "measures": f"{_HERE}.measures:choice_measures",
         "importers": f"{_HERE}.importers:importers",
         "score_api": f"{_HERE}.api_choice:api_scoring",
+        "compare": f"{_HERE}.compare:compare_choice_qa",
+        "report_section": f"{_HERE}.section:report_section",
+        "cli_table": f"{_HERE}.table:cli_table",
     },
 )

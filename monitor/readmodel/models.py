@@ -15,7 +15,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from monitor.store.configuration import configuration_key, measurement_configuration
+from monitor.readmodel.configuration import configuration_key, measurement_configuration
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -74,7 +74,7 @@ class StoredRun:
 
     @property
     def configuration(self) -> dict[str, Any]:
-        """The measurement configuration (``monitor.store.configuration``)."""
+        """The measurement configuration (``monitor.readmodel.configuration``)."""
         return measurement_configuration(self.fields)
 
     @cached_property
@@ -154,7 +154,7 @@ class TrendSeries:
     runs only, so a series has no status column).
 
     Columns, not a row object per run: a year of nightly runs is ~150k values, most of
-    which a report folds into summary points (``drift.history_view.condense``), and a
+    which a report folds into summary points (``report.history.condense``), and a
     Python object per value cost more than reading, condensing and rendering together.
     """
 

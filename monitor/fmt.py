@@ -1,6 +1,7 @@
-"""Number formatting shared by the Markdown and HTML renderers, so both print the same figures.
+"""Number formatting shared by the report renderers and drift's verdict sentences.
 
-Rates are percentages with one decimal, differences are percentage points, and a missing
+The terminal tables use the same functions, so a number reads the same in a report and on
+screen. Rates are percentages with one decimal, differences are percentage points, and a missing
 number is an em dash, never "nan".
 """
 
@@ -12,12 +13,20 @@ MISSING = "—"
 MINUS = "−"  # U+2212: a real minus sign lines up with "+" in tables
 
 
+def _missing(x: float | None) -> bool:
+    """No number to show: absent, or NaN (``x != x``), which must never print as "nan"."""
+    return x is None or x != x
+
+
 def pct(x: float | None) -> str:
-    return MISSING if x is None else f"{100 * x:.1f}%"
+    return MISSING if _missing(x) else f"{100 * x:.1f}%"
 
 
-def interval(ci: tuple[float, float] | None) -> str:
-    return MISSING if ci is None else f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
+def interval(ci: tuple[float | None, float | None] | None) -> str:
+    """A rate's interval in percent, "[30.0, 48.2]"; a dash when either end is missing."""
+    if ci is None or _missing(ci[0]) or _missing(ci[1]):
+        return MISSING
+    return f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
 
 
 def rate_with_ci(x: float | None, ci: tuple[float, float] | None) -> str:
@@ -41,7 +50,10 @@ def pp_interval(ci: tuple[float, float] | None) -> str:
 
 
 def pvalue(p: float | None) -> str:
-    if p is None:
+    """The one rule for a p-value in every output (terminal, Markdown, HTML, verdict
+    sentences): "<0.001", three decimals below 0.1 (where 0.041 and 0.049 must stay apart),
+    two above it."""
+    if _missing(p):
         return MISSING
     if p < 0.001:
         return "<0.001"

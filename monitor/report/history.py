@@ -1,5 +1,5 @@
 """The longitudinal shapes of a report: repeat groups, configuration breaks, quarantined
-runs and methods side by side, read through the store's typed view.
+runs and methods side by side, read through the typed reading protocol (``readmodel.reader``).
 
 A history is not a line through every run. Repeat runs of one measurement configuration
 made close together are replicates and are drawn as one point with their spread (for a
@@ -22,6 +22,9 @@ from monitor.display import safe_text
 from monitor.drift.noise import MAX_RUNS, describe_group, replicate_units
 from monitor.drift.stats import noise_floor
 from monitor.metrics.registry import METRICS
+from monitor.readmodel.configuration import describe_changes
+from monitor.readmodel.models import StoredRun
+from monitor.readmodel.reader import RunReader
 from monitor.report.model import (
     SHOWN_SAFELY,
     ConfigurationChange,
@@ -35,9 +38,6 @@ from monitor.report.model import (
     TrendPoint,
     TrendQuarantined,
 )
-from monitor.store.configuration import describe_changes
-from monitor.store.models import StoredRun
-from monitor.store.view import StoreView
 
 # Consecutive runs of one configuration are drawn as one point when they span at most
 # this long; a configuration kept longer is a series and is drawn run by run.
@@ -58,7 +58,7 @@ def _change_texts(old: StoredRun, new: StoredRun) -> tuple[str, ...]:
 
 
 def quarantined_runs(
-    view: StoreView, since: datetime | None
+    view: RunReader, since: datetime | None
 ) -> list[tuple[StoredRun, set[tuple[str, str]]]]:
     """Quarantined runs of the window with the (benchmark, axis) they have measures on;
     read once per report, not once per trend."""
@@ -342,7 +342,7 @@ def _configuration_rows(run: StoredRun) -> tuple[ConfigurationChange, ...]:
     return tuple(ConfigurationChange(label=k, new=v) for k, v in rows if v not in (None, {}, ""))
 
 
-def repeat_groups(view: StoreView, snapshot_id: str, since: datetime | None) -> list[RepeatGroup]:
+def repeat_groups(view: RunReader, snapshot_id: str, since: datetime | None) -> list[RepeatGroup]:
     """Every repeat group (≥ 2 complete runs of one configuration) of the snapshot with a
     run in the window, with its noise per axis as distributions."""
     out: list[RepeatGroup] = []
@@ -395,7 +395,7 @@ def repeat_groups(view: StoreView, snapshot_id: str, since: datetime | None) -> 
     return out
 
 
-def method_comparisons(view: StoreView, trends: Sequence[Trend]) -> list[MethodComparison]:
+def method_comparisons(view: RunReader, trends: Sequence[Trend]) -> list[MethodComparison]:
     """Snapshot axes measured by more than one metric: the latest run of each, side by side."""
     by_axis: dict[tuple[str, str, str], list[Trend]] = {}
     for t in trends:

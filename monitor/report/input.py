@@ -1,8 +1,9 @@
-"""Hand drift's findings to the report room in the report's own shapes.
+"""Drift's findings in the report's own shapes: the ``ReportInput`` the renderers take.
 
-Drift reads what the report shows besides its comparisons (history, quality results,
-the run list) through the store's typed view; the report room only renders the
-``ReportInput`` built here and never reads the store.
+Built in the report room (drift does not know the report exists): besides drift's
+comparisons it reads what the report shows (history, quality results, the run list)
+through the typed reading protocol (``readmodel.reader``); the renderers (``markdown``,
+``html``, ``json_out``) only render the ``ReportInput`` built here.
 """
 
 from __future__ import annotations
@@ -12,7 +13,12 @@ from datetime import UTC, datetime
 
 from monitor.drift.compare import AxisComparison
 from monitor.drift.effect_size import EffectComparison as DriftEffect
-from monitor.drift.history_view import (
+from monitor.drift.session import DriftResult
+from monitor.metrics.context import score_contexts
+from monitor.metrics.registry import METRICS
+from monitor.readmodel.models import TrendSeries
+from monitor.readmodel.reader import RunReader
+from monitor.report.history import (
     SafeTexts,
     SeriesColumns,
     method_comparisons,
@@ -20,8 +26,6 @@ from monitor.drift.history_view import (
     repeat_groups,
     series_trend,
 )
-from monitor.drift.session import DriftResult
-from monitor.metrics.context import score_contexts
 from monitor.report.model import (
     AssociationResult,
     Comparison,
@@ -40,8 +44,6 @@ from monitor.report.model import (
     Trend,
     UnscoredAxis,
 )
-from monitor.store.models import TrendSeries
-from monitor.store.view import StoreView
 
 
 def _interval(lo, hi):
@@ -134,11 +136,11 @@ def comparison_model(c: AxisComparison, metric: str | None, *, with_flips: bool)
 
 
 def trends(
-    view: StoreView, since: datetime | None, flags: dict[tuple[str, str, str], str]
+    view: RunReader, since: datetime | None, flags: dict[tuple[str, str, str], str]
 ) -> list[Trend]:
     """Bias rate over time per snapshot × benchmark axis, from complete runs only, with
-    repeat groups, configuration breaks and quarantined runs (``drift.history_view``),
-    condensed to what a plot can show (``history_view.condense``)."""
+    repeat groups, configuration breaks and quarantined runs (``report.history``),
+    condensed to what a plot can show (``history.condense``)."""
     series = view.measure_trend(since, "bias_rate")
     runs = view.runs(rid for s in series for rid in s.run_ids)
     keys = {rid: r.configuration_key for rid, r in runs.items()}
@@ -192,7 +194,7 @@ def _flagged(s: TrendSeries, flags: dict[tuple[str, str, str], str]) -> Sequence
 
 
 def effect_trends(
-    view: StoreView, since: datetime | None, flags: dict[tuple[str, str, str], str]
+    view: RunReader, since: datetime | None, flags: dict[tuple[str, str, str], str]
 ) -> list[Trend]:
     """d over time per snapshot × test × metric, from complete runs only; 0 is the line
     of no association."""
@@ -209,14 +211,25 @@ def effect_trends(
             reference=0.0,
         )
         for s in view.measure_trend(since, "effect_size")
+        if not in_folder_family(s.metric)
     ]
 
 
-def association_results(view: StoreView, run_ids: list[str]) -> list[AssociationResult]:
+def in_folder_family(metric: str | None) -> bool:
+    """Whether ``metric``'s results belong to a family in its own folder, whose measures
+    its own report section shows (a choice-QA bias score is an ``effect_size`` too, not
+    an association test)."""
+    spec = METRICS.get(metric or "")
+    return spec is not None and bool(spec.family.hooks)
+
+
+def association_results(view: RunReader, run_ids: list[str]) -> list[AssociationResult]:
     """The association tests of the given runs (the new runs a report compares)."""
     out: list[AssociationResult] = []
     for rid in dict.fromkeys(run_ids):
         run = view.run(rid)
+        if in_folder_family(run.metric):
+            continue
         for m in view.measures(rid):
             if m.kind != "effect_size":
                 continue
@@ -261,7 +274,7 @@ def effect_model(c: DriftEffect, snapshot_id: str) -> EffectComparison:
     )
 
 
-def quality_results(view: StoreView, since: datetime | None) -> list[QualityResult]:
+def quality_results(view: RunReader, since: datetime | None) -> list[QualityResult]:
     out = []
     for v in view.latest_validations(since):
         failures = tuple(
@@ -275,7 +288,7 @@ def quality_results(view: StoreView, since: datetime | None) -> list[QualityResu
 
 
 def run_summaries(
-    view: StoreView, since: datetime | None, named: set[str]
+    view: RunReader, since: datetime | None, named: set[str]
 ) -> tuple[list[RunSummary], int]:
     """The runs a report lists (every run that is not complete, and the complete runs
     it names), and how many runs of the window it leaves out: a year's history is
@@ -315,7 +328,7 @@ def _context_rate(label: str, r, control=None) -> ContextRate:
 
 
 def score_contexts_of(
-    view: StoreView, run_ids: list[str], controls: dict[str, tuple[str, ...]]
+    view: RunReader, run_ids: list[str], controls: dict[str, tuple[str, ...]]
 ) -> list[ScoreContext]:
     """Each run's bias rates beside their neutral control and metric panel (see
     ``monitor.metrics.context``), for the report's context table and trend control lines."""
@@ -366,7 +379,7 @@ def _with_controls(trends: list[Trend], contexts: list[ScoreContext]) -> list[Tr
 
 
 def build_report_input(
-    view: StoreView,
+    view: RunReader,
     result: DriftResult,
     *,
     title: str,
@@ -425,6 +438,7 @@ def build_report_input(
     contexts = score_contexts_of(view, compared + latest, controls)
     snapshots = sorted({t.snapshot_id for t in series} | {c.snapshot_id for c in comps})
     named = set(compared) | {r for e in effects for r in (e.new_run_id, e.baseline_run_id)}
+    named |= {r for c in result.family_comparisons for r in (c.new_run_id, c.baseline_run_id)}
     runs, n_runs = run_summaries(view, since, named)
     all_quality = quality_results(view, since)
     quality = [q for q in all_quality if not q.success or q.run_id in named]
@@ -448,6 +462,7 @@ def build_report_input(
         associations=tuple(association_results(view, new_runs)),
         effect_comparisons=tuple(effects),
         effect_trends=tuple(effect_trends(view, since, flags)),
+        family_comparisons=tuple(result.family_comparisons),
         alpha=result.alpha,
         confidence=result.confidence,
     )

@@ -1,0 +1,75 @@
+"""Drift's comparisons of families that live in their own folder, in the terminal and JSON.
+
+The records are generic (``monitor.records.FamilyComparison``): this module renders any
+family's the same way and knows none of them. Per compared pair, one line per compared
+measure (benchmark/axis, measure, old → new, Δ with its interval, MDE, verdict), and under
+it the change in words, every line within the output width.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from monitor.cli.output_drift import pp, wrap
+from monitor.records import FamilyComparison
+
+
+def _num(c: FamilyComparison, x: float | None, sign: bool = True) -> str:
+    if x is None:
+        return "—"
+    if c.unit == "points":
+        return pp(x, sign)
+    return f"{x:+.3f}".replace("-", "−") if sign else f"{x:.3f}"
+
+
+def comparison_line(c: FamilyComparison) -> str:
+    """One comparison's numbers and verdict, e.g. ``caste bias_ambig +2.1 → +9.0 Δ +6.9
+    [+2.8, +11.1] MDE 5.2 regression``."""
+    delta = "Δ —"
+    if c.delta is not None:
+        delta = f"Δ {_num(c, c.delta)}"
+        if c.ci_low is not None and c.ci_high is not None:
+            delta += f" [{_num(c, c.ci_low)}, {_num(c, c.ci_high)}]"
+    mde = "" if c.mde is None else f" MDE {_num(c, c.mde, sign=False)}"
+    values = f"{_num(c, c.value_old, c.signed)} → {_num(c, c.value_new, c.signed)}"
+    label = f" {c.label}" if c.label else ""
+    return f"{c.axis} {c.measure}:{label} {values} {delta}{mde} {c.verdict.label}"
+
+
+def family_lines(
+    comparisons: Sequence[FamilyComparison], snapshot_of: dict[str, str], width: int
+) -> list[str]:
+    """Every pair's comparisons: the pair named once, then a line per measure and its
+    change in words."""
+    lines: list[str] = []
+    pairs: dict[tuple[str, str], list[FamilyComparison]] = {}
+    for c in comparisons:
+        pairs.setdefault((c.new_run_id, c.baseline_run_id), []).append(c)
+    for (new, base), mine in pairs.items():
+        first = mine[0]
+        unit = "values and Δ in points" if first.unit == "points" else "raw values"
+        head = f"{snapshot_of.get(new, new)} {new} vs {snapshot_of.get(base, base)} {base} "
+        head += f"({first.family}; {unit}; {100 * first.confidence:g}% intervals)"
+        lines += ["", *wrap(head, width, "  ")]
+        for c in mine:
+            lines += wrap(comparison_line(c), width, "    ")
+            words = c.verdict.reason if c.verdict.label == "not comparable" else c.change
+            lines += wrap("  " + words, width, "    ")
+        if first.noise_note:
+            lines += wrap(f"  {first.noise_note}", width, "    ")
+        if first.attribution:
+            lines += wrap(f"  what changed: {first.attribution}", width, "    ")
+    return lines
+
+
+def family_json(c: FamilyComparison, snapshot_of: dict[str, str]) -> dict[str, Any]:
+    """One comparison for ``drift --format json`` and the JSON report: every field."""
+    d = dataclasses.asdict(c)
+    d["verdict"] = c.verdict.label
+    d["reason"] = c.verdict.reason
+    d["flagged"] = c.flagged
+    d["snapshot_id"] = snapshot_of.get(c.new_run_id)
+    d["baseline_snapshot_id"] = snapshot_of.get(c.baseline_run_id)
+    return d

@@ -1,0 +1,28 @@
+"""The report sections of families that live in their own folder.
+
+Drift's generic comparisons (``ReportInput.family_comparisons``) are grouped by family and
+handed to that family's ``report_section`` hook, which returns its part of the report as
+Markdown or HTML with every value escaped. The report knows no family: a family without
+the hook has no section.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from monitor.metrics.families import FAMILIES
+from monitor.report.model import ReportInput
+
+
+def family_sections(report: ReportInput, fmt: Literal["markdown", "html"]) -> list[str]:
+    """Each family's section, in the order its comparisons first appear."""
+    by_family: dict[str, list] = {}
+    for c in report.family_comparisons:
+        by_family.setdefault(c.family, []).append(c)
+    out = []
+    for name, comparisons in by_family.items():
+        family = FAMILIES.get(name)
+        hook = family.hook("report_section") if family else None
+        if hook is not None:
+            out.append(hook(comparisons, fmt=fmt, level=report.level, alpha=report.alpha))
+    return out

@@ -1,0 +1,188 @@
+"""`bias-monitor drift` on stored choice-QA runs: the family's comparator through the CLI.
+
+Real BharatBBQ Caste questions (the family's loader, ``default`` size: 406 questions, 10
+templates) and runs written through ``RunLifecycle`` in a real DuckDB file: a baseline,
+a run in which 10 ambiguous negative questions (one per template) moved from the
+'unknown' answer to the stereotyped group, and a run identical to the baseline. Drift
+must flag exactly the moved part, as a regression, with its size, p and MDE, and flag
+nothing on the identical pair.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from _choice_qa_runs import baseline_answers, caste_items, move_ambiguous, write_run
+from typer.testing import CliRunner
+
+from monitor.cli.app import app
+from monitor.store.db import Store
+
+N_MOVED = 10
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory, shared_datasets) -> dict:
+    root = tmp_path_factory.mktemp("choice-qa-drift")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("MONITOR_DATA_MIRROR", str(shared_datasets))
+    mp.setenv("MONITOR_DB", str(root / "monitor.duckdb"))
+    items = caste_items(root / "datasets")
+    store = Store.open(root / "monitor.duckdb")
+    base = baseline_answers(items)
+    moved, moved_ids = move_ambiguous(items, base, N_MOVED)
+    runs = {
+        "base": write_run(store, items, base, snapshot="qa-base", day=1),
+        "moved": write_run(store, items, moved, snapshot="qa-moved", day=2),
+        "same": write_run(store, items, base, snapshot="qa-same", day=3),
+        # Three runs of one imported configuration: the answers of the middle one moved,
+        # so the repeat runs' own spread of s_AMB is as large as that move.
+        **{
+            f"noisy-{day}": write_run(
+                store, items, moved if day == 5 else base, snapshot="qa-noisy", day=day
+            )
+            for day in (4, 5, 6)
+        },
+    }
+    for rid in runs.values():
+        assert store.get_run(rid)["status"] == "complete", store.get_run(rid)["notes"]
+    n_ambig = sum(1 for it in items if it.payload["context_condition"] == "ambig")
+    yield {"runs": runs, "n_ambig": n_ambig, "moved_ids": moved_ids}
+    mp.undo()
+
+
+def drift(*args: str, columns: int | None = None):
+    env = {"COLUMNS": str(columns)} if columns else {}
+    return CliRunner().invoke(app, ["drift", *args], env=env, catch_exceptions=False)
+
+
+def _by_measure(out: str) -> dict[str, dict]:
+    data = json.loads(out)
+    return {c["measure"]: c for c in data["family_comparisons"]}
+
+
+def test_moved_answers_are_a_regression_of_known_size(stored):
+    r = drift("--snapshot", "qa-moved", "--baseline-snapshot", "qa-base", "--format", "json")
+    assert r.exit_code == 0, r.output
+    c = _by_measure(r.output)
+    assert set(c) == {"answers_ambig", "bias_ambig", "answers_disambig", "bias_disambig"}
+    bias = c["bias_ambig"]
+    # s_AMB = (biased − counter) / n: 10 answers moved from unknown (0) to biased (+1).
+    assert bias["delta"] == pytest.approx(N_MOVED / stored["n_ambig"], abs=1e-12)
+    assert bias["n_paired"] == stored["n_ambig"]
+    assert bias["verdict"] == "regression" and bias["flagged"] and bias["towards_stereotype"]
+    # One move in each of the 10 templates: 2 of the 2^10 sign patterns are as extreme.
+    assert bias["p_value"] == pytest.approx(2 / 1024)
+    assert bias["ci_low"] > 0 and bias["ci_high"] >= bias["delta"]
+    assert 0 < bias["mde"] < 0.2
+    answers = c["answers_ambig"]
+    moves = answers["details"]["share_changes"]
+    assert moves["target"] == pytest.approx(N_MOVED / stored["n_ambig"])
+    assert moves["unknown"] == pytest.approx(-N_MOVED / stored["n_ambig"])
+    assert moves["non-target"] == 0
+    assert answers["verdict"] == "regression" and answers["p_value"] < 0.01
+    assert "now picks the stereotyped group 4.9 points more often" in answers["reason"]
+    assert "instead of the 'unknown' answer" in answers["reason"]
+    assert answers["mde"] is not None
+    for name in ("answers_disambig", "bias_disambig"):
+        assert c[name]["verdict"] == "no significant change" and c[name]["p_value"] == 1.0
+    # The four tests are one BH family with the rest of the session.
+    data = json.loads(r.output)
+    assert "over the 4 paired tests" in data["fdr_note"]
+    assert (
+        drift(
+            "--snapshot", "qa-moved", "--baseline-snapshot", "qa-base", "--fail-on", "regression"
+        ).exit_code
+        == 1
+    )
+
+
+def test_identical_answers_are_not_flagged(stored):
+    r = drift("--snapshot", "qa-same", "--baseline-snapshot", "qa-base", "--format", "json")
+    c = _by_measure(r.output)
+    for comp in c.values():
+        assert comp["verdict"] == "no significant change" and not comp["flagged"]
+        assert comp["p_value"] == 1.0 and comp["delta"] == 0
+        assert comp["mde"] is not None and comp["mde"] > 0  # what it could have seen
+        assert "noise unknown" in comp["noise_note"]  # imported, no repeat group
+    assert (
+        drift(
+            "--snapshot", "qa-same", "--baseline-snapshot", "qa-base", "--fail-on", "any"
+        ).exit_code
+        == 0
+    )
+
+
+def test_a_change_within_the_repeat_runs_spread_is_not_flagged(stored):
+    """The latest qa-noisy run (answers as the baseline) against the one before it (10
+    moved): p is as small as for the moved pair, but the same configuration's other runs
+    (days 4 and 5) already differ by that much, so the change is noise."""
+    r = drift("--snapshot", "qa-noisy", "--format", "json")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    assert [(p["new_run_id"], p["baseline_run_id"]) for p in data["pairs"]] == [
+        (stored["runs"]["noisy-6"], stored["runs"]["noisy-5"])
+    ]
+    bias = _by_measure(r.output)["bias_ambig"]
+    assert bias["delta"] == pytest.approx(-N_MOVED / stored["n_ambig"])
+    assert bias["p_value"] == pytest.approx(2 / 1024)
+    assert bias["noise"] == pytest.approx(N_MOVED / stored["n_ambig"])
+    assert bias["verdict"] == "no significant change" and not bias["flagged"]
+    assert "within the spread of repeat runs" in bias["reason"]
+    assert "judged against" in bias["noise_note"]
+
+
+def test_terminal_lines_at_80_columns(stored):
+    r = drift("--snapshot", "qa-moved", "--baseline-snapshot", "qa-base", columns=80)
+    assert r.exit_code == 0
+    lines = r.output.splitlines()
+    assert all(len(line) <= 80 for line in lines), [x for x in lines if len(x) > 80]
+    assert lines[0].startswith("drift: 2 flagged of 4 paired tests")
+    text = " ".join(x.strip() for x in lines)
+    assert "caste bias_ambig: s_AMB" in text and "regression" in text
+    assert "now picks the stereotyped group 4.9 points more often" in text
+
+
+def test_report_has_the_family_section_answer_first(stored, tmp_path):
+    from monitor.report.json_out import read_json
+
+    out = tmp_path / "report"
+    r = CliRunner().invoke(
+        app,
+        ["report", "--out", str(out), "--snapshot", "qa-moved", "--baseline-snapshot", "qa-base"],
+        catch_exceptions=False,
+    )
+    assert r.exit_code == 0, r.output
+    md = (out / "report.md").read_text()
+    section = md[md.index("### Choice questions (BBQ, BharatBBQ)") :]
+    first = section.splitlines()[2]
+    assert first.startswith("- **regression**: on ambiguous caste questions")
+    assert "| caste | bias\\_ambig s\\_AMB |" in section
+    html = (out / "report.html").read_text()
+    assert '<h3 id="choice-qa">' in html and "<script" not in html
+    assert "the model now picks the stereotyped group 4.9 points more often" in html
+    assert "the &#39;unknown&#39; answer" in html  # escaped, not raw
+    data = read_json(out / "report.json")  # validates and round-trips
+    assert {c.measure for c in data.family_comparisons} == {
+        "answers_ambig",
+        "bias_ambig",
+        "answers_disambig",
+        "bias_disambig",
+    }
+
+
+def test_show_draws_the_family_table(stored):
+    r = CliRunner().invoke(
+        app, ["show", stored["runs"]["moved"]], env={"COLUMNS": "80"}, catch_exceptions=False
+    )
+    assert r.exit_code == 0, r.output
+    text = r.output
+    assert "accuracy in %, bias scores −1..+1, 95%" in text
+    header = next(line for line in text.splitlines() if "acc_ambig" in line)
+    assert all(c in header for c in ("acc_disambig", "bias_ambig", "bias_disambig"))
+    row = next(line for line in text.splitlines() if line.startswith("│ caste"))
+    cells = [c.strip() for c in row.strip("│").split("│")]
+    assert cells[1].endswith("%") and cells[3].startswith(("+", "−"))
+    assert "reference_" in text or "authors' script" in text  # bharatbbq: the authors' numbers
+    assert "association tests" not in text  # bias scores are not effect sizes of WEAT
