@@ -155,3 +155,49 @@ def test_reimport_adds_nothing_and_bad_input_is_one_line(imported, tmp_path):
     assert "not a BharatBBQ predictions file" in bad.stderr
     missing = cli(env, "import", "bbq", str(tmp_path / "nope.jsonl"), check=False)
     assert missing.returncode == 2 and "not a file" in missing.stderr
+
+
+def test_drift_report_and_show_on_two_imported_models(imported, tmp_path):
+    """The README's commands on imported runs: gemma's BharatBBQ Age answers against
+    llama's. Every number is checked against the stored measures of the two runs, so a
+    comparator that reads the wrong run, context or sign fails here."""
+    env = {**imported["env"], "COLUMNS": "80"}
+    runs = {r["snapshot_id"]: r["run_id"] for r in imported["bharat"]["runs"]}
+    new, old = runs["gemma-bharatbbq-paper"], runs["llama-bharatbbq-paper"]
+    pair = ("--snapshot", "gemma-bharatbbq-paper", "--baseline-snapshot", "llama-bharatbbq-paper")
+    data = json.loads(cli(env, "drift", *pair, "--format", "json").stdout)
+    comps = {
+        (c["axis"], c["measure"]): c
+        for c in data["family_comparisons"]
+        if c["new_run_id"] == new and c["baseline_run_id"] == old
+    }
+    amb = comps[("age", "bias_ambig")]
+    stored_new = measures(imported, new)[("bharatbbq-age", "age", "bias_ambig")]["value"]
+    stored_old = measures(imported, old)[("bharatbbq-age", "age", "bias_ambig")]["value"]
+    assert amb["n_paired"] == 6656 // 2  # every ambiguous item of the file, both runs
+    assert amb["value_new"] == pytest.approx(stored_new, abs=1e-12)
+    assert amb["value_old"] == pytest.approx(stored_old, abs=1e-12)
+    assert amb["delta"] == pytest.approx(stored_new - stored_old, abs=1e-12)
+    assert amb["ci_low"] < amb["delta"] < amb["ci_high"] < 0
+    assert amb["flagged"] and amb["verdict"] == "improvement"
+    assert amb["p_adjusted"] < 0.05 and amb["mde"] > 0
+    dis = comps[("age", "bias_disambig")]
+    assert not dis["flagged"] and dis["ci_low"] < 0 < dis["ci_high"]
+
+    text = cli(env, "drift", *pair).stdout
+    assert all(len(line) <= 80 for line in text.splitlines())
+    assert "age bias_ambig" in text and "improvement" in text
+
+    out = tmp_path / "report"
+    cli(env, "report", "--out", str(out), *pair)
+    html = (out / "report.html").read_text(encoding="utf-8")
+    md = (out / "report.md").read_text(encoding="utf-8")
+    verdict = md.splitlines()[0]  # the answer first: the verdict line names the change
+    assert verdict.startswith("**Verdict:** gemma-bharatbbq-paper (choice-qa)")
+    assert f"age bias\\_ambig ({amb['delta'] * 100:+.1f} pp)".replace("-", "−") in verdict
+    assert "ambiguous age questions" in md and "gemma-bharatbbq-paper" in html
+    assert "s_AMB" in html and "ambiguous age questions" in html
+
+    shown = cli(env, "show", new).stdout
+    assert "age" in shown and "bias" in shown
+    assert f"{stored_new:+.3f}".replace("-", "−") in shown or f"{stored_new:+.3f}" in shown

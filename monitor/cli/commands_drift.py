@@ -722,18 +722,13 @@ def import_caste_gpt5_cmd(
         raise typer.Exit(1)
 
 
-# Published per-item predictions of a family that lives in its own folder: the command
-# names are registered here, the work is the family's ``importers`` hook.
-_FILES_HELP = {
-    "bbq": "BBQ's UnifiedQA prediction files, e.g. "
-    "../shared/datasets/bbq/results/UnifiedQA/preds_Age.jsonl (one or more categories).",
-    "bharatbbq": "A BharatBBQ predictions file, e.g. "
-    "../shared/datasets/bharatbbq/Example_Predictions/Age_examples.csv.",
-}
-_DEFAULT_DATE = {"bbq": "2022-03-21", "bharatbbq": "2025-08-14"}  # the files' commit dates
+# Published per-item predictions of a family that lives in its own folder: each family's
+# ``importers`` hook declares its commands (name, help, default date, the work); they are
+# registered here in one loop, and a run's summary is the family's own ``cli_table``.
 
 
 def _import_predictions(
+    family_name: str,
     name: str,
     files: list[Path],
     on_date: str | None,
@@ -744,24 +739,25 @@ def _import_predictions(
 ) -> None:
     from monitor.metrics.families import FAMILIES
 
-    hook = FAMILIES["choice-qa"].hook("importers")
-    assert hook is not None
-    entry, default_suffix, _help = hook()[name]
+    family = FAMILIES[family_name]
+    spec = family.hook("importers")()[name]
     for f in files:
         if not f.is_file():
             raise UserInputError(f"{f}: not a file")
-    date_text = on_date or _DEFAULT_DATE[name]
+    date_text = on_date or spec.default_date
     _parse_since(date_text, "--date")
     store = _store(db, must_exist=False)
-    done = entry(
+    done = spec.run(
         store,
         files,
         date=date_text,
-        suffix=default_suffix if suffix is None else suffix,
+        suffix=spec.default_suffix if suffix is None else suffix,
         columns=columns,
         on_event=lambda m: err.print(m, markup=False),
     )
-    runs = [store.get_run(rid) for rid in done.new]
+    with store.read() as view:  # the imported runs and their measures, typed
+        runs = [view.run(rid) for rid in done.new]
+        stored = {rid: view.measures(rid) for rid in done.new}
     if fmt is Format.json:
         print_json(
             {
@@ -770,11 +766,11 @@ def _import_predictions(
                 "skipped": done.skipped,
                 "runs": [
                     {
-                        "run_id": r["run_id"],
-                        "snapshot_id": r["snapshot_id"],
-                        "status": r["status"],
-                        "notes": r["notes"],
-                        "import": done.facts[r["run_id"]],
+                        "run_id": r.run_id,
+                        "snapshot_id": r.snapshot_id,
+                        "status": r.status,
+                        "notes": r.notes,
+                        "import": done.facts[r.run_id],
                     }
                     for r in runs
                 ],
@@ -783,74 +779,62 @@ def _import_predictions(
     else:
         if done.skipped and not runs:
             out.print(f"nothing new: all {len(done.skipped)} runs are already in the store")
+        table = family.hook("cli_table")
         for run in runs:
-            rid = run["run_id"]
-            facts = done.facts[rid]
+            facts = done.facts[run.run_id]
             out.print(
-                f"imported run {rid} ({run['snapshot_id']}, {run['metric']}): {run['status']}; "
+                f"imported run {run.run_id} ({run.snapshot_id}, {run.metric}): {run.status}; "
                 f"{facts['rows']} rows, {facts['unmatched']} predictions naming no option",
                 markup=False,
             )
-            if run["status"] != "complete":
-                err.print(f"  {run['notes']}", style="red", markup=False)
-            for m in store.axis_measures(rid):
-                if m["axis"] != "all" and m["measure"] in (
-                    "acc_ambig",
-                    "bias_ambig",
-                    "bias_disambig",
-                ):
-                    out.print(
-                        f"  {m['benchmark']:28} {m['measure']:14} {m['value']:+.3f} "
-                        f"[{m['ci_low']:+.3f}, {m['ci_high']:+.3f}]",
-                        markup=False,
-                    )
-    if any(r["status"] != "complete" for r in runs):
+            if run.status != "complete":
+                err.print(f"  {run.notes}", style="red", markup=False)
+            elif table is not None:
+                out.print(table(stored[run.run_id], f"{run.snapshot_id}  run {run.run_id}"))
+    if any(r.status != "complete" for r in runs):
         raise typer.Exit(1)  # a quarantined import, like a quarantined run
 
 
-_DateOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--date", help="When the predictions were made (YYYY-MM-DD); default: the files' commit."
-    ),
-]
-_SuffixOpt = Annotated[
-    str | None,
-    typer.Option("--suffix", help="Each column's run is filed under the snapshot <model><suffix>."),
-]
+def _family_import_command(family_name: str, spec) -> None:
+    """Register ``bias-monitor import <spec.name>`` for a folder family's importer.
+
+    The options' help comes from the family's declaration, so the annotations are built
+    here as objects (this module's annotations are otherwise strings, which typer would
+    evaluate without ``spec`` in scope)."""
+
+    def command(files, on_date=None, suffix=None, column=None, db=None, fmt=Format.table):
+        _import_predictions(family_name, spec.name, files, on_date, suffix, column, db, fmt)
+
+    date_help = "When the predictions were made (YYYY-MM-DD); default: the files' commit"
+    command.__annotations__ = {
+        "files": Annotated[list[Path], typer.Argument(help=spec.files_help)],
+        "on_date": Annotated[
+            str | None, typer.Option("--date", help=f"{date_help} ({spec.default_date}).")
+        ],
+        "suffix": Annotated[
+            str | None,
+            typer.Option(
+                "--suffix",
+                help="Each column's run is filed under the snapshot <model><suffix> "
+                f"(default {spec.default_suffix}).",
+            ),
+        ],
+        "column": Annotated[list[str] | None, typer.Option("--column", help=spec.columns_help)],
+        "db": DbOpt,
+        "fmt": FmtOpt,
+        "return": None,
+    }
+    command.__doc__ = spec.summary
+    import_app.command(spec.name)(command)
 
 
-@import_app.command("bbq")
-def import_bbq_cmd(
-    files: Annotated[list[Path], typer.Argument(help=_FILES_HELP["bbq"])],
-    on_date: _DateOpt = None,
-    suffix: _SuffixOpt = None,
-    db: DbOpt = None,
-    fmt: FmtOpt = Format.table,
-) -> None:
-    """Import BBQ's UnifiedQA predictions: one run per prediction column (race, arc, qonly),
-    under unifiedqa-t5-11b-<column>-bbq-paper. Runs already stored are skipped (exit 0);
-    exit 1 when a new run is quarantined by the quality gate."""
-    _import_predictions("bbq", files, on_date, suffix, None, db, fmt)
+def _register_family_importers() -> None:
+    from monitor.metrics.families import FAMILIES
+
+    for family in FAMILIES.values():
+        hook = family.hook("importers")
+        for spec in (hook() if hook is not None else {}).values():
+            _family_import_command(family.name, spec)
 
 
-@import_app.command("bharatbbq")
-def import_bharatbbq_cmd(
-    file: Annotated[Path, typer.Argument(help=_FILES_HELP["bharatbbq"])],
-    on_date: _DateOpt = None,
-    suffix: _SuffixOpt = None,
-    column: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--column",
-            help="Import only these model columns (repeatable); default: llama_op, gemma_op, "
-            "phi_op, sarvam_op, bloom_op (llama_op_eng_Latn only when named).",
-        ),
-    ] = None,
-    db: DbOpt = None,
-    fmt: FmtOpt = Format.table,
-) -> None:
-    """Import a BharatBBQ predictions file: one run per model column, under
-    <model>-bharatbbq-paper, with the authors' script's numbers as reference_* measures.
-    Runs already stored are skipped (exit 0); exit 1 when a new run is quarantined."""
-    _import_predictions("bharatbbq", [file], on_date, suffix, column, db, fmt)
+_register_family_importers()

@@ -649,24 +649,55 @@ def cli_import_bharatbbq(
     )
 
 
-# ``bias-monitor import <name>`` (the family's ``importers`` hook): name -> (entry point,
-# default snapshot suffix, help).
-IMPORTERS: dict[str, tuple[Callable[..., ImportResult], str, str]] = {
-    "bbq": (
-        cli_import_bbq,
-        "-bbq-paper",
-        "BBQ's UnifiedQA prediction files (results/UnifiedQA/preds_<Category>.jsonl): one "
-        "run per prediction column (race, arc, qonly)",
-    ),
-    "bharatbbq": (
-        cli_import_bharatbbq,
-        "-bharatbbq-paper",
-        "a BharatBBQ predictions file (Metrics/Example_Predictions/<Category>_examples.csv): "
-        "one run per model column (llama, gemma, phi, sarvam, bloom)",
-    ),
+# ``bias-monitor import <name>`` (the family's ``importers`` hook): everything the CLI
+# needs to offer the command, so the CLI registers folder families' importers in one loop.
+@dataclass(frozen=True)
+class ImporterSpec:
+    """One ``bias-monitor import <name>`` command of this family."""
+
+    name: str
+    run: Callable[..., ImportResult]
+    default_suffix: str  # each column's run is filed under the snapshot <model><suffix>
+    summary: str  # the command's help
+    files_help: str
+    default_date: str  # the files' commit date: when the predictions were published
+    columns_help: str  # what --column selects
+
+
+IMPORTERS: dict[str, ImporterSpec] = {
+    s.name: s
+    for s in (
+        ImporterSpec(
+            "bbq",
+            cli_import_bbq,
+            "-bbq-paper",
+            "Import BBQ's UnifiedQA predictions: one run per prediction column (race, arc, "
+            "qonly), under unifiedqa-t5-11b-<column>-bbq-paper. Runs already stored are "
+            "skipped (exit 0); exit 1 when a new run is quarantined by the quality gate.",
+            "BBQ's UnifiedQA prediction files, e.g. "
+            "../shared/datasets/bbq/results/UnifiedQA/preds_Age.jsonl (one or more "
+            "categories).",
+            "2022-03-21",
+            "Not used: every prediction column is imported.",
+        ),
+        ImporterSpec(
+            "bharatbbq",
+            cli_import_bharatbbq,
+            "-bharatbbq-paper",
+            "Import a BharatBBQ predictions file: one run per model column, under "
+            "<model>-bharatbbq-paper, with the authors' script's numbers as reference_* "
+            "measures. Runs already stored are skipped (exit 0); exit 1 when a new run is "
+            "quarantined.",
+            "One BharatBBQ predictions file, e.g. "
+            "../shared/datasets/bharatbbq/Example_Predictions/Age_examples.csv.",
+            "2025-08-14",
+            "Import only these model columns (repeatable); default: llama_op, gemma_op, "
+            "phi_op, sarvam_op, bloom_op (llama_op_eng_Latn only when named).",
+        ),
+    )
 }
 
 
-def importers() -> dict[str, tuple[Callable[..., ImportResult], str, str]]:
+def importers() -> dict[str, ImporterSpec]:
     """The family's ``importers`` hook."""
     return IMPORTERS
