@@ -181,7 +181,7 @@ def test_show_draws_the_family_table(stored):
     assert "accuracy in %, bias scores −1..+1, 95%" in text
     header = next(line for line in text.splitlines() if "acc_ambig" in line)
     assert all(c in header for c in ("acc_disambig", "bias_ambig", "bias_disambig"))
-    row = next(line for line in text.splitlines() if line.startswith("│ caste"))
+    row = next(line for line in text.splitlines() if line.startswith("│ bharatbbq-caste"))
     cells = [c.strip() for c in row.strip("│").split("│")]
     assert cells[1].endswith("%") and cells[3].startswith(("+", "−"))
     assert "reference_" in text or "authors' script" in text  # bharatbbq: the authors' numbers

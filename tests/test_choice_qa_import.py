@@ -199,5 +199,5 @@ def test_drift_report_and_show_on_two_imported_models(imported, tmp_path):
     assert "s_AMB" in html and "ambiguous age questions" in html
 
     shown = cli(env, "show", new).stdout
-    assert "age" in shown and "bias" in shown
+    assert "bharatbbq-age" in shown and "bias_ambig" in shown
     assert f"{stored_new:+.3f}".replace("-", "−") in shown or f"{stored_new:+.3f}" in shown

@@ -62,7 +62,7 @@ def cli_table(measures: Sequence[Measure], title: str) -> Group:
         f"{title}: accuracy in %, bias scores −1..+1, {'/'.join(levels)} intervals "
         "(templates resampled)"
     )
-    main.add_column("category")
+    main.add_column("benchmark")
     for col in COLUMNS:
         main.add_column(col, justify="right")
     reference = Table()
@@ -70,14 +70,16 @@ def cli_table(measures: Sequence[Measure], title: str) -> Group:
         "the BharatBBQ authors' script on the same rows (reference_*; each measure's "
         "definition says how it differs)"
     )
-    for col in ("category", "measure", "value", "interval", "k/n"):
-        reference.add_column(col, justify="left" if col in ("category", "measure") else "right")
+    for col in ("benchmark", "measure", "value", "interval", "k/n"):
+        reference.add_column(col, justify="left" if col in ("benchmark", "measure") else "right")
     rest = Table(title="other measures", title_justify="left")
-    for col in ("category", "measure", "value", "interval"):
-        rest.add_column(col, justify="left" if col in ("category", "measure") else "right")
+    for col in ("benchmark", "measure", "value", "interval"):
+        rest.add_column(col, justify="left" if col in ("benchmark", "measure") else "right")
     for key in sorted(by, key=_subject_order):
         ms = by[key]
-        label = key[1] if key[1] != "all" else f"all ({key[0]})"
+        # The benchmark id, not the bare category: bbq-religion and bharatbbq-religion
+        # are different questions and may be in one run.
+        label = key[0] if key[1] != "all" else f"all ({key[0]})"
         if any(c in ms for c in COLUMNS):
             main.add_row(label, *(_cell(ms.get(c)) for c in COLUMNS))
         for name, m in sorted(ms.items()):
