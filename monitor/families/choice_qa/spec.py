@@ -28,7 +28,7 @@ CHOICE_QA = ResultFamily(
         "load": f"{_HERE}.items:load",
         "score_local": f"{_HERE}.scoring:score_local",
         "measures": f"{_HERE}.measures:choice_measures",
-        "importers": f"{_HERE}.importers:importers",
+        "importers": f"{_HERE}.import_commands:importers",
         "score_api": f"{_HERE}.api_choice:api_scoring",
         "compare": f"{_HERE}.compare:compare_choice_qa",
         "report_section": f"{_HERE}.section:report_section",
