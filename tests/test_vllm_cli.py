@@ -172,7 +172,8 @@ max_concurrency = 4
     env = {**os.environ, "MONITOR_SNAPSHOTS_DIR": str(folder), "MY_RESPONSES_KEY": "local"}
     listed = json.loads(_cli("snapshots", "list", "--format", "json", env=env).stdout)
     mine = next(s for s in listed if s["id"] == "my-responses")
-    assert mine["metrics"] == ["forced-choice", "sampled-choice"]
+    # forced-choice first (the default), then the choice-QA family's lettered metrics.
+    assert mine["metrics"] == ["forced-choice", "sampled-choice", "mc-letter", "mc-letter-sampled"]
     [out] = json.loads(
         _cli(
             "run",
