@@ -64,9 +64,10 @@ from monitor.benchmarks.parse import id_namespace
 from monitor.errors import DataIntegrityError, UserInputError
 from monitor.families.choice_qa.items import (
     KIND,
+    PREDICTIONS_COLUMNS,
     _index,
     bbq_record,
-    bharatbbq_unknown,
+    bharatbbq_record,
     payload_core,
 )
 from monitor.families.choice_qa.metrics import MC_IMPORTED, MC_IMPORTED_VERSION
@@ -96,8 +97,6 @@ BHARAT_REQUIRED = (
     "Label",
     "Target",
 )
-_POLARITY = {"neg": "neg", "nonneg": "nonneg", "non-neg": "nonneg"}
-_CONDITION = {"amb": "ambig", "disamb": "disambig"}
 _ARTICLE = re.compile(r"^(the|a|an)\s+")
 
 
@@ -282,26 +281,10 @@ _BBQ_HOW = {
 def _bharat_item(
     row: Mapping[str, str], n: int, version: BenchmarkVersion, benchmark: str, where: str
 ) -> Item:
-    try:
-        options = [row[f"Ans{i}"] for i in (1, 2, 3)]
-        payload = {
-            "source": "bharatbbq",
-            "category": row["Category"],
-            "template": str(int(row["Qid"])),
-            "context": row["Context"],
-            "question": row["Question"],
-            "options": options,
-            "unknown": bharatbbq_unknown(options),
-            "label": _index(row["Label"], 1),
-            "target": _index(row["Target"], 1),
-            "polarity": _POLARITY[row["Question_Polarity"].strip().lower()],
-            "context_condition": _CONDITION[row["Context_Condition"].strip().lower()],
-            "source_id": int(row["id"]),
-            "proper_noun": row["Proper_Noun"].strip() == "1",
-            "language": "en",
-        }
-    except (KeyError, ValueError) as exc:
-        raise DataIntegrityError(f"{where}: not a BharatBBQ predictions row ({exc})") from None
+    record = bharatbbq_record(
+        row, n, name=where, columns=PREDICTIONS_COLUMNS, kind="BharatBBQ predictions row"
+    )
+    payload = {**{k: v for k, v in record.items() if k != "source_row"}, "language": "en"}
     return Item(
         item_id=make_content_id(id_namespace(version), KIND, payload_core(payload)),
         benchmark=benchmark,
@@ -387,7 +370,7 @@ def read_bharatbbq(
     if benchmark not in manifest.benchmarks:
         raise UserInputError(f"{path}: {benchmark} is not a BharatBBQ benchmark of the manifest")
     version = BenchmarkVersion(benchmark, BHARAT_COMMIT, sha, "none")
-    items = [_bharat_item(r, n, version, benchmark, f"{path} row {n}") for n, r in enumerate(rows)]
+    items = [_bharat_item(r, n, version, benchmark, str(path)) for n, r in enumerate(rows)]
     match = match_examples(items, examples[benchmark]) if benchmark in examples else {}
     unmatched_templates = sorted(
         {i.template or "" for i in items if match.get(i.item_id) is None}, key=_numeric

@@ -50,6 +50,7 @@ import io
 import json
 import random
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -268,10 +269,34 @@ def bharatbbq_unknown(options: Sequence[str]) -> int:
     return hits[0]
 
 
-def bharatbbq_record(row: Mapping[str, str], n: int, *, name: str) -> dict[str, Any]:
-    """One BharatBBQ Examples row as the family's payload fields (plus ``source_row``)."""
+@dataclass(frozen=True)
+class BharatColumns:
+    """Where a BharatBBQ file keeps the fields that differ by file: the Examples files and
+    the authors' predictions file spell the options, polarity and condition columns
+    differently (``Option1``/``Question_polarity``/``Context_type`` against
+    ``Ans1``/``Question_Polarity``/``Context_Condition``); the rest is shared."""
+
+    option: str
+    polarity: str
+    condition: str
+
+
+EXAMPLES_COLUMNS = BharatColumns("Option", "Question_polarity", "Context_type")
+PREDICTIONS_COLUMNS = BharatColumns("Ans", "Question_Polarity", "Context_Condition")
+
+
+def bharatbbq_record(
+    row: Mapping[str, str],
+    n: int,
+    *,
+    name: str,
+    columns: BharatColumns = EXAMPLES_COLUMNS,
+    kind: str = "BharatBBQ row",
+) -> dict[str, Any]:
+    """One BharatBBQ row as the family's payload fields (plus ``source_row``): the one
+    reading of a row, for the benchmark's Examples files and the predictions file alike."""
     try:
-        options = [row[f"Option{i}"] for i in (1, 2, 3)]
+        options = [row[f"{columns.option}{i}"] for i in (1, 2, 3)]
         return {
             "source_row": n,
             "source": "bharatbbq",
@@ -283,13 +308,13 @@ def bharatbbq_record(row: Mapping[str, str], n: int, *, name: str) -> dict[str, 
             "unknown": bharatbbq_unknown(options),
             "label": _index(row["Label"], 1),
             "target": _index(row["Target"], 1),
-            "polarity": _POLARITY[row["Question_polarity"].strip().lower()],
-            "context_condition": _CONDITION[row["Context_type"].strip().lower()],
+            "polarity": _POLARITY[row[columns.polarity].strip().lower()],
+            "context_condition": _CONDITION[row[columns.condition].strip().lower()],
             "source_id": int(row["id"]),
             "proper_noun": row["Proper_Noun"].strip() == "1",
         }
     except (KeyError, ValueError) as exc:
-        raise DataIntegrityError(f"{name}: row {n}: not a BharatBBQ row ({exc})") from None
+        raise DataIntegrityError(f"{name}: row {n}: not a {kind} ({exc})") from None
 
 
 def _translated(
