@@ -240,7 +240,8 @@ def test_good_run_passes_and_is_stored(tmp_path, caste_items, llama_rows):
     result = check(con, expected_item_ids={it.item_id for it in caste_items})
     assert result.success, result.reasons
     assert result.suite == "results" and result.subject == RUN_ID
-    assert {c["frame"] for c in result.checks} == {"run", "scores", "axis_measures"}
+    frames = {c["frame"] for c in result.checks}
+    assert frames == {"run", "scores", "axis_measures", "expected_items"}
     RunLifecycle(con).gate(RUN_ID, expected_item_ids={it.item_id for it in caste_items})
     ((suite, success, doc),) = sql(
         con, "SELECT suite, success, results FROM validations WHERE run_id = ?", [RUN_ID]
@@ -314,11 +315,13 @@ def test_missing_and_unexpected_items_fail(tmp_path, caste_items, llama_rows):
     con = build_store(tmp_path / "m.duckdb", caste_items, llama_rows[1:])
     expected = {it.item_id for it in caste_items} - {caste_items[2].item_id}
     result = check(con, expected_item_ids=expected)
-    by_type = {f.expectation: f for f in result.failures}
-    missing = by_type["expect_column_distinct_values_to_contain_set"]
-    assert missing.sample_ids == (llama_rows[0].item_id,)
-    extra = by_type["expect_column_values_to_be_in_set"]
+    missing = failure_for(result, "expected_items", "scored")
+    assert missing.sample_ids == (f"item_id={llama_rows[0].item_id}",)
+    assert missing.unexpected_count == 1
+    extra = failure_for(result, "scores", "item_expected")
     assert extra.sample_ids == (f"item_id={caste_items[2].item_id}",)
+    assert extra.unexpected_count == 1
+    assert len(result.failures) == 2, result.reasons
 
 
 def test_n_scored_mismatch_fails(tmp_path, caste_items, llama_rows):
@@ -338,7 +341,7 @@ def test_without_n_scored_rows_are_counted_against_expected_items(
     count, missing = result.failures
     assert count.expectation == "expect_table_row_count_to_equal"
     assert f"observed {len(llama_rows) - 1}, expected {len(llama_rows)}" in count.reason
-    assert missing.sample_ids == (llama_rows[0].item_id,)
+    assert missing.sample_ids == (f"item_id={llama_rows[0].item_id}",)
 
 
 def test_metric_version_differing_from_run_fails(tmp_path, caste_items, llama_rows):
