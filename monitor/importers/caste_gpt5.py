@@ -34,7 +34,7 @@ from monitor.importers.caste_bias import (
     parse_date,
     sha256_file,
 )
-from monitor.jobs.lifecycle import RunLifecycle
+from monitor.jobs.lifecycle import ImportedRun, RunLifecycle
 from monitor.metrics.sampled_study import METRIC, METRIC_VERSION, STEREO_RULE, rule_of
 from monitor.records import RunRecord, ScoreRow
 from monitor.store.db import Store
@@ -275,21 +275,12 @@ def import_caste_gpt5(
         for f in files
     ]
     store = db if isinstance(db, Store) else Store.open(db)
-    with store.read() as view:
-        present = {  # a run a killed import left ``running`` is finished, not skipped
-            r
-            for r in view.existing_run_ids(r.run_id for _, r in records)
-            if view.run(r).status != "running"
-        }
-    new: list[str] = []
-    for f, record in records:
-        if record.run_id in present:
-            continue
-        RunLifecycle(store).record_import(
-            record, items=list(f.items.values()), scores=f.scores, exclusions=f.exclusions
-        )
-        new.append(record.run_id)
-    ids = [r.run_id for _, r in records]
+    batch = RunLifecycle(store).record_imports(
+        [
+            ImportedRun(r, items=list(f.items.values()), scores=f.scores, exclusions=f.exclusions)
+            for f, r in records
+        ]
+    )
     return SampledImport(
-        ids, new, [r for r in ids if r in present], {r.run_id: r.snapshot_id for _, r in records}
+        batch.run_ids, batch.new, batch.skipped, {r.run_id: r.snapshot_id for _, r in records}
     )

@@ -43,7 +43,7 @@ from monitor.importers.caste_bias import (
     parse_study_files,
     sha256_file,
 )
-from monitor.jobs.lifecycle import RunLifecycle
+from monitor.jobs.lifecycle import ImportedRun, RunLifecycle
 from monitor.metrics.caste_study import METRIC, METRIC_VERSION, OPINIONATED_RULE
 from monitor.records import RunRecord
 from monitor.store.db import Store
@@ -287,21 +287,16 @@ def import_caste_history(
         for entry in entries
     ]
     store = db if isinstance(db, Store) else Store.open(db)
-    ids = [history_run_id(snapshot, e) for e, _ in planned]
-    with store.read() as view:
-        # A run left ``running`` by a killed import is imported again (finished, not
-        # skipped): see ``RunLifecycle.record_import``.
-        present = {r for r in view.existing_run_ids(ids) if view.run(r).status != "running"}
-    new: list[str] = []
-    for (entry, parsed), run_id in zip(planned, ids, strict=True):
-        if run_id in present:
-            continue
-        RunLifecycle(store).record_import(
-            _record(snapshot, entry, parsed),
-            items=list(parsed.items.values()),
-            scores=parsed.scores,
-            exclusions=parsed.exclusions,
-        )
-        new.append(run_id)
-        on_event(f"imported {entry.folder.name} as {run_id}")
-    return HistoryImport(ids, new, [r for r in ids if r in present])
+    batch = RunLifecycle(store).record_imports(
+        [
+            ImportedRun(
+                _record(snapshot, entry, parsed),
+                items=list(parsed.items.values()),
+                scores=parsed.scores,
+                exclusions=parsed.exclusions,
+            )
+            for entry, parsed in planned
+        ],
+        on_imported=lambda i, run_id: on_event(f"imported {planned[i][0].folder.name} as {run_id}"),
+    )
+    return HistoryImport(batch.run_ids, batch.new, batch.skipped)

@@ -46,6 +46,25 @@ def _same(text: str) -> str:
 
 
 @dataclass(frozen=True)
+class ImportedRun:
+    """One run an importer read: its record and every row, written at once."""
+
+    record: RunRecord
+    items: Sequence[Item]
+    scores: Sequence[ScoreRow]
+    exclusions: Sequence[Exclusion]
+
+
+@dataclass(frozen=True)
+class ImportBatch:
+    """What an import did with its runs: all of them, the new ones, the ones stored before."""
+
+    run_ids: list[str]
+    new: list[str]
+    skipped: list[str]
+
+
+@dataclass(frozen=True)
 class OpenRun:
     """A run ready to be scored: its id, and the items it already holds when resumed."""
 
@@ -264,6 +283,32 @@ class RunLifecycle:
         return self.gate(run_id)
 
     # imports: all rows at once, then the same finalise ------------------------------------
+
+    def record_imports(
+        self,
+        runs: Sequence[ImportedRun],
+        *,
+        on_imported: Callable[[int, str], None] | None = None,
+    ) -> ImportBatch:
+        """Every importer's loop: import each run not stored yet, skip the stored ones.
+
+        A run a killed import left ``running`` counts as not stored: it is finished by
+        :meth:`record_import`, not skipped. ``on_imported(index, run_id)`` after each new one.
+        """
+        ids = [run.record.run_id for run in runs]
+        with self.store.read() as view:
+            present = {r for r in view.existing_run_ids(ids) if view.run(r).status != "running"}
+        new: list[str] = []
+        for index, run in enumerate(runs):
+            if run.record.run_id in present:
+                continue
+            self.record_import(
+                run.record, items=run.items, scores=run.scores, exclusions=run.exclusions
+            )
+            new.append(run.record.run_id)
+            if on_imported is not None:
+                on_imported(index, run.record.run_id)
+        return ImportBatch(ids, new, [r for r in ids if r in present])
 
     def record_import(
         self,

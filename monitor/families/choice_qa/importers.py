@@ -72,7 +72,7 @@ from monitor.families.choice_qa.items import (
 )
 from monitor.families.choice_qa.metrics import MC_IMPORTED, MC_IMPORTED_VERSION
 from monitor.importers.caste_bias import UNKNOWN, check_snapshot_id, parse_date
-from monitor.jobs.lifecycle import RunLifecycle
+from monitor.jobs.lifecycle import ImportedRun, RunLifecycle
 from monitor.records import Outcome, RunRecord, ScoreRow
 from monitor.store.db import Store
 
@@ -525,28 +525,18 @@ def _store_runs(
         check_snapshot_id(run.snapshot)
     records = [(run, _record(run, started, source, how)) for run in runs]
     store = db if isinstance(db, Store) else Store.open(db)
-    with store.read() as view:
-        present = {
-            r
-            for r in view.existing_run_ids(r.run_id for _, r in records)
-            if view.run(r).status != "running"
-        }
-    new: list[str] = []
-    for run, record in records:
-        if record.run_id in present:
-            continue
-        RunLifecycle(store).record_import(
-            record,
-            items=list(run.items.values()),
-            scores=run.scores,
-            exclusions=run.exclusions,
-        )
-        new.append(record.run_id)
-    ids = [r.run_id for _, r in records]
+    batch = RunLifecycle(store).record_imports(
+        [
+            ImportedRun(
+                r, items=list(run.items.values()), scores=run.scores, exclusions=run.exclusions
+            )
+            for run, r in records
+        ]
+    )
     return ImportResult(
-        ids,
-        new,
-        [r for r in ids if r in present],
+        batch.run_ids,
+        batch.new,
+        batch.skipped,
         {r.run_id: r.snapshot_id for _, r in records},
         {r.run_id: run.facts for run, r in records},
     )
