@@ -197,6 +197,9 @@ def test_drift_report_and_show_on_two_imported_models(imported, tmp_path):
     assert f"age bias\\_ambig ({amb['delta'] * 100:+.1f} pp)".replace("-", "−") in verdict
     assert "ambiguous age questions" in md and "gemma-bharatbbq-paper" in html
     assert "s_AMB" in html and "ambiguous age questions" in html
+    # No trend covers these runs' measures: the report must not claim it plots them.
+    assert "other complete runs are not listed." in html
+    assert "plotted in the trends" not in html
 
     shown = cli(env, "show", new).stdout
     assert "bharatbbq-age" in shown and "bias_ambig" in shown
