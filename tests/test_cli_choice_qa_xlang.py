@@ -258,3 +258,25 @@ def test_a_more_biased_translation_is_a_difference_not_a_regression(
     assert "a difference between languages, not a change over time" in bias["reason"]
     assert comps["bias_disambig"]["verdict"] == "no significant change"
     assert all(c["details"]["items_paired"] == len(en_items) for c in comps.values())
+
+    # The report: the contrast first, then the difference in words; the JSON round-trips.
+    from monitor.report.json_out import read_json
+
+    out = tmp_path / "report"
+    r = CliRunner().invoke(
+        app, ["report", "--out", str(out), "--snapshot", "qa-model"], catch_exceptions=False
+    )
+    assert r.exit_code == 0, r.output
+    md = (out / "report.md").read_text()
+    section = md[md.index("### Choice questions (BBQ, BharatBBQ)") :].splitlines()
+    assert section[2].startswith("_cross-language comparison en → hi: 406 items paired")
+    assert any(line.startswith("- **difference**: on ambiguous caste") for line in section)
+    assert "qa-model (choice-qa): 2 differences: caste answers\\_ambig (+4.9 pp)" in md
+    html = (out / "report.html").read_text()
+    assert "cross-language comparison en → hi" in html
+    data = read_json(out / "report.json")
+    assert {c.verdict.label for c in data.family_comparisons} == {
+        "difference",
+        "no significant change",
+    }
+    assert all(c.contrast for c in data.family_comparisons)
