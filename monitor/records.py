@@ -144,7 +144,11 @@ class RunRecord:
     notes: str | None = None
 
 
-VerdictWord = Literal["regression", "improvement", "no significant change", "not comparable"]
+# "difference": a change that clears the test between two runs that differ by design (a
+# FamilyComparison's ``contrast``, e.g. two languages): a finding, never a drift flag.
+VerdictWord = Literal[
+    "regression", "improvement", "difference", "no significant change", "not comparable"
+]
 
 
 @dataclass(frozen=True)
@@ -177,6 +181,11 @@ class FamilyComparison:
     whether it goes towards the stereotype (a flagged change that does is a
     regression). ``unit`` is how ``value``/``delta`` read: ``points`` (× 100) or ``raw``;
     ``label`` what the value is, in a word; ``signed`` whether it can be negative.
+    ``contrast`` is set when the two runs differ by design, not by time (the family's
+    words for it, e.g. "cross-language comparison en → hi: ..."): the comparison then
+    measures that contrast, so a change that clears the test is labelled
+    ``difference``, never a regression or an improvement, and no ``--fail-on`` gate fails
+    on it.
     """
 
     family: str
@@ -209,6 +218,7 @@ class FamilyComparison:
     role: str = "previous run"
     attribution: str = ""
     details: dict[str, Any] = field(default_factory=dict)
+    contrast: str | None = None
 
     @property
     def flagged(self) -> bool:
@@ -240,4 +250,6 @@ class FamilyComparison:
             # A flagged change with no direction (the answers moved, the bias score did
             # not) counts as a regression: a gate must not pass it unread.
             label = "improvement" if self.towards_stereotype is False else "regression"
+            if self.contrast is not None:
+                label = "difference"
         return replace(self, p_adjusted=p_adjusted, verdict=ComparisonVerdict(label, why))

@@ -117,3 +117,53 @@ def smollm2_caste_runs(tmp_path_factory, session_cache, shared_datasets) -> tupl
         (outcome,) = json.loads(proc.stdout)
         runs.append(outcome)
     return db, runs
+
+
+# The choice-question command of the run test, whose first run the cross-language test
+# shares.
+CHOICE_QA_MINI = (
+    "run",
+    "-s",
+    "smollm2-135m-instruct-q4",
+    "-b",
+    "bharatbbq-caste",
+    "-b",
+    "bbq-religion",
+    "--size",
+    "mini",
+)
+
+
+@pytest.fixture(scope="session")
+def smollm2_choice_qa_run(
+    tmp_path_factory, session_cache, shared_datasets
+) -> tuple[Path, str, tuple[str, ...]]:
+    """One run of ``CHOICE_QA_MINI`` (SmolLM2 on bharatbbq-caste and bbq-religion at
+    ``--size mini``, English), scored once per session through the CLI; returns the DuckDB
+    file, the command's table output and the command.
+
+    The run test reruns it and compares; the cross-language test compares a translation's
+    run with it. Tests must not write to the file: copy it (``shutil.copy``) to change it.
+    """
+    import subprocess
+    import sys
+
+    root = tmp_path_factory.mktemp("smollm2-choice-qa")
+    db = root / "monitor.duckdb"
+    env = {
+        **os.environ,
+        "MONITOR_CACHE_DIR": str(session_cache),
+        "MONITOR_DATA_DIR": str(root / "datasets"),
+        "MONITOR_DATA_MIRROR": str(shared_datasets),
+        "MONITOR_DB": str(db),
+        "COLUMNS": "200",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "monitor", *CHOICE_QA_MINI],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return db, proc.stdout, CHOICE_QA_MINI

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -55,11 +56,14 @@ def stored_rows(db: Path, run_id: str) -> list[tuple]:
         con.close()
 
 
-def test_run_scores_choice_questions_and_reruns_identically(monitor_env: Path) -> None:
+def test_run_scores_choice_questions_and_reruns_identically(
+    monitor_env: Path, smollm2_choice_qa_run: tuple[Path, str, tuple[str, ...]]
+) -> None:
+    """The first run is the session's (conftest ``smollm2_choice_qa_run``, this command)."""
     db = monitor_env / "monitor.duckdb"
-    first = cli(*COMMAND)
-    assert first.returncode == 0, first.stderr
-    table = first.stdout
+    first_db, table, command = smollm2_choice_qa_run
+    assert command == COMMAND
+    shutil.copy(first_db, db)
     for text in ("bharatbbq-caste", "bbq-religion", "acc_ambig", "acc_disambig"):
         assert text in table
     for text in ("bias_ambig", "bias_disambig", "acc_norm_ambig", "reference_"):

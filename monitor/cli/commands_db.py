@@ -165,7 +165,7 @@ def show(
     pk = env.get("packages", {})
     out.print("  packages           " + ", ".join(f"{k} {v}" for k, v in sorted(pk.items())))
     for b, v in (run.get("dataset_versions") or {}).items():
-        out.print(f"  dataset            {b}: {v.get('label', v)}")
+        out.print(f"  dataset            {b}: {v.get('label', v)}{_translation(v)}")
     from monitor.metrics.registry import METRICS
 
     spec = METRICS.get(run["metric"])
@@ -299,3 +299,14 @@ def rebuild_cmd(
         print_json({**report.to_json(), "db": str(target)})
     else:
         out.print(f"rebuilt {target} from {history}: {report.summary()}")
+
+
+def _translation(version) -> str:
+    """A translated benchmark's language and file (name, sha256) after its label."""
+    sampling = version.get("sampling") if isinstance(version, dict) else None
+    if not isinstance(sampling, dict) or "translation_sha256" not in sampling:
+        return ""
+    return (
+        f" (language {version.get('language')}: {sampling.get('translation_file')} "
+        f"sha256 {sampling['translation_sha256']})"
+    )

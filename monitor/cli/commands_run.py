@@ -191,6 +191,24 @@ def run(
             "items per category) or full (every row).",
         ),
     ] = None,
+    translations: Annotated[
+        Path | None,
+        typer.Option(
+            "--translations",
+            help="BharatBBQ benchmarks (bharatbbq-*): a folder holding your translation of "
+            "the files, row-parallel to the pinned English ones and named like them "
+            "(Caste_examples.csv, same columns); score it instead of the English text. "
+            "Needs --language. Drift pairs its items with an English run's by source id.",
+        ),
+    ] = None,
+    language: Annotated[
+        str | None,
+        typer.Option(
+            "--language",
+            help="With --translations: the BCP-47 code of the translation (e.g. hi); "
+            "recorded with the run.",
+        ),
+    ] = None,
     fmt: Annotated[Format, typer.Option("--format", help="table or json.")] = Format.table,
     snapshots_dir: SnapshotsDirOpt = None,
 ) -> None:
@@ -219,6 +237,7 @@ def run(
         raise UserInputError(f"unknown --errata {errata!r}; use current or none")
     if size not in (None, "mini", "default", "full"):
         raise UserInputError(f"unknown --size {size!r}; use mini, default or full")
+    translated = _translation_options(translations, language)
 
     # Everything that can be wrong with the input is checked before the store is opened.
     snaps = load_snapshots()
@@ -239,6 +258,8 @@ def run(
         if indic_bias is not None and not benchmark
         else manifest.select(benchmark or None, controls=controls)
     )
+    if translated:
+        _check_translatable(specs)
     if indic_bias is None and (indic_task or indic_limit or judge):
         raise UserInputError("--indic-task, --indic-limit and --judge need --indic-bias DIR")
     db_path = Path(db) if db else default_db_path()
@@ -248,7 +269,7 @@ def run(
         [s.id for s in specs],
         errata=errata,
         manifest=manifest,
-        options={"size": size} if size else None,
+        options={**({"size": size} if size else {}), **translated} or None,
     )
     if size and "choice-question" not in item_kinds(benches):
         raise UserInputError("--size applies to choice-question benchmarks (bbq-*, bharatbbq-*)")
@@ -316,6 +337,38 @@ def run(
         raise typer.Exit(1)
     if "skipped" in statuses:
         raise typer.Exit(3)
+
+
+def _translation_options(folder: Path | None, language: str | None) -> dict[str, str]:
+    """The loader options of ``--translations DIR --language CODE`` (empty without them),
+    refused in one line when either is missing, the folder is not one or the code is not
+    a language code: a run must never score a translation it cannot name."""
+    import re
+
+    if folder is None and language is None:
+        return {}
+    if folder is None:
+        raise UserInputError("--language applies with --translations DIR (a translation)")
+    if not language:
+        raise UserInputError("--translations needs --language CODE (e.g. hi), the translation's")
+    if not re.fullmatch(r"[a-z]{2,3}(-[A-Za-z0-9]{1,8})*", language):
+        raise UserInputError(f"--language {language!r} is not a BCP-47 code such as hi or mr")
+    path = folder.expanduser()
+    if not path.is_dir():
+        raise UserInputError(f"--translations {folder}: no such folder")
+    return {"translations": str(path.resolve()), "language": language}
+
+
+def _check_translatable(specs) -> None:
+    """Only BharatBBQ files have translations the loader can pair row by row."""
+    others = [s.id for s in specs if s.format != "bharatbbq-csv"]
+    if not specs:
+        raise UserInputError("--translations needs a BharatBBQ benchmark (-b bharatbbq-caste)")
+    if others:
+        raise UserInputError(
+            "--translations applies to BharatBBQ benchmarks (bharatbbq-*) only, not to "
+            + ", ".join(others)
+        )
 
 
 def _warn_stored_credentials(snapshots) -> None:

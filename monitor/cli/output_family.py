@@ -53,6 +53,8 @@ def family_lines(
         head = f"{snapshot_of.get(new, new)} {new} vs {snapshot_of.get(base, base)} {base} "
         head += f"({first.family}; {unit}; {100 * first.confidence:g}% intervals)"
         lines += ["", *wrap(head, width, "  ")]
+        if first.contrast:  # the runs differ by design (e.g. languages): said first
+            lines += wrap(f"  {first.contrast}", width, "    ")
         for c in mine:
             lines += wrap(comparison_line(c), width, "    ")
             words = c.verdict.reason if c.verdict.label == "not comparable" else c.change

@@ -169,7 +169,8 @@ def _family_headline(report: ReportInput) -> str:
     snapshots = sorted({snapshot_of.get(c.new_run_id, c.new_run_id) for c in comps})
     where = snapshots[0] if len(snapshots) == 1 else f"{len(snapshots)} snapshots"
     parts = []
-    for verdict in FLAGS:
+    # "difference": a change between runs that differ by design (languages), not drift.
+    for verdict in (*FLAGS, "difference"):
         hits = [c for c in comps if c.verdict.label == verdict]
         if hits:
             listed = ", ".join(f"{c.axis} {c.measure} ({fmt.pp(c.delta)})" for c in hits)

@@ -25,6 +25,16 @@ noise (a pinned local snapshot) or unknown noise (API, imported). A flagged chan
 towards the stereotype (bias score up; for the answers test, the bias score of the same
 items up) is a regression. Runs of different metrics, metric versions or benchmark
 files, or with too few shared items, are "not comparable", as for every family.
+
+Across languages: when the two runs' items on an axis are in different languages (an
+English run and a translation's, ``items.load``'s ``translations``), their item ids differ
+and the items pair by (benchmark, ``source_id``) instead: the baseline's ids are renamed
+to their twins' before the tests above, which then run unchanged. Each comparison carries
+the ``contrast`` (languages, items paired, unpaired on each side; whether the model is
+the same) and words per language, and a change that clears the test is a ``difference``
+(``FamilyComparison.adjusted``), never a regression: the runs differ by design, so it is
+a language effect of the model and the translation together, not drift over time. The
+noise floor stays the repeat runs' spread within each language's configuration.
 """
 
 from __future__ import annotations
@@ -205,7 +215,11 @@ def compare_choice_qa(
     for key in sorted(set(axes_new) & set(axes_old)):
         a_new, a_old = axes_new[key], axes_old[key]
         ids = set(a_new.outcomes) | set(a_old.outcomes)
-        questions = _questions(view.items(ids), {**a_old.templates, **a_new.templates})
+        items = view.items(ids)
+        questions = _questions(items, {**a_old.templates, **a_new.templates})
+        across = _across_languages(items, a_old, a_new, same_model=_same_model(old, new))
+        if across is not None:
+            a_old = across.baseline
         paired = [
             i
             for i in sorted(set(a_new.outcomes) & set(a_old.outcomes))
@@ -232,6 +246,7 @@ def compare_choice_qa(
             "role": role,
             "attribution": attribution,
             "noise_note": noise.note,
+            "contrast": across.words if across is not None else None,
         }
         for context in CONTEXTS:
             these = [i for i in paired if questions[i].context == context]
@@ -240,16 +255,138 @@ def compare_choice_qa(
             scope = f"{CONTEXTS[context]} {key[1]} questions"
             old_o = {i: a_old.outcomes[i] for i in these}
             new_o = {i: a_new.outcomes[i] for i in these}
+            langs = (across.old_language, across.new_language) if across else None
             bias = _bias_comparison(
-                old_o, new_o, questions, context, scope, alpha, confidence, noise, common
+                old_o, new_o, questions, context, scope, alpha, confidence, noise, common, langs
             )
             answers = _answers_comparison(
-                old_o, new_o, questions, context, scope, alpha, noise, common, bias
+                old_o, new_o, questions, context, scope, alpha, noise, common, bias, langs
             )
+            if across is not None:
+                answers, bias = (across.relabel(c) for c in (answers, bias))
             if blocked is not None:
                 answers, bias = (_blocked(c, blocked.reason) for c in (answers, bias))
             out += [answers, bias]
     return out
+
+
+def _answers_across(
+    scope: str,
+    langs: tuple[str, str],
+    n: int,
+    moved: int,
+    moves: np.ndarray,
+    share_old: np.ndarray,
+    share_new: np.ndarray,
+) -> str:
+    """Where the answers of one model differ between two languages, in words."""
+    lo, ln = langs
+    up, down = int(np.argmax(moves)), int(np.argmin(moves))
+    if not moved:
+        return f"on {scope} every answer is the same in {lo} and {ln} ({n} questions)"
+    if moves[up] <= 0 or moves[down] >= 0:
+        return (
+            f"on {scope} {moved} of {n} answers differ between {lo} and {ln}, the shares "
+            "of each answer the same"
+        )
+    return (
+        f"on {scope} the model picks {ROLE_WORDS[ROLES[up]]} {100 * moves[up]:.1f} points "
+        f"more often in {ln} than in {lo} ({100 * share_old[up]:.1f}% → "
+        f"{100 * share_new[up]:.1f}%), instead of {ROLE_WORDS[ROLES[down]]} "
+        f"({100 * moves[down]:+.1f} points); {moved} of {n} answers differ"
+    )
+
+
+def _same_model(old: StoredRun, new: StoredRun) -> bool:
+    return (old.snapshot_kind, old.snapshot_revision) == (new.snapshot_kind, new.snapshot_revision)
+
+
+def _languages(items: Mapping[str, Item], outcomes: Mapping[str, str]) -> str:
+    """The language(s) of a run's items on one axis, e.g. ``hi`` (``?`` when unrecorded)."""
+    found = {str((items[i].payload or {}).get("language") or "?") for i in outcomes if i in items}
+    return "+".join(sorted(found)) or "?"
+
+
+@dataclass(frozen=True)
+class _AcrossLanguages:
+    """Two runs of one benchmark in two languages, their items paired by source id.
+
+    ``baseline`` is the baseline's outcomes with each item id that has a twin (same
+    benchmark and ``source_id``) in the new run replaced by the twin's id, so the paired
+    tests below run unchanged; items without a twin keep their ids and stay unpaired.
+    """
+
+    baseline: AxisOutcomes
+    old_language: str
+    new_language: str
+    n_paired: int
+    unpaired_old: int
+    unpaired_new: int
+    same_model: bool
+
+    @property
+    def words(self) -> str:
+        what = (
+            "the same model in two languages: a difference is a language effect (the "
+            "language and this translation together), not a change over time"
+            if self.same_model
+            else "two models in two languages: a difference mixes the language effect "
+            "with the model change, and is not a change over time"
+        )
+        return (
+            f"cross-language comparison {self.old_language} → {self.new_language}: "
+            f"{self.n_paired} items paired by source id, {self.unpaired_old} of the "
+            f"{self.old_language} run and {self.unpaired_new} of the {self.new_language} "
+            f"run unpaired; {what}"
+        )
+
+    def relabel(self, c: FamilyComparison) -> FamilyComparison:
+        """``c`` in the words of a contrast: values per language, not a change in time."""
+        lo, ln = self.old_language, self.new_language
+        tail = " (a difference between languages, not a change over time)" if c.delta else ""
+        return replace(
+            c,
+            change=c.change + tail,
+            details={
+                **c.details,
+                "languages": {"baseline": lo, "new": ln},
+                "paired_by": "source_id",
+                "items_paired": self.n_paired,
+                "unpaired": {"baseline": self.unpaired_old, "new": self.unpaired_new},
+            },
+        )
+
+
+def _across_languages(
+    items: Mapping[str, Item], old: AxisOutcomes, new: AxisOutcomes, *, same_model: bool
+) -> _AcrossLanguages | None:
+    """The pairing by source id when the two runs' items are in different languages;
+    None when they share a language (items then pair by item id, as any two runs)."""
+    lo, ln = _languages(items, old.outcomes), _languages(items, new.outcomes)
+    if lo == ln:
+        return None
+
+    def source(item_id: str) -> tuple[str, object] | None:
+        item = items.get(item_id)
+        sid = (item.payload or {}).get("source_id") if item else None
+        return None if item is None or sid is None else (item.benchmark, sid)
+
+    twins = {k: i for i in new.outcomes if (k := source(i)) is not None}
+    rename = {i: twins[k] for i in old.outcomes if (k := source(i)) is not None and k in twins}
+    n = len(set(rename.values()))
+
+    def moved(d: Mapping[str, object]) -> dict:
+        return {rename.get(i, i): v for i, v in d.items()}
+
+    baseline = replace(
+        old,
+        outcomes=moved(old.outcomes),
+        deltas=moved(old.deltas),
+        templates=moved(old.templates),
+    )
+    return _AcrossLanguages(
+        baseline, lo, ln, n, len(old.outcomes) - n, len(new.outcomes) - n, same_model
+    )
 
 
 def _blocked(c: FamilyComparison, reason: str) -> FamilyComparison:
@@ -274,6 +411,7 @@ def _bias_comparison(
     confidence: float,
     noise: _Noise,
     common: dict,
+    langs: tuple[str, str] | None = None,
 ) -> FamilyComparison:
     measure, symbol, stat = SCORES[context]
     c_old, c_new = _bias_counts(old_o, questions, context), _bias_counts(new_o, questions, context)
@@ -284,6 +422,17 @@ def _bias_comparison(
     change = score_change(m_old, m_new, stat, confidence=confidence)
     if change.delta is None:
         words = f"on {scope} {symbol} is undefined in one of the runs (no non-unknown answer)"
+    elif langs is not None:
+        lo, ln = langs
+        towards = "towards" if change.delta > 0 else "away from"
+        words = (
+            f"on {scope} the bias score {symbol} is {change.old:+.3f} in {lo} and "
+            f"{change.new:+.3f} in {ln} ({100 * change.delta:+.1f} points in {ln}, {towards} "
+            "the stereotype)"
+            if change.delta
+            else f"on {scope} the bias score {symbol} is the same in {lo} and {ln} "
+            f"({change.old:+.3f})"
+        )
     else:
         towards = "towards" if change.delta > 0 else "away from"
         words = (
@@ -358,6 +507,7 @@ def _answers_comparison(
     noise: _Noise,
     common: dict,
     bias: FamilyComparison,
+    langs: tuple[str, str] | None = None,
 ) -> FamilyComparison:
     index = {r: k for k, r in enumerate(ROLES)}
     clusters = sorted({questions[i].cluster for i in old_o})
@@ -381,7 +531,9 @@ def _answers_comparison(
     d = {i: 0 for i in old_o} | {i: -1 for i in leaving} | {i: 1 for i in joining}
     deff = design_effect(d, {i: questions[i].cluster for i in old_o}).design_effect
     mde = mcnemar_mde(n, len(leaving), len(joining), alpha=alpha, design_effect=deff)
-    if not moved:
+    if langs is not None:
+        words = _answers_across(scope, langs, n, moved, moves, share_old, share_new)
+    elif not moved:
         words = f"on {scope} no answer moved ({n} questions)"
     elif moves[up] <= 0 or moves[down] >= 0:
         words = f"on {scope} {moved} of {n} answers moved, the shares of each answer unchanged"

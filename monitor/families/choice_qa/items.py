@@ -28,7 +28,11 @@ Options (``options`` argument, on top of the manifest entry's ``options``):
               (the unknown option cannot be found by English strings in a translation) and
               the loader refuses a file whose row count, ids, templates, conditions or
               indices differ. Items of a translation pair with the English items by
-              (benchmark, ``source_id``); their ids differ (the texts differ).
+              (benchmark, ``source_id``); their ids differ (the texts differ). The run
+              records the language, the folder, the file name and its sha256 in
+              ``sampling``, and the sha's first 12 digits in the benchmark version label
+              (``errata-<v>+<language>:<sha12>``), so a rerun of another file is another
+              configuration and is never resumed into this one.
 
 Item id: ``make_content_id(namespace, "choice-question", payload without "language")``
 where the namespace is ``benchmark@commit:sha256`` of the English file (no errata
@@ -49,7 +53,7 @@ import hashlib
 import io
 import json
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -119,21 +123,29 @@ def load(
         raise UserInputError(f"{name}: seed must be an integer")
     namespace = id_namespace(version)
     language = spec.language
+    translation: dict[str, str] = {}
     if spec.format == "bbq-jsonl":
         if "translations" in opts:
             raise UserInputError(f"{name}: translations apply to BharatBBQ benchmarks only")
         records = [bbq_record(r, n, name=name) for n, r in enumerate(_jsonl(data, name))]
         check_row_count(records, spec.rows, name=name)
+        fill_of = _fills(records)
     elif spec.format == "bharatbbq-csv":
         rows = _csv_rows(data, name)
         check_row_count(rows, spec.rows, name=name)
         records = [bharatbbq_record(r, n, name=name) for n, r in enumerate(rows)]
+        fill_of = _fills(records)
         if "translations" in opts:
             folder = Path(str(opts["translations"])).expanduser()
             language = str(opts.get("language") or "")
             if not language:
                 raise UserInputError(f"{name}: translations need a language code (option language)")
             records, file_sha = _translated(records, folder, spec, name)
+            translation = {
+                "translations": str(opts["translations"]),
+                "translation_file": Path(spec.path).name,
+                "translation_sha256": file_sha,
+            }
             version = BenchmarkVersion(
                 benchmark=version.benchmark,
                 source_commit=version.source_commit,
@@ -144,7 +156,7 @@ def load(
         raise UserInputError(f"{name}: format {spec.format!r} is not a choice-QA format")
     axis = category_id(spec.id)
     items = [_item(r, spec, version, namespace, axis, language) for r in records if r is not None]
-    kept = sample_items(items, size, seed)
+    kept = sample_items(items, size, seed, fill=lambda i: fill_of[i.source_row])
     return LoadedBenchmark(
         benchmark=spec.id,
         axis=axis,
@@ -161,17 +173,32 @@ def load(
             "target_unidentified": [
                 i.payload["source_id"] for i in items if i.payload["target"] is None
             ],
-            **({"translations": str(opts["translations"])} if "translations" in opts else {}),
+            **translation,
         },
     )
+
+
+def _fills(records: Sequence[Mapping[str, Any]]) -> dict[int, tuple[str, ...]]:
+    """Source row -> its fill's name (the sorted options), taken before a translation
+    replaces the texts, so a translation keeps the English file's sample whatever its
+    texts sort like."""
+    return {r["source_row"]: tuple(sorted(r["options"])) for r in records}
 
 
 def _template_key(template: str) -> tuple[int, str]:
     return (int(template), "") if template.isdigit() else (1 << 30, template)
 
 
-def sample_items(items: Sequence[Item], size: str, seed: int) -> list[Item]:
-    """The items a size keeps: whole fills (template + option set) of seeded templates."""
+def sample_items(
+    items: Sequence[Item],
+    size: str,
+    seed: int,
+    fill: Callable[[Item], tuple[str, ...]] | None = None,
+) -> list[Item]:
+    """The items a size keeps: whole fills (template + option set) of seeded templates.
+
+    ``fill`` names an item's option set (default: its sorted options); a translation
+    passes the English options, so both languages keep the same source rows."""
     plan = SIZES[size]
     if plan is None:
         return list(items)
@@ -180,7 +207,8 @@ def sample_items(items: Sequence[Item], size: str, seed: int) -> list[Item]:
     by_template: dict[str, dict[tuple[str, ...], list[Item]]] = {}
     for item in items:
         fills = by_template.setdefault(item.template or "", {})
-        fills.setdefault(tuple(sorted(item.payload["options"])), []).append(item)
+        key = fill(item) if fill else tuple(sorted(item.payload["options"]))
+        fills.setdefault(key, []).append(item)
     templates = sorted(by_template, key=_template_key)
     chosen = sorted(rng.sample(templates, min(n_templates, len(templates))), key=_template_key)
     keep: set[str] = set()

@@ -44,13 +44,16 @@ def report_section(
     alpha: float,
 ) -> str:
     """The section in ``fmt``: flagged changes in words first, then one row per test."""
-    flagged = [c for c in comparisons if c.flagged]
+    # Flagged drifts and, between runs that differ by design (languages), differences.
+    flagged = [c for c in comparisons if c.flagged or c.verdict.label == "difference"]
     note = comparisons[0].noise_note if comparisons else ""
+    contrasts = list(dict.fromkeys(c.contrast for c in comparisons if c.contrast))
     if fmt == "html":
         env = Environment(autoescape=True, undefined=StrictUndefined, trim_blocks=True)
         return env.from_string(_HTML.read_text(encoding="utf-8")).render(
             title=TITLE,
             flagged=flagged,
+            contrasts=contrasts,
             comps=comparisons,
             level=level,
             note=note or "",
@@ -59,7 +62,7 @@ def report_section(
             delta=_delta,
             p=f.pvalue,
         )
-    out = [f"### {TITLE}", ""]
+    out = [f"### {TITLE}", "", *(f"_{md(w, 400)}_\n" for w in contrasts)]
     if flagged:
         out += [f"- **{md(c.verdict.label)}**: {md(c.change, 300)}" for c in flagged]
     else:
