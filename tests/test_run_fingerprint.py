@@ -35,3 +35,19 @@ def test_panel_off_is_another_measurement_and_the_default_is_unchanged(shared_da
     }
     digest = hashlib.sha256(json.dumps(before, sort_keys=True).encode()).hexdigest()[:24]
     assert with_panel == digest
+
+
+def test_a_sampled_benchmark_of_another_size_is_another_measurement(shared_datasets: Path):
+    """``--size mini`` and ``--size default`` of one file share its version label: a killed
+    mini run must not be resumed (and topped up) by a default-size run."""
+    snapshot = load_snapshots()["smollm2-135m-instruct-q4"]
+
+    def of(size: str, seed: int = 0) -> str:
+        benches = load_benchmarks(
+            ["bharatbbq-caste"], data_dir=shared_datasets, options={"size": size, "seed": seed}
+        )
+        return fingerprint(snapshot, "mc-loglik", "1", benches, RunOptions())
+
+    mini = of("mini")
+    assert mini == of("mini")
+    assert len({mini, of("default"), of("full"), of("mini", seed=1)}) == 4

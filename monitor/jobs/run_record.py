@@ -64,6 +64,16 @@ def fingerprint(
         )
     if not options.panel:  # rows without the panel are not resumed into a run with it
         payload["panel"] = False
+    # A sampled benchmark (a family loader's ``--size``): a killed mini run is not resumed
+    # by a default-size run of the same file. Absent for unsampled benchmarks, so their
+    # fingerprints stay what earlier versions stored.
+    sizes = {
+        b.version.label: [b.sampling["size"], b.sampling.get("seed")]
+        for b in benches
+        if "size" in b.sampling
+    }
+    if sizes:
+        payload["sizes"] = sizes
     base = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
     if not extra:
         return base
