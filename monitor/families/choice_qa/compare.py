@@ -52,6 +52,7 @@ from monitor.drift.power import mcnemar_mde
 from monitor.drift.provenance_diff import diff_runs
 from monitor.drift.verdicts import MIN_ITEM_OVERLAP, comparability
 from monitor.families.choice_qa.paired import score_change, stuart_maxwell
+from monitor.fmt import MINUS
 from monitor.readmodel.models import AxisOutcomes, StoredRun
 from monitor.records import ComparisonVerdict, FamilyComparison
 from monitor.store.view import StoreView
@@ -293,7 +294,7 @@ def _answers_across(
         f"on {scope} the model picks {ROLE_WORDS[ROLES[up]]} {100 * moves[up]:.1f} points "
         f"more often in {ln} than in {lo} ({100 * share_old[up]:.1f}% → "
         f"{100 * share_new[up]:.1f}%), instead of {ROLE_WORDS[ROLES[down]]} "
-        f"({100 * moves[down]:+.1f} points); {moved} of {n} answers differ"
+        f"({_signed(100 * moves[down], 1)} points); {moved} of {n} answers differ"
     )
 
 
@@ -389,6 +390,12 @@ def _across_languages(
     )
 
 
+def _signed(x: float, digits: int) -> str:
+    """A signed number for the verdict sentences, with the real minus sign every other
+    output uses (``monitor.fmt.MINUS``), so "−45.4 points" reads as the table's "−45.4"."""
+    return f"{x:+.{digits}f}".replace("-", MINUS)
+
+
 def _blocked(c: FamilyComparison, reason: str) -> FamilyComparison:
     return replace(
         c,
@@ -426,20 +433,21 @@ def _bias_comparison(
         lo, ln = langs
         towards = "towards" if change.delta > 0 else "away from"
         words = (
-            f"on {scope} the bias score {symbol} is {change.old:+.3f} in {lo} and "
-            f"{change.new:+.3f} in {ln} ({100 * change.delta:+.1f} points in {ln}, {towards} "
-            "the stereotype)"
+            f"on {scope} the bias score {symbol} is {_signed(change.old, 3)} in {lo} and "
+            f"{_signed(change.new, 3)} in {ln} ({_signed(100 * change.delta, 1)} points "
+            f"in {ln}, {towards} the stereotype)"
             if change.delta
             else f"on {scope} the bias score {symbol} is the same in {lo} and {ln} "
-            f"({change.old:+.3f})"
+            f"({_signed(change.old, 3)})"
         )
     else:
         towards = "towards" if change.delta > 0 else "away from"
         words = (
-            f"on {scope} the bias score {symbol} moved from {change.old:+.3f} to "
-            f"{change.new:+.3f} ({100 * change.delta:+.1f} points, {towards} the stereotype)"
+            f"on {scope} the bias score {symbol} moved from {_signed(change.old, 3)} to "
+            f"{_signed(change.new, 3)} ({_signed(100 * change.delta, 1)} points, "
+            f"{towards} the stereotype)"
             if change.delta
-            else f"on {scope} the bias score {symbol} did not move ({change.old:+.3f})"
+            else f"on {scope} the bias score {symbol} did not move ({_signed(change.old, 3)})"
         )
     return FamilyComparison(
         family=FAMILY,
@@ -542,7 +550,7 @@ def _answers_comparison(
             f"on {scope} the model now picks {ROLE_WORDS[ROLES[up]]} "
             f"{100 * moves[up]:.1f} points more often ({100 * share_old[up]:.1f}% → "
             f"{100 * share_new[up]:.1f}%), instead of {ROLE_WORDS[ROLES[down]]} "
-            f"({100 * moves[down]:+.1f} points); {moved} of {n} answers moved"
+            f"({_signed(100 * moves[down], 1)} points); {moved} of {n} answers moved"
         )
     towards = bias.delta > 0 if bias.delta else None
     return FamilyComparison(
