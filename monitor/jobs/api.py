@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from monitor.backends.api_client import (
@@ -44,12 +44,14 @@ from monitor.jobs.api_batch import run_batches
 from monitor.jobs.api_method import METHOD_METRICS, Method, method_for
 from monitor.jobs.api_session import ApiSession
 from monitor.jobs.context import JobContext
-from monitor.jobs.lifecycle import OpenRun
+from monitor.jobs.driver import RunHooks, drive
+from monitor.jobs.lifecycle import Attempt, OpenRun
 from monitor.jobs.options import EventSink, RunOptions, RunOutcome
 from monitor.jobs.run_record import fingerprint, new_repeat_group, new_run_record
 from monitor.metrics.registry import get_metric
 from monitor.metrics.sampling import SAMPLED_CHOICE
 from monitor.provenance import environment
+from monitor.records import RunRecord
 from monitor.scoring.api_tasks import (
     INDIC_TEMPLATES,
     TEMPLATES,
@@ -131,26 +133,15 @@ def _api_environment(
     }
 
 
-@dataclass
-class _Plan:
-    """What every repeat of one snapshot's API runs shares."""
-
-    ctx: JobContext
-    settings: ApiSettings
-    api: ApiClient
-    caller: ChatCaller
-    budget: RequestBudget
-    on_event: EventSink
-    method: Method
-    plan: dict[str, list[PlannedRequest]]
-    fingerprint: str
-    probe: ProbeResult | None
-    fallback: str | None
-    repeat_group: str | None
-
-
 def score_snapshot(ctx: JobContext) -> list[RunOutcome]:
     """Score one API snapshot ``options.repeat`` times (each repeat its own run)."""
+    return drive(ctx, _open(ctx))
+
+
+def _open(ctx: JobContext) -> _Plan | RunOutcome:
+    """Open the client, print the whole plan's cost, probe for log-probabilities (and
+    fall back to sampling without them): what every repeat shares. A client that cannot
+    be made is a 'skipped' outcome, a probe that fails a 'failed' one, neither a run."""
     snapshot, options = ctx.snapshot, ctx.options
     settings = snapshot.api or ApiSettings()
     source = snapshot.source
@@ -166,7 +157,7 @@ def score_snapshot(ctx: JobContext) -> list[RunOutcome]:
     try:
         api = make_client(snapshot.id, source, settings)
     except SnapshotUnavailable as exc:
-        return [RunOutcome(snapshot.id, None, "skipped", reason=str(exc))]
+        return RunOutcome(snapshot.id, None, "skipped", reason=str(exc))
     budget = RequestBudget(settings.request_budget, snapshot.id)
     on_event = _redacting(ctx.on_event, api.redact)  # every message from here on
     caller: ChatCaller = ctx.kind.load_backend()(api, budget=budget, on_event=on_event)
@@ -198,14 +189,12 @@ def score_snapshot(ctx: JobContext) -> list[RunOutcome]:
                 caller, top_logprobs=settings.top_logprobs, max_tokens=settings.max_tokens
             )
         except ApiError as exc:  # a wrong key, an outage: the run fails, with the reason
-            return [
-                RunOutcome(
-                    snapshot.id,
-                    None,
-                    "failed",
-                    reason=api.redact(f"the start-of-run probe failed: {exc}"),
-                )
-            ]
+            return RunOutcome(
+                snapshot.id,
+                None,
+                "failed",
+                reason=api.redact(f"the start-of-run probe failed: {exc}"),
+            )
         if not probe.accepted:
             method = method_for(scoring.fallback or SAMPLED_CHOICE, settings)
             fallback = (
@@ -216,7 +205,7 @@ def score_snapshot(ctx: JobContext) -> list[RunOutcome]:
             on_event(fallback)
             plan = plan_for(method)
 
-    shared = _Plan(
+    return _Plan(
         ctx=ctx,
         settings=settings,
         api=api,
@@ -231,14 +220,81 @@ def score_snapshot(ctx: JobContext) -> list[RunOutcome]:
         probe=probe,
         fallback=fallback,
         repeat_group=new_repeat_group(options.repeat),
+        metric=method.metric,
+        repeats=options.repeat,
     )
-    return [_one_run(shared, rep) for rep in range(options.repeat)]
 
 
-def _open(p: _Plan, rep: int, stored: int) -> OpenRun:
-    ctx, snapshot, method = p.ctx, p.ctx.snapshot, p.method
+@dataclass
+class _Plan:
+    """What every repeat of one snapshot's API runs shares."""
 
-    def new_record():
+    ctx: JobContext
+    settings: ApiSettings
+    api: ApiClient
+    caller: ChatCaller
+    budget: RequestBudget
+    on_event: EventSink
+    method: Method
+    plan: dict[str, list[PlannedRequest]]
+    fingerprint: str
+    probe: ProbeResult | None
+    fallback: str | None
+    repeat_group: str | None
+    metric: str  # the method's: the fallback's when the probe found no log-probabilities
+    repeats: int
+
+    def repeat(self, rep: int) -> _ApiRun:
+        """Count what this repeat still has to ask (a killed run's stored answers are not
+        asked again), print its cost and refuse it over budget, before anything is written."""
+        store, snapshot, method, settings = (
+            self.ctx.store,
+            self.ctx.snapshot,
+            self.method,
+            self.settings,
+        )
+        owner = self.ctx.lifecycle.owner
+        resumable = (
+            store.peek_resumable(self.fingerprint, owner) if self.ctx.options.resume else None
+        )
+        already, stored = _stored_answers(store, resumable)
+        todo_items = [it.item_id for it in self.ctx.items if it.item_id not in already]
+        pending = [q for i in todo_items for q in self.plan[i] if q.key not in stored]
+        estimate = estimate_cost(
+            (q.prompt for q in pending),
+            settings,
+            max_output_tokens=method.max_tokens,
+            batch=settings.batch_api,
+        )
+        self.on_event(
+            f"{snapshot.id}: request budget/cost estimate for this run: {estimate.describe()}"
+        )
+        self.budget.check_plan(len(pending))  # refused before anything is written
+        return _ApiRun(self, rep, resumable, stored, todo_items, pending, estimate.describe())
+
+
+@dataclass
+class _ApiRun(RunHooks):
+    """One repeat: ask what is missing, store answers as they come, record usage."""
+
+    p: _Plan
+    rep: int
+    resumable: str | None  # the run this repeat expected to resume when it was counted
+    stored: dict[str, ResponseRecord]
+    todo_items: list[str]
+    pending: list[PlannedRequest]
+    estimate: str
+    session: ApiSession | None = None
+    started_at: float = 0.0
+    done: bool = False
+    waiting: list[str] = field(default_factory=list)
+
+    def resume_note(self, already: frozenset[str]) -> str:
+        return f"resumed with {len(already)} items and {len(self.stored)} answers already stored"
+
+    def new_record(self) -> RunRecord:
+        p = self.p
+        ctx, snapshot, method = p.ctx, p.ctx.snapshot, p.method
         env = environment() | torch_facts("api")
         env["api"] = _api_environment(
             snapshot, p.api, p.caller.endpoint, method, p.settings, p.probe, p.fallback
@@ -251,7 +307,7 @@ def _open(p: _Plan, rep: int, stored: int) -> OpenRun:
             metric_version=get_metric(method.metric).version,
             fingerprint=p.fingerprint,
             repeat_group=p.repeat_group,
-            repeat_index=rep,
+            repeat_index=self.rep,
             device="api",
             dtype="n/a",
             batch_size=None,
@@ -260,127 +316,112 @@ def _open(p: _Plan, rep: int, stored: int) -> OpenRun:
             notes=p.fallback,
         )
 
-    return ctx.lifecycle.open(
-        fingerprint=p.fingerprint,
-        resume=ctx.options.resume,
-        items=ctx.items,
-        benches=ctx.benches,
-        new_record=new_record,
-        resume_note=lambda already: (
-            f"resumed with {len(already)} items and {stored} answers already stored"
-        ),
-    )
-
-
-def _one_run(p: _Plan, rep: int) -> RunOutcome:
-    """One repeat: begin or resume the run, ask what is missing, store, finalise."""
-    ctx, snapshot, method, settings = p.ctx, p.ctx.snapshot, p.method, p.settings
-    store, items = ctx.store, ctx.items
-    owner = ctx.lifecycle.owner
-    resumable = store.peek_resumable(p.fingerprint, owner) if ctx.options.resume else None
-    already, stored = _stored_answers(store, resumable)
-    todo_items = [it.item_id for it in items if it.item_id not in already]
-    pending = [q for i in todo_items for q in p.plan[i] if q.key not in stored]
-    estimate = estimate_cost(
-        (q.prompt for q in pending),
-        settings,
-        max_output_tokens=method.max_tokens,
-        batch=settings.batch_api,
-    )
-    p.on_event(f"{snapshot.id}: request budget/cost estimate for this run: {estimate.describe()}")
-    p.budget.check_plan(len(pending))  # refused before anything is written
-
-    run = _open(p, rep, len(stored))
-    if run.run_id != resumable:  # another process took that run meanwhile: ours is this one
-        already, stored = _stored_answers(store, run.run_id if run.resumed else None)
-        todo_items = [it.item_id for it in items if it.item_id not in already]
-        pending = [q for i in todo_items for q in p.plan[i] if q.key not in stored]
-    if run.resumed:
-        p.on_event(
-            f"{snapshot.id}: {len(stored)} of {sum(len(v) for v in p.plan.values())} "
-            "answers already stored"
-        )
-    advance = ctx.progress(f"{snapshot.id} #{rep + 1}", len(todo_items))
-    started_at = time.perf_counter()
-    session = ApiSession(
-        store,
-        run.run_id,
-        snapshot,
-        method,
-        p.caller.endpoint,
-        p.plan,
-        stored,
-        set(run.already_scored),
-        p.on_event,
-        advance,
-        p.api.redact,
-        probe_model=p.probe.reported_model if p.probe else None,
-    )
-    done, waiting = False, []
-    with ctx.lifecycle.attempt(
-        run, snapshot.id, redact=p.api.redact, before_close=session.flush
-    ) as attempt:
-        session.check_model()
-        session.score_ready(todo_items)
-        if settings.batch_api:
-            done, waiting = run_batches(session, p.api, p.caller, pending, settings, p.on_event)
-        else:
-            run_bounded(
-                pending,
-                lambda q: p.caller.call(
-                    chat_request(
-                        q,
-                        method=method.metric,
-                        max_tokens=method.max_tokens,
-                        temperature=method.temperature,
-                        top_logprobs=method.top_logprobs,
-                        seed=method.seed,
-                    )
-                ),
-                max_concurrency=settings.max_concurrency,
-                on_result=session.on_result,
+    def start(self, run: OpenRun) -> None:
+        p = self.p
+        ctx, snapshot, store = p.ctx, p.ctx.snapshot, p.ctx.store
+        if (
+            run.run_id != self.resumable
+        ):  # another process took that run meanwhile: ours is this one
+            already, self.stored = _stored_answers(store, run.run_id if run.resumed else None)
+            self.todo_items = [it.item_id for it in ctx.items if it.item_id not in already]
+            self.pending = [
+                q for i in self.todo_items for q in p.plan[i] if q.key not in self.stored
+            ]
+        if run.resumed:
+            p.on_event(
+                f"{snapshot.id}: {len(self.stored)} of {sum(len(v) for v in p.plan.values())} "
+                "answers already stored"
             )
-            done = True
-    if attempt.outcome is not None:
-        return attempt.outcome
-    elapsed = time.perf_counter() - started_at
-    store.update_run_environment(
-        run.run_id, _usage_patch(session, settings, elapsed, estimate.describe())
-    )
-    if not done:
-        note = (
-            "waiting for Batch API job(s) "
-            + ", ".join(waiting)
-            + "; rerun the same command to ingest the answers"
-        )
-        store.set_status(run.run_id, "interrupted", note)
-        ctx.lifecycle.release(run.run_id)
-        p.on_event(f"{snapshot.id}: {note}")
-        return RunOutcome(
-            snapshot.id, run.run_id, "pending", reason=note, resumed_from=attempt.resumed_from
-        )
-    usage = session.usage.as_dict(settings, batch=settings.batch_api)
-    cost = f"${usage['usd']:.4f}" if usage["usd"] is not None else "cost unknown"
-    rate = session.usage.requests / elapsed if elapsed > 0 else 0.0
-    p.on_event(
-        f"{snapshot.id} run {run.run_id}: {session.usage.requests} requests "
-        f"({session.usage.attempts} attempts) in {elapsed:.1f}s ({rate:.2f}/s), "
-        f"{usage['input_tokens']} input + {usage['output_tokens']} output tokens, {cost}"
-    )
-    if len(session.fingerprints) > 1:  # kept as the run's note unless the gate fails it
-        store.set_status(
+        advance = ctx.progress(f"{snapshot.id} #{self.rep + 1}", len(self.todo_items))
+        self.started_at = time.perf_counter()
+        self.session = ApiSession(
+            store,
             run.run_id,
-            "running",
-            "system_fingerprint changed during the run: " + " -> ".join(session.fingerprints),
+            snapshot,
+            p.method,
+            p.caller.endpoint,
+            p.plan,
+            self.stored,
+            set(run.already_scored),
+            p.on_event,
+            advance,
+            p.api.redact,
+            probe_model=p.probe.reported_model if p.probe else None,
         )
-    return ctx.lifecycle.finalise(
-        run.run_id,
-        items,
-        metric=method.metric,
-        snapshot_id=snapshot.id,
-        n_excluded=ctx.n_excluded,
-        resumed_from=attempt.resumed_from,
-    )
+
+    def redact(self, text: str) -> str:
+        return self.p.api.redact(text)
+
+    def before_close(self) -> None:
+        if self.session is not None:
+            self.session.flush()  # answers still buffered are written, however it ends
+
+    def score(self, run: OpenRun) -> None:
+        p, session, method, settings = self.p, self._session(), self.p.method, self.p.settings
+        session.check_model()
+        session.score_ready(self.todo_items)
+        if settings.batch_api:
+            self.done, self.waiting = run_batches(
+                session, p.api, p.caller, self.pending, settings, p.on_event
+            )
+            return
+        run_bounded(
+            self.pending,
+            lambda q: p.caller.call(
+                chat_request(
+                    q,
+                    method=method.metric,
+                    max_tokens=method.max_tokens,
+                    temperature=method.temperature,
+                    top_logprobs=method.top_logprobs,
+                    seed=method.seed,
+                )
+            ),
+            max_concurrency=settings.max_concurrency,
+            on_result=session.on_result,
+        )
+        self.done = True
+
+    def finish(self, run: OpenRun, attempt: Attempt) -> RunOutcome | None:
+        """Store usage; a Batch API job still running leaves the run waiting, to be
+        ingested by the next command; a changed system fingerprint becomes the note."""
+        p, session, settings = self.p, self._session(), self.p.settings
+        store, snapshot = p.ctx.store, p.ctx.snapshot
+        elapsed = time.perf_counter() - self.started_at
+        store.update_run_environment(
+            run.run_id, _usage_patch(session, settings, elapsed, self.estimate)
+        )
+        if not self.done:
+            note = (
+                "waiting for Batch API job(s) "
+                + ", ".join(self.waiting)
+                + "; rerun the same command to ingest the answers"
+            )
+            store.set_status(run.run_id, "interrupted", note)
+            p.ctx.lifecycle.release(run.run_id)
+            p.on_event(f"{snapshot.id}: {note}")
+            return RunOutcome(
+                snapshot.id, run.run_id, "pending", reason=note, resumed_from=attempt.resumed_from
+            )
+        usage = session.usage.as_dict(settings, batch=settings.batch_api)
+        cost = f"${usage['usd']:.4f}" if usage["usd"] is not None else "cost unknown"
+        rate = session.usage.requests / elapsed if elapsed > 0 else 0.0
+        p.on_event(
+            f"{snapshot.id} run {run.run_id}: {session.usage.requests} requests "
+            f"({session.usage.attempts} attempts) in {elapsed:.1f}s ({rate:.2f}/s), "
+            f"{usage['input_tokens']} input + {usage['output_tokens']} output tokens, {cost}"
+        )
+        if len(session.fingerprints) > 1:  # kept as the run's note unless the gate fails it
+            store.set_status(
+                run.run_id,
+                "running",
+                "system_fingerprint changed during the run: " + " -> ".join(session.fingerprints),
+            )
+        return None
+
+    def _session(self) -> ApiSession:
+        assert self.session is not None, "start() makes the session before scoring"
+        return self.session
 
 
 def _stored_answers(store, run_id: str | None) -> tuple[set[str], dict[str, ResponseRecord]]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,11 +27,13 @@ from monitor.backends.embedding import Embedded
 from monitor.benchmarks.items import Item
 from monitor.errors import SnapshotUnavailable, UserInputError
 from monitor.jobs.context import JobContext
+from monitor.jobs.driver import RunHooks, drive
+from monitor.jobs.lifecycle import OpenRun
 from monitor.jobs.options import RunOutcome
 from monitor.jobs.run_record import fingerprint, new_repeat_group, new_run_record
 from monitor.metrics.association import MISSING_OUTCOME, cosine_matrix
 from monitor.provenance import environment
-from monitor.records import ScoreRow
+from monitor.records import RunRecord, ScoreRow
 
 WORD_SET_KIND = "word-set-term"
 OPPOSITE = {"X": ("A", "B"), "Y": ("A", "B"), "A": ("X", "Y"), "B": ("X", "Y")}
@@ -118,6 +121,12 @@ def _row(item_id, metric, version, outcome, delta, details) -> ScoreRow:
 
 def score_snapshot(ctx: JobContext) -> list[RunOutcome]:
     """Score ``ctx.snapshot`` on the word-set benchmarks ``options.repeat`` times."""
+    return drive(ctx, _open(ctx))
+
+
+def _open(ctx: JobContext) -> _EmbedScoring | RunOutcome:
+    """Refuse benchmarks that are not word sets, then load the encoder once for every
+    repeat, or say why this snapshot is skipped."""
     snapshot, options, spec = ctx.snapshot, ctx.options, ctx.metric
     items = ctx.items
     other = sorted({b.benchmark for b in ctx.benches for it in b.items if it.kind != WORD_SET_KIND})
@@ -132,54 +141,74 @@ def score_snapshot(ctx: JobContext) -> list[RunOutcome]:
             snapshot, device=options.device, dtype=options.dtype, on_event=ctx.on_event
         )
     except SnapshotUnavailable as exc:
-        return [RunOutcome(snapshot.id, None, "skipped", reason=str(exc))]
+        return RunOutcome(snapshot.id, None, "skipped", reason=str(exc))
+    return _EmbedScoring(
+        ctx,
+        backend,
+        fingerprint=fingerprint(snapshot, spec.name, spec.version, ctx.benches, options),
+        metric=spec.name,
+        repeats=options.repeat,
+        repeat_group=new_repeat_group(options.repeat),
+        texts=sorted({it.payload["text"] for it in items}),
+    )
 
-    fp = fingerprint(snapshot, spec.name, spec.version, ctx.benches, options)
-    repeat_group = new_repeat_group(options.repeat)
-    texts = sorted({it.payload["text"] for it in items})
-    outcomes: list[RunOutcome] = []
-    for rep in range(options.repeat):
-        run = ctx.lifecycle.open(
-            fingerprint=fp,
-            resume=options.resume,
-            items=items,
-            benches=ctx.benches,
-            new_record=lambda rep=rep: new_run_record(
-                snapshot,
-                ctx.benches,
-                options,
-                metric=spec.name,
-                metric_version=spec.version,
-                fingerprint=fp,
-                repeat_group=repeat_group,
-                repeat_index=rep,
-                device=backend.device,
-                dtype=backend.dtype,
-                batch_size=None,
-                environment=environment() | torch_facts(backend.device),
-                origin=ctx.kind.origin,
-            ),
+
+@dataclass
+class _EmbedScoring:
+    """A loaded encoder and what every repeat of its runs shares."""
+
+    ctx: JobContext
+    backend: Any
+    fingerprint: str
+    metric: str
+    repeats: int
+    repeat_group: str | None
+    texts: list[str]  # every distinct term, embedded once a run
+
+    def repeat(self, rep: int) -> _EmbedRun:
+        return _EmbedRun(self, rep)
+
+
+@dataclass
+class _EmbedRun(RunHooks):
+    """One repeat: embed every term, store a row and a vector per term and what embedded
+    them. Nothing is skipped on resume: scores depend on the whole sets (see above)."""
+
+    shared: _EmbedScoring
+    rep: int
+
+    def new_record(self) -> RunRecord:
+        ctx, backend, spec = self.shared.ctx, self.shared.backend, self.shared.ctx.metric
+        return new_run_record(
+            ctx.snapshot,
+            ctx.benches,
+            ctx.options,
+            metric=spec.name,
+            metric_version=spec.version,
+            fingerprint=self.shared.fingerprint,
+            repeat_group=self.shared.repeat_group,
+            repeat_index=self.rep,
+            device=backend.device,
+            dtype=backend.dtype,
+            batch_size=None,
+            environment=environment() | torch_facts(backend.device),
+            origin=ctx.kind.origin,
         )
-        with ctx.lifecycle.attempt(run, snapshot.id) as attempt:
-            if hasattr(backend, "progress"):
-                backend.progress = ctx.progress(f"{snapshot.id} #{rep + 1} embedding", len(texts))
-            embedded = dict(zip(texts, backend.embed(texts), strict=True))
-            rows, vectors = term_rows(items, embedded, spec.name, spec.version)
-            for start in range(0, len(rows), BATCH):
-                ctx.store.add_scores(run.run_id, rows[start : start + BATCH])
-            ctx.store.add_embeddings(run.run_id, {k: v.tolist() for k, v in vectors.items()})
-            ctx.store.update_run_environment(run.run_id, {"embedding": backend.describe()})
-        if attempt.outcome is not None:
-            outcomes.append(attempt.outcome)
-            continue
-        outcomes.append(
-            ctx.lifecycle.finalise(
-                run.run_id,
-                items,
-                metric=spec.name,
-                snapshot_id=snapshot.id,
-                n_excluded=ctx.n_excluded,
-                resumed_from=attempt.resumed_from,
+
+    def score(self, run: OpenRun) -> None:
+        ctx, backend, spec, texts = (
+            self.shared.ctx,
+            self.shared.backend,
+            self.shared.ctx.metric,
+            self.shared.texts,
+        )
+        if hasattr(backend, "progress"):
+            backend.progress = ctx.progress(
+                f"{ctx.snapshot.id} #{self.rep + 1} embedding", len(texts)
             )
-        )
-    return outcomes
+        embedded = dict(zip(texts, backend.embed(texts), strict=True))
+        rows, vectors = term_rows(ctx.items, embedded, spec.name, spec.version)
+        for start in range(0, len(rows), BATCH):
+            ctx.store.add_scores(run.run_id, rows[start : start + BATCH])
+        ctx.store.add_embeddings(run.run_id, {k: v.tolist() for k, v in vectors.items()})
+        ctx.store.update_run_environment(run.run_id, {"embedding": backend.describe()})

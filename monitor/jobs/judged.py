@@ -17,8 +17,8 @@ without asking anything twice, measures from the stored rows, then the quality g
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from monitor.backends.api_client import RequestBudget, make_client, run_bounded
@@ -26,13 +26,17 @@ from monitor.backends.device_facts import torch_facts
 from monitor.backends.openai_chat import ChatCaller, ChatRequest, ResponseRecord
 from monitor.benchmarks.items import Item, LoadedBenchmark
 from monitor.errors import SnapshotUnavailable, UserInputError
-from monitor.jobs.lifecycle import RunLifecycle
+from monitor.jobs.context import JobContext
+from monitor.jobs.driver import RunHooks, drive
+from monitor.jobs.lifecycle import OpenRun, RunLifecycle
 from monitor.jobs.options import EventSink, ProgressFactory, RunOptions, RunOutcome
 from monitor.jobs.run_record import fingerprint, new_run_record
 from monitor.kinds import get_kind
 from monitor.metrics import judged
 from monitor.metrics.forced_choice import Option
+from monitor.metrics.registry import get_metric
 from monitor.provenance import environment
+from monitor.records import RunRecord
 from monitor.scoring.api_tasks import PlannedRequest, record_from_row, request_row
 from monitor.snapshots.model import ApiSettings, ApiSource, Snapshot
 from monitor.store.db import Store
@@ -96,52 +100,112 @@ def score_judged(
     on_event: EventSink = lambda _m: None,
     progress_factory: ProgressFactory | None = None,
 ) -> RunOutcome:
-    """Generate, judge and score every item of ``benches`` (kind ``judged-generation``)."""
-    items = [it for b in benches for it in b.items]
+    """Generate, judge and score every item of ``benches`` (kind ``judged-generation``).
+
+    One run, whatever ``options.repeat`` says: a repeat would sample new answers and
+    judge them again, which the generation task does not ask for."""
+    ctx = JobContext(
+        store=store,
+        lifecycle=RunLifecycle(store, on_event),
+        snapshot=snapshot,
+        kind=get_kind(snapshot.kind),
+        metric=get_metric(judged.METRIC),
+        benches=list(benches),
+        options=options,
+        on_event=on_event,
+        progress_factory=progress_factory,
+    )
+    stages = _Stages(temperature, max_tokens, judge_max_tokens)
+    (outcome,) = drive(ctx, _open(ctx, judge, stages))
+    return outcome
+
+
+@dataclass(frozen=True)
+class _Stages:
+    """The sampling of the two stages: the answer's temperature and both token limits."""
+
+    temperature: float
+    max_tokens: int
+    judge_max_tokens: int
+
+
+def _open(ctx: JobContext, judge: Snapshot, stages: _Stages) -> _Judged | RunOutcome:
+    """Make both parties' clients, or say why this snapshot is skipped."""
+    snapshot, options = ctx.snapshot, ctx.options
     try:
-        gen = _party(snapshot, on_event, "the")
-        jud = _party(judge, on_event, "judge")
+        gen = _party(snapshot, ctx.on_event, "the")
+        jud = _party(judge, ctx.on_event, "judge")
     except SnapshotUnavailable as exc:
         return RunOutcome(snapshot.id, None, "skipped", reason=str(exc))
     params = {
         "judge": judge.revision_label,
         "judge_snapshot": judge.id,
-        "temperature": temperature,
-        "max_tokens": max_tokens,
-        "judge_max_tokens": judge_max_tokens,
+        "temperature": stages.temperature,
+        "max_tokens": stages.max_tokens,
+        "judge_max_tokens": stages.judge_max_tokens,
         "judge_prompt": judged.JUDGE_PROMPT,
     }
     fp = fingerprint(
         snapshot,
         judged.METRIC,
         judged.METRIC_VERSION,
-        benches,
+        ctx.benches,
         RunOptions(seed=options.seed, device="api", dtype="n/a"),
         extra=params,
     )
-    lifecycle = RunLifecycle(store, on_event)
+    return _Judged(ctx, judge, stages, gen, jud, params, fingerprint=fp)
 
-    def new_record():
+
+@dataclass
+class _Judged:
+    """Both parties' clients and what the run's record and fingerprint say of them."""
+
+    ctx: JobContext
+    judge: Snapshot
+    stages: _Stages
+    gen: _Party
+    jud: _Party
+    params: dict[str, Any]
+    fingerprint: str
+    metric: str = judged.METRIC
+    repeats: int = 1
+
+    def repeat(self, rep: int) -> _JudgedRun:
+        return _JudgedRun(self)
+
+
+@dataclass
+class _JudgedRun(RunHooks):
+    """The run: answers, then verdicts, each stored as it arrives, then the scores."""
+
+    j: _Judged
+    stored: dict[str, ResponseRecord] = field(default_factory=dict)
+    todo: list[Item] = field(default_factory=list)
+    advance: Callable[[int], None] | None = None
+
+    def new_record(self) -> RunRecord:
+        j = self.j
+        snapshot, judge = j.ctx.snapshot, j.judge
         env = environment() | torch_facts("api")
         env["api"] = {
-            "endpoint": gen.caller.endpoint,
+            "endpoint": j.gen.caller.endpoint,
             "requested_model": getattr(snapshot.source, "model", None),
             "method": judged.METRIC,
-            "request_params": {k: v for k, v in params.items() if k != "judge_prompt"},
+            "request_params": {k: v for k, v in j.params.items() if k != "judge_prompt"},
             "judge": {
                 "snapshot": judge.id,
                 "revision": judge.revision_label,
                 "kind": judge.kind,
-                "endpoint": jud.caller.endpoint,
+                "endpoint": j.jud.caller.endpoint,
             },
         }
         return new_run_record(
             snapshot,
-            list(benches),
-            options,
+            j.ctx.benches,
+            j.ctx.options,
             metric=judged.METRIC,
             metric_version=judged.METRIC_VERSION,
-            fingerprint=fp,
+            fingerprint=j.fingerprint,
             repeat_group=None,
             repeat_index=0,
             device="api",
@@ -151,32 +215,33 @@ def score_judged(
             origin="api",
         )
 
-    run = lifecycle.open(
-        fingerprint=fp, resume=options.resume, items=items, benches=benches, new_record=new_record
-    )
-    stored: dict[str, ResponseRecord] = {
-        r["request_key"]: record_from_row(r) for r in store.api_requests(run.run_id, status="ok")
-    }
-    todo = [it for it in items if it.item_id not in run.already_scored]
-    advance = (
-        progress_factory(f"{snapshot.id} (judged by {judge.id})", len(todo))
-        if (progress_factory)
-        else None
-    )
+    def start(self, run: OpenRun) -> None:
+        ctx = self.j.ctx
+        self.stored = {
+            r["request_key"]: record_from_row(r)
+            for r in ctx.store.api_requests(run.run_id, status="ok")
+        }
+        self.todo = [it for it in ctx.items if it.item_id not in run.already_scored]
+        self.advance = ctx.progress(
+            f"{ctx.snapshot.id} (judged by {self.j.judge.id})", len(self.todo)
+        )
 
-    def redact(text: str) -> str:
-        return jud.redact(gen.redact(text))
+    def redact(self, text: str) -> str:
+        return self.j.jud.redact(self.j.gen.redact(text))
 
-    with lifecycle.attempt(run, snapshot.id, redact=redact) as attempt:
+    def score(self, run: OpenRun) -> None:
+        j, stored, todo = self.j, self.stored, self.todo
+        ctx, gen, jud, stages = j.ctx, j.gen, j.jud, j.stages
+        temperature, seed = stages.temperature, ctx.options.seed
         # 1. answers of the model under test, sampled at the recorded temperature
         asks = [
             _planned(it, GENERATION, it.text_stereo)
             for it in todo
             if f"{it.item_id}/{GENERATION}/0" not in stored
         ]
-        on_event(
-            f"{snapshot.id}: {len(asks)} generation requests (temperature {temperature:g}) and "
-            f"up to {len(todo)} judge requests to {judge.id}"
+        ctx.on_event(
+            f"{ctx.snapshot.id}: {len(asks)} generation requests (temperature "
+            f"{temperature:g}) and up to {len(todo)} judge requests to {j.judge.id}"
         )
 
         def keep(stage_params: dict[str, Any], party: _Party):
@@ -187,17 +252,18 @@ def score_judged(
                     rec,
                     endpoint=party.caller.endpoint,
                     params=stage_params,
-                    redact=redact,
+                    redact=self.redact,
                 )
-                store.add_api_requests(run.run_id, [row])
+                ctx.store.add_api_requests(run.run_id, [row])
 
             return on_result
 
-        gen_params = ChatRequest("", "", max_tokens, temperature, None, options.seed).params()
+        max_tokens, judge_max_tokens = stages.max_tokens, stages.judge_max_tokens
+        gen_params = ChatRequest("", "", max_tokens, temperature, None, seed).params()
         run_bounded(
             asks,
             lambda q: gen.caller.call(
-                ChatRequest(q.key, q.prompt, max_tokens, temperature, None, options.seed)
+                ChatRequest(q.key, q.prompt, max_tokens, temperature, None, seed)
             ),
             max_concurrency=gen.settings.max_concurrency,
             on_result=keep(gen_params, gen),
@@ -210,11 +276,11 @@ def score_judged(
                 continue
             prompt = judged.judge_prompt(it.text_stereo, answer.text, it.payload["true_pairs"])
             verdicts.append(_planned(it, JUDGE, prompt))
-        judge_params = ChatRequest("", "", judge_max_tokens, 0.0, None, options.seed).params()
+        judge_params = ChatRequest("", "", judge_max_tokens, 0.0, None, seed).params()
         run_bounded(
             verdicts,
             lambda q: jud.caller.call(
-                ChatRequest(q.key, q.prompt, judge_max_tokens, 0.0, None, options.seed)
+                ChatRequest(q.key, q.prompt, judge_max_tokens, 0.0, None, seed)
             ),
             max_concurrency=jud.settings.max_concurrency,
             on_result=keep(judge_params, jud),
@@ -227,16 +293,6 @@ def score_judged(
             for it in todo
             if f"{it.item_id}/{JUDGE}/0" in stored
         ]
-        store.add_scores(run.run_id, rows)
-        if advance is not None:
-            advance(len(rows))
-    if attempt.outcome is not None:
-        return attempt.outcome
-    return lifecycle.finalise(
-        run.run_id,
-        items,
-        metric=judged.METRIC,
-        snapshot_id=snapshot.id,
-        n_excluded=sum(len(b.exclusions) for b in benches),
-        resumed_from=attempt.resumed_from,
-    )
+        ctx.store.add_scores(run.run_id, rows)
+        if self.advance is not None:
+            self.advance(len(rows))
