@@ -69,7 +69,7 @@ def _validate_fetched(manifest, ids: list[str]) -> None:
 
     for bench in load_benchmarks(ids, manifest=manifest):
         spec = manifest.benchmarks[bench.benchmark]
-        if not any(it.kind == "pair" for it in bench.items):
+        if bench.items and all(it.kind == "choice-question" for it in bench.items):
             # The suite checks sentence pairs (texts, blanks, targets, pair-hash ids); a
             # family in its own folder (choice questions) checks its rows as it loads them.
             err.print(
