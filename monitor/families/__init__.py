@@ -22,6 +22,9 @@ Hook names (a family supplies the ones that apply; the signature is the contract
                   benchmark file (its verified bytes); ``monitor.benchmarks.load`` names it
                   per manifest format in ``FAMILY_LOADERS`` and passes ``load_benchmarks``'
                   ``options`` (e.g. ``{"size": "mini"}``)
+``benchmark_quality`` (loaded, *, expected_rows) -> SuiteResult: the family's benchmark-data
+                  suite (``monitor.quality.suites``), run by ``validate_benchmark`` whenever a
+                  benchmark of its item kinds is fetched or imported
 ``measures``      (rows, items_by_id) -> list[Measure]: a run's measures from stored rows
 ``score_local``   (ctx, plan) -> rows: score items with a local/causal backend
 ``score_api``     (metric) -> ``monitor.scoring.api_tasks.ApiScoring`` | None: how the chat

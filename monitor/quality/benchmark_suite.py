@@ -13,7 +13,7 @@ those are ``not_sampled``, a state of their own rather than a missing row.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from monitor.benchmarks.items import Item, LoadedBenchmark, expected_item_id
@@ -52,7 +52,12 @@ def validate_benchmark(
 ) -> SuiteResult:
     """Check one loaded benchmark file version; ``expected_rows`` is the manifest's ``rows``.
 
-    Word-set files (association tests) have their own rules (``word_set_suite``)."""
+    Word-set files (association tests) have their own rules (``word_set_suite``); a family
+    in its own folder brings its rules as its ``benchmark_quality`` hook (choice questions
+    are checked by ``monitor.families.choice_qa.quality``), found by the items' kind."""
+    family_suite = _family_suite(loaded)
+    if family_suite is not None:
+        return family_suite(loaded, expected_rows=expected_rows)
     if loaded.items and all(it.kind == "word-set-term" for it in loaded.items):
         from monitor.quality.word_set_suite import validate_word_sets
 
@@ -64,6 +69,20 @@ def validate_benchmark(
         loaded.version.label,
         [CheckedFrame("rows", frame, checks, ID_COLUMNS, SENSITIVE)],
     )
+
+
+def _family_suite(loaded: LoadedBenchmark) -> Callable[..., SuiteResult] | None:
+    """The ``benchmark_quality`` hook of the folder family whose item kind every item has."""
+    from monitor.metrics.families import FAMILIES
+
+    kinds = {it.kind for it in loaded.items}
+    if len(kinds) != 1:
+        return None
+    (kind,) = kinds
+    for family in FAMILIES.values():
+        if kind in family.item_kinds:
+            return family.hook("benchmark_quality")
+    return None
 
 
 def benchmark_frame(loaded: LoadedBenchmark) -> pd.DataFrame:

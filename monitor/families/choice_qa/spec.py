@@ -26,6 +26,7 @@ CHOICE_QA = ResultFamily(
     outcomes=True,
     hooks={
         "load": f"{_HERE}.items:load",
+        "benchmark_quality": f"{_HERE}.quality:validate_choice_questions",
         "score_local": f"{_HERE}.scoring:score_local",
         "measures": f"{_HERE}.measures:choice_measures",
         "importers": f"{_HERE}.import_commands:importers",

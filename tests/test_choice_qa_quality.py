@@ -1,0 +1,103 @@
+"""The choice-QA family's benchmark-data suite through ``bias-monitor data fetch``.
+
+A benchmark added the documented way (a manifest entry, imported with ``data fetch
+--from``) made of the first rows of the pinned BBQ Religion file passes; the same rows
+with three defects the loader accepts (an ambiguous question whose answer is not the
+unknown option, a disambiguated one whose answer is, two identical options) fail the
+fetch, naming each rule and row, never a sentence. The real files pass the suite in the
+image build (``scripts/container-smoke`` runs ``data fetch`` on every benchmark); here,
+three of them (a BBQ file, a BharatBBQ category and an intersection) in
+``test_pinned_choice_files_pass``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from test_cli_run import cli
+
+from monitor.benchmarks.fetch import fetch
+from monitor.benchmarks.load import load_benchmarks
+from monitor.benchmarks.manifest import load_manifest
+from monitor.quality import validate_benchmark
+
+REPO = Path(__file__).resolve().parents[1]
+ROWS = 12
+
+ENTRY = """
+[benchmarks.bbq-sample]
+source = "bbq"
+format = "bbq-jsonl"
+axis = "religion"
+region = "us"
+path = "bbq-sample/Religion-first-{n}.jsonl"
+url = "https://example.invalid/Religion-first-{n}.jsonl"
+sha256 = "{sha}"
+rows = {n}
+default = false
+"""
+
+
+def _home(monitor_env: Path, monkeypatch, records: list[dict], name: str) -> Path:
+    """A MONITOR_HOME whose manifest has ``bbq-sample`` = ``records``, and its source folder."""
+    data = "".join(json.dumps(r) + "\n" for r in records).encode()
+    home = monitor_env / f"home-{name}"
+    shutil.copytree(REPO / "data", home / "data")
+    with (home / "data" / "benchmarks.toml").open("a", encoding="utf-8") as fh:
+        fh.write(ENTRY.format(n=len(records), sha=hashlib.sha256(data).hexdigest()))
+    src = monitor_env / f"src-{name}"
+    (src / "bbq-sample").mkdir(parents=True)
+    (src / "bbq-sample" / f"Religion-first-{len(records)}.jsonl").write_bytes(data)
+    monkeypatch.setenv("MONITOR_HOME", str(home))
+    monkeypatch.setenv("MONITOR_DATA_DIR", str(monitor_env / f"data-{name}"))
+    return src
+
+
+@pytest.fixture
+def first_rows(shared_datasets: Path) -> list[dict]:
+    lines = (shared_datasets / "bbq" / "data" / "Religion.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines[:ROWS]]
+
+
+def test_clean_rows_pass_and_defects_fail_naming_rule_and_row(
+    monitor_env: Path, monkeypatch, first_rows: list[dict]
+) -> None:
+    src = _home(monitor_env, monkeypatch, first_rows, "clean")
+    ok = cli("data", "fetch", "-b", "bbq-sample", "--from", str(src))
+    assert f"bbq-sample: {ROWS} items, 0 excluded rows; quality suite passed" in ok.stderr
+
+    bad = [dict(r) for r in first_rows]
+    assert bad[0]["context_condition"] == "ambig" and bad[0]["label"] == 1  # 1 = unknown
+    bad[0]["label"] = 0
+    assert bad[1]["context_condition"] == "disambig" and bad[1]["label"] != 1
+    bad[1]["label"] = 1
+    bad[2]["ans0"] = bad[2]["ans2"]  # two options the same (their groups still differ)
+    src = _home(monitor_env, monkeypatch, bad, "bad")
+    proc = cli("data", "fetch", "-b", "bbq-sample", "--from", str(src), check=False)
+    assert proc.returncode == 2, proc.stderr
+    message = " ".join(proc.stderr.split())
+    assert "bbq-sample: benchmark quality suite failed" in message
+    for rule in (
+        "an ambiguous context's correct answer is the unknown option",
+        "a disambiguated context's correct answer is not the unknown option",
+        "the three options differ",
+    ):
+        assert rule in message, message
+    assert "Traceback" not in proc.stderr
+    for r in first_rows[:3]:  # no sentence or option text in the error
+        assert r["context"][:40] not in message and r["ans2"] not in message
+
+
+def test_pinned_choice_files_pass(tmp_path: Path, shared_datasets: Path) -> None:
+    """Pinned files, every row (``full``), as ``data fetch`` checks them."""
+    manifest = load_manifest()
+    ids = ["bbq-religion", "bharatbbq-caste", "bharatbbq-regionxgender"]
+    fetch(manifest, ids, from_dir=shared_datasets, data_dir=tmp_path)
+    for bench in load_benchmarks(ids, data_dir=tmp_path, options={"size": "full"}):
+        result = validate_benchmark(bench, expected_rows=manifest.benchmarks[bench.benchmark].rows)
+        assert result.success, (bench.benchmark, [f.reason for f in result.failures])
+        assert len(bench.items) == manifest.benchmarks[bench.benchmark].rows
