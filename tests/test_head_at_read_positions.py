@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from _models import CORPUS, one_thread, smollm2, tiny_bpe_tokenizer, tiny_causal
+from _models import CORPUS, one_thread, smollm2, tiny_bert, tiny_bpe_tokenizer, tiny_causal
 from transformers import GraniteConfig, GraniteForCausalLM
 
 from monitor.backends.base import TailLogprobs
@@ -124,6 +124,12 @@ def test_tails_equal_the_full_head_and_every_logprob_still_feeds_it_all() -> Non
         np.testing.assert_allclose(g, f[len(f) - tail :], atol=1e-6, rtol=0)
     with pytest.raises(ValueError, match="a tail of 99"):
         backend.token_logprobs_tail(seqs[:1], [99])
+
+
+def test_a_forward_without_logits_to_keep_keeps_the_full_head() -> None:
+    # BERT's forward has no such argument: a model like it would get the full head.
+    assert not accepts_logits_to_keep(tiny_bert().model)
+    assert accepts_logits_to_keep(tiny_causal().model)
 
 
 @pytest.fixture(scope="module")
