@@ -44,6 +44,29 @@ class CausalLM(Protocol):
 
 
 @runtime_checkable
+class TailLogprobs(Protocol):
+    """A causal backend that can compute only the last log-probs of each sequence.
+
+    A choice question reads its options' few tokens, not the shared prompt (~90% of an
+    item's positions on BharatBBQ); a local backend then projects only those positions
+    onto the vocabulary. Callers fall back to ``token_logprobs`` and slice where a
+    backend lacks this.
+    """
+
+    def token_logprobs_tail(
+        self,
+        sequences: Sequence[Sequence[int]],
+        tails: Sequence[int],
+        *,
+        batch_size: int | None = None,
+        progress=None,
+    ) -> list[np.ndarray]:
+        """For each sequence, its last ``tails[i]`` values of ``token_logprobs`` (float64,
+        ``0 <= tails[i] <= len(sequences[i]) - 1``), equal to slicing those."""
+        ...
+
+
+@runtime_checkable
 class HasScoringOptions(Protocol):
     """A backend whose own choices decide which float operations compute a score (prefix
     sharing, batch shape, attention kernel). A run stores them with its environment, so

@@ -20,6 +20,17 @@ Why it looks the way it does:
   and their keys and values are read by every continuation. The row has no padding and
   holds only nodes with a child: a sequence's last token is a target, never an input.
   Backends or architectures that cannot take such a mask keep the padded path.
+* The LM head (SmolLM2: a 49k-wide row per position, about a quarter of a position's
+  FLOPs) runs only at the tree rows whose log-probs are read: a caller that reads only
+  each sequence's last values says so (``token_logprobs_tail``; a choice question reads
+  its options' tokens, not the shared prompt's ~90%), and the model is given those rows
+  as ``logits_to_keep``, so its own head runs there, with whatever its forward applies
+  after the projection (Granite's ``logits_scaling``, Cohere's ``logit_scale``, Gemma's
+  soft-capping); rebuilding the head from the output embeddings would miss those. On
+  24 BharatBBQ mini items SmolLM2 projected 208 rows instead of 1,403 and every option's
+  log-likelihood had the same bits as with the full head. ``token_logprobs`` reads every
+  row, so it runs the full head as before; so does a model whose forward lacks
+  ``logits_to_keep``, and the padded path.
 * A float32 model's attention core runs in float64 (``monitor.backends.wide_attention``).
   With a float32 core the tree and the padded path differed by rounding, up to 7.9e-4
   nats on a log-prob sum (SmolLM2, cll v3, the four Indian-BhED axes): name tokens right
@@ -36,6 +47,7 @@ Why it looks the way it does:
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -154,6 +166,11 @@ class HFCausalLM:
         # A custom mask replaces the model's own, sliding window included: sequences
         # longer than the window go through the padded path.
         self._window = getattr(model.config, "sliding_window", None)
+        # Whether the tree path asks the model to run its LM head only at the positions
+        # whose log-probs are read (transformers' ``logits_to_keep``): the model's own
+        # head, with whatever scaling or soft-capping its forward applies. A model whose
+        # forward lacks the argument gets the full head; tests turn it off to compare.
+        self.head_at_read_positions = accepts_logits_to_keep(model)
 
     def scoring_options(self) -> dict[str, object]:
         """The choices that decide which float operations compute a score, for the run's
@@ -200,10 +217,48 @@ class HFCausalLM:
         sequences it answered (duplicates included), so the calls add up to
         ``len(sequences)``.
         """
+        return self._logprobs(sequences, None, batch_size, progress)
+
+    def token_logprobs_tail(
+        self,
+        sequences: Sequence[Sequence[int]],
+        tails: Sequence[int],
+        *,
+        batch_size: int | None = None,
+        progress: Progress | None = None,
+    ) -> list[np.ndarray]:
+        """The last ``tails[i]`` values of ``token_logprobs`` of each sequence
+        (``monitor.backends.base.TailLogprobs``), in the same forward passes.
+
+        On the tree path only the positions those values are read from are projected
+        onto the vocabulary (``head_at_read_positions``): for a choice question its
+        options' few tokens, not the shared prompt.
+        """
+        if len(tails) != len(sequences):
+            raise ValueError(f"{len(sequences)} sequences need as many tails, got {len(tails)}")
+        for seq, tail in zip(sequences, tails, strict=True):
+            if not 0 <= tail <= max(len(seq) - 1, 0):
+                raise ValueError(f"a tail of {tail} on a sequence of {len(seq)} ids")
+        return self._logprobs(sequences, tails, batch_size, progress)
+
+    def _logprobs(
+        self,
+        sequences: Sequence[Sequence[int]],
+        tails: Sequence[int] | None,
+        batch_size: int | None,
+        progress: Progress | None,
+    ) -> list[np.ndarray]:
+        """``token_logprobs`` of every sequence, or (with ``tails``) its last values only."""
         self.stats.calls += 1
         self.stats.sequences_requested += len(sequences)
         req = UniqueSequences.of(sequences, progress)
         unique, results, todo = req.unique, req.results, req.todo
+        # A sequence asked for twice with different tails is computed once, for the longer.
+        wanted = np.zeros(len(unique), dtype=np.int64)
+        if tails is None:
+            wanted[:] = [len(seq) - 1 for seq in unique]
+        else:
+            np.maximum.at(wanted, np.asarray(req.where, dtype=np.int64), np.asarray(tails))
         size = batch_size or self.batch_size
         if self.prefix_sharing:
             budget = self.max_batch_tokens or TREE_MAX_TOKENS
@@ -214,12 +269,19 @@ class HFCausalLM:
         for batch in batches:
             members = [todo[b] for b in batch]
             seqs = [unique[u] for u in members]
-            values = self._forward_tree(seqs) if self._tree_fits(seqs) else self._forward(seqs)
+            if self._tree_fits(seqs):
+                values = self._forward_tree(seqs, [int(wanted[u]) for u in members])
+            else:
+                full = self._forward(seqs)
+                values = [v[len(v) - wanted[u] :] for u, v in zip(members, full, strict=True)]
             for u, v in zip(members, values, strict=True):
                 results[u] = v
             if progress is not None:
                 progress(int(req.copies[members].sum()))
-        return req.answers()
+        answers = req.answers()
+        if tails is None:
+            return answers
+        return [v[len(v) - t :].copy() for v, t in zip(answers, tails, strict=True)]
 
     def _tree_fits(self, batch: list[tuple[int, ...]]) -> bool:
         return self.prefix_sharing and (
@@ -227,10 +289,24 @@ class HFCausalLM:
         )
 
     @torch.inference_mode()
-    def _forward_tree(self, batch: list[tuple[int, ...]]) -> list[np.ndarray]:
-        """One forward pass over the batch's prefix tree; returns each row's n-1 log-probs."""
+    def _forward_tree(
+        self, batch: list[tuple[int, ...]], tails: Sequence[int] | None = None
+    ) -> list[np.ndarray]:
+        """One forward pass over the batch's prefix tree; returns each sequence's last
+        ``tails[i]`` log-probs (all n-1 without ``tails``).
+
+        The LM head runs only at the fed nodes some asked-for log-prob is read from (a
+        node's value is read from its parent's row): with every log-prob asked for that
+        is every fed node, and the full head runs as before.
+        """
         tree = PrefixTree.of(batch)
         fed = tree.fed_nodes()
+        if tails is None:
+            tails = [len(seq) - 1 for seq in batch]
+        child = tree.tail_nodes(tails)
+        row = np.searchsorted(fed, tree.parent[child])  # a fed index per asked-for value
+        kept = np.unique(row)
+        keep_some = self.head_at_read_positions and len(kept) < len(fed)
         dtype = next(self.model.parameters()).dtype
         blocked = torch.from_numpy(~tree.ancestor_mask(fed))
         mask = torch.zeros((1, 1, len(fed), len(fed)), dtype=dtype)
@@ -238,22 +314,27 @@ class HFCausalLM:
         ids = torch.from_numpy(tree.tokens[fed]).unsqueeze(0)
         positions = torch.from_numpy(tree.depth[fed]).unsqueeze(0)
         ids, mask, positions = (t.to(self.device) for t in (ids, mask, positions))
+        extra = {}
+        if keep_some:
+            # A 1-D tensor keeps these positions of every batch row, in this order.
+            extra["logits_to_keep"] = torch.from_numpy(kept).to(self.device)
+            row = np.searchsorted(kept, row)  # the kept rows come back in ``kept``'s order
         logits = self.model(
-            input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False
+            input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False, **extra
         ).logits[0]
-        # Every non-root node is one log-prob, read from its parent's logits row.
-        child = np.flatnonzero(tree.parent >= 0)
-        row = torch.from_numpy(np.searchsorted(fed, tree.parent[child])).to(self.device)
+        row_t = torch.from_numpy(row).to(self.device)
         target = torch.from_numpy(tree.tokens[child]).to(self.device)
-        picked = logits[row, target].to(score_dtype(logits)) - log_normalisers(logits)[row]
-        node_values = np.zeros(len(tree), dtype=np.float64)
+        picked = logits[row_t, target].to(score_dtype(logits)) - log_normalisers(logits)[row_t]
+        node_values = np.full(len(tree), np.nan, dtype=np.float64)
         node_values[child] = picked.double().cpu().numpy()
         self.stats.forward_passes += 1
         self.stats.sequences_computed += len(batch)
         self.stats.tokens_computed += len(fed)
         self.stats.padded_tokens += len(fed)
-        self.stats.logit_rows += len(fed)
-        return tree.sequence_values(node_values)
+        self.stats.logit_rows += logits.shape[0]
+        return [
+            v[len(v) - t :] for v, t in zip(tree.sequence_values(node_values), tails, strict=True)
+        ]
 
     @torch.inference_mode()
     def _forward(self, batch: list[tuple[int, ...]]) -> list[np.ndarray]:
@@ -306,6 +387,16 @@ def log_normalisers(logits: torch.Tensor) -> torch.Tensor:
             logits[i : i + NORMALISER_ROWS].to(dtype), dim=-1
         )
     return out
+
+
+def accepts_logits_to_keep(model) -> bool:
+    """Whether ``model``'s forward takes ``logits_to_keep`` (transformers' causal LMs
+    since 4.50; a 1-D tensor of positions keeps those for every batch row)."""
+    try:
+        parameters = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):  # a forward without a signature to read
+        return False
+    return "logits_to_keep" in parameters
 
 
 def supports_prefix_sharing(model) -> bool:

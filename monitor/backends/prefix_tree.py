@@ -84,6 +84,16 @@ class PrefixTree:
         ones the model must see, and exactly the ones whose logits some log-prob needs."""
         return np.unique(self.parent[self.parent >= 0])
 
+    def tail_nodes(self, tails: Sequence[int]) -> np.ndarray:
+        """Nodes whose log-prob some sequence reads, ascending: the last ``tails[s]`` nodes
+        of sequence ``s`` (``0 <= tails[s] < len(paths[s])``). With every sequence's
+        whole tail (n-1) that is every non-root node."""
+        need = np.zeros(len(self.tokens), dtype=bool)
+        for path, tail in zip(self.paths, tails, strict=True):
+            if tail:
+                need[path[len(path) - tail :]] = True
+        return np.flatnonzero(need)
+
     def ancestor_mask(self, nodes: np.ndarray) -> np.ndarray:
         """Among ``nodes`` (ascending, closed under taking parents), ``[i, j]`` is True
         when ``nodes[j]`` is ``nodes[i]`` or one of its ancestors: the keys ``nodes[i]``

@@ -16,10 +16,12 @@ options into different calls. Here whole items are packed into passes:
   prompt tokens and the log-likelihoods can be compared with lm-eval's;
 * items are ordered by their token sequences and packed greedily into passes of at most
   ``batch_size`` sequences and the backend's node budget (prefix-tree nodes, as the
-  backend counts them), never splitting an item; each pack is one ``token_logprobs``
+  backend counts them), never splitting an item; each pack is one ``token_logprobs_tail``
   call, which the backend answers in one forward pass (``tree_batches`` cuts the same
   sorted sequences by the same budget). Items of one template share their context, and
   sorting keeps them side by side, so their context is shared too;
+* only the options' log-probs are asked for (``TailLogprobs``), so a local backend
+  projects onto the vocabulary only the positions they are read from, not the prompt's;
 * the packs depend only on the benchmark's own items, so a benchmark scored alone, with
   others, or resumed after a kill gets the same forward passes and the same bits (the
   reproducibility rule of ``monitor.scoring.score``); a resumed run skips packs whose
@@ -32,7 +34,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from monitor.backends.base import CausalLM
+from monitor.backends.base import CausalLM, TailLogprobs
 from monitor.backends.hf_causal import DEFAULT_BATCH_SIZE, TREE_MAX_TOKENS
 from monitor.backends.prefix_tree import common_prefix
 from monitor.benchmarks.items import Item
@@ -126,6 +128,23 @@ def item_passes(
     return packs
 
 
+def option_logprobs(
+    backend: CausalLM, pack: Sequence[OptionSequences], batch_size: int
+) -> list[Sequence[float]]:
+    """Per sequence of ``pack`` (in order), log-probs ending with its option's tokens.
+
+    Only an option's tokens are read, so a backend that can (``TailLogprobs``) computes
+    just those: on the tree path its LM head then runs at the options' positions, not
+    at the shared prompt's (~90% of an item's). Others compute every log-prob; ``row``
+    reads the last ones either way.
+    """
+    seqs = [s for p in pack for s in p.sequences]
+    if isinstance(backend, TailLogprobs):
+        tails = [n for p in pack for n in p.n_option_tokens]
+        return backend.token_logprobs_tail(seqs, tails, batch_size=batch_size)
+    return backend.token_logprobs(seqs, batch_size=batch_size)
+
+
 def _by_benchmark(items: Sequence[Item]) -> Iterator[list[Item]]:
     groups: dict[str, list[Item]] = {}
     for it in items:
@@ -164,7 +183,7 @@ def score_local(
             if not pending:
                 continue
             seqs = [s for p in pack for s in p.sequences]
-            values = backend.token_logprobs(seqs, batch_size=len(seqs))
+            values = option_logprobs(backend, pack, len(seqs))
             answers = {s: v for s, v in zip(seqs, values, strict=True)}
             rows = [p.row([answers[s] for s in p.sequences]) for p in pending]
             for r in rows:
