@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
@@ -102,21 +103,40 @@ def tiny_bpe_tokenizer(bos: str | None = None) -> PreTrainedTokenizerFast:
     )
 
 
-def tiny_llama(vocab_size: int, seed: int = 0) -> LlamaForCausalLM:
-    """Two layers of width 16 with a wide init, so log-probs differ visibly between tokens."""
-    config = LlamaConfig(
-        vocab_size=vocab_size,
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-        initializer_range=0.5,
-        tie_word_embeddings=False,
-    )
+# The shape of every tiny random causal LM the tests build: two layers of width 16 with a
+# wide init, so log-probs differ visibly between tokens.
+TINY_SHAPE: dict[str, Any] = dict(
+    hidden_size=16,
+    intermediate_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    num_key_value_heads=2,
+    max_position_embeddings=256,
+    initializer_range=0.5,
+    tie_word_embeddings=False,
+)
+
+
+def tiny_causal_lm(
+    config_class: type,
+    model_class: type,
+    vocab_size: int,
+    seed: int = 0,
+    attn_implementation: str | None = None,
+    **overrides: Any,
+):
+    """A random causal LM of ``TINY_SHAPE`` (``overrides`` change it), built from its
+    config: nothing downloaded."""
+    config = config_class(vocab_size=vocab_size, **{**TINY_SHAPE, **overrides})
+    if attn_implementation is not None:
+        config._attn_implementation = attn_implementation
     torch.manual_seed(seed)
-    return LlamaForCausalLM(config).eval()
+    return model_class(config).eval()
+
+
+def tiny_llama(vocab_size: int, seed: int = 0) -> LlamaForCausalLM:
+    """A tiny random Llama (``TINY_SHAPE``)."""
+    return tiny_causal_lm(LlamaConfig, LlamaForCausalLM, vocab_size, seed)
 
 
 def tiny_causal(bos: str | None = None, seed: int = 0) -> HFCausalLM:

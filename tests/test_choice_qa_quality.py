@@ -12,6 +12,7 @@ three of them (a BBQ file, a BharatBBQ category and an intersection) in
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import shutil
@@ -27,6 +28,11 @@ from monitor.quality import validate_benchmark
 
 REPO = Path(__file__).resolve().parents[1]
 ROWS = 12
+# Pinned rows whose options are not three different answers (checked by hand).
+SAME_OPTIONS = {
+    "bharatbbq-genderxreligion": [368, 369, 370, 371, 432, 433, 434, 435],
+    "bharatbbq-region": list(range(248, 256)),
+}
 
 ENTRY = """
 [benchmarks.bbq-sample]
@@ -92,12 +98,46 @@ def test_clean_rows_pass_and_defects_fail_naming_rule_and_row(
         assert r["context"][:40] not in message and r["ans2"] not in message
 
 
+def test_a_row_whose_options_are_not_distinct_is_excluded_not_scored(
+    monitor_env: Path, monkeypatch, first_rows: list[dict]
+) -> None:
+    """Two options that differ only by outer spaces (as in 8 rows of BharatBBQ's
+    GenderxReligion file): the loader excludes the row with its reason, the fetch passes
+    and counts it; a loaded item with such options fails the suite's rule."""
+    rows = [dict(r) for r in first_rows]
+    info = rows[3]["answer_info"]
+    groups = [k for k in ("ans0", "ans1", "ans2") if info[k][1].lower() != "unknown"]
+    assert len(groups) == 2
+    rows[3][groups[1]] = rows[3][groups[0]] + " "
+    src = _home(monitor_env, monkeypatch, rows, "same")
+    ok = cli("data", "fetch", "-b", "bbq-sample", "--from", str(src))
+    assert f"bbq-sample: {ROWS - 1} items, 1 excluded rows; quality suite passed" in ok.stderr
+
+    (bench,) = load_benchmarks(["bbq-sample"], options={"size": "full"})
+    assert [(e.source_row, e.reason) for e in bench.exclusions] == [(3, "options_not_distinct")]
+    item = bench.items[0]
+    options = [item.payload["options"][0]] * 2 + [item.payload["options"][2]]
+    bad = dataclasses.replace(item, payload={**item.payload, "options": options})
+    bench = dataclasses.replace(bench, items=[bad, *bench.items[1:]], exclusions=[])
+    result = validate_benchmark(bench, expected_rows=ROWS)
+    reasons = " ".join(f.reason for f in result.failures)
+    assert not result.success and "the three options are different answers" in reasons
+
+
 def test_pinned_choice_files_pass(tmp_path: Path, shared_datasets: Path) -> None:
-    """Pinned files, every row (``full``), as ``data fetch`` checks them."""
+    """Pinned files, every row (``full``), as ``data fetch`` checks them; GenderxReligion's
+    and Region's 8 rows with two equal options each are recorded exclusions."""
     manifest = load_manifest()
-    ids = ["bbq-religion", "bharatbbq-caste", "bharatbbq-regionxgender"]
+    ids = ["bbq-religion", "bharatbbq-caste", "bharatbbq-regionxgender", *SAME_OPTIONS]
     fetch(manifest, ids, from_dir=shared_datasets, data_dir=tmp_path)
     for bench in load_benchmarks(ids, data_dir=tmp_path, options={"size": "full"}):
-        result = validate_benchmark(bench, expected_rows=manifest.benchmarks[bench.benchmark].rows)
+        rows = manifest.benchmarks[bench.benchmark].rows
+        result = validate_benchmark(bench, expected_rows=rows)
         assert result.success, (bench.benchmark, [f.reason for f in result.failures])
-        assert len(bench.items) == manifest.benchmarks[bench.benchmark].rows
+        assert len(bench.items) + len(bench.exclusions) == rows
+        excluded = [e.source_row for e in bench.exclusions]
+        if bench.benchmark in SAME_OPTIONS:
+            assert excluded == SAME_OPTIONS[bench.benchmark]
+            assert {e.reason for e in bench.exclusions} == {"options_not_distinct"}
+        else:
+            assert excluded == []

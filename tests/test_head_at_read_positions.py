@@ -15,7 +15,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from _models import CORPUS, one_thread, smollm2, tiny_bert, tiny_bpe_tokenizer, tiny_causal
+from _models import (
+    CORPUS,
+    one_thread,
+    smollm2,
+    tiny_bert,
+    tiny_bpe_tokenizer,
+    tiny_causal,
+    tiny_causal_lm,
+)
 from transformers import GraniteConfig, GraniteForCausalLM
 
 from monitor.backends.base import TailLogprobs
@@ -34,21 +42,14 @@ SMOLLM2_TOLERANCE = 1e-6
 def tiny_granite(vocab: int) -> GraniteForCausalLM:
     """A two-layer random Granite (built from its config, nothing downloaded) whose
     forward scales logits: ``logits_scaling`` 4 divides them by four."""
-    config = GraniteConfig(
-        vocab_size=vocab,
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
+    return tiny_causal_lm(
+        GraniteConfig,
+        GraniteForCausalLM,
+        vocab,
+        attn_implementation="sdpa",
         num_key_value_heads=1,
-        max_position_embeddings=256,
         logits_scaling=4.0,
-        initializer_range=0.5,
-        tie_word_embeddings=False,
     )
-    config._attn_implementation = "sdpa"
-    torch.manual_seed(0)
-    return GraniteForCausalLM(config).eval()
 
 
 def option_like(backend: HFCausalLM) -> tuple[list[tuple[int, ...]], list[int]]:

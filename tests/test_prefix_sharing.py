@@ -34,7 +34,7 @@ from transformers import (
     OPTForCausalLM,
 )
 
-from monitor.backends.hf_causal import PREFIX_SHARING_MODEL_TYPES, HFCausalLM
+from monitor.backends.hf_causal import PREFIX_SHARING_MODEL_TYPES, HFCausalLM, pass_sizes
 from monitor.backends.prefix_tree import tree_batches
 from monitor.backends.wide_attention import WIDE_SDPA
 from monitor.kinds import load_backend
@@ -202,6 +202,16 @@ def test_scoring_options_record_the_choice() -> None:
     assert scoring_provenance(tiny_bert(), chunk_requests=8) == {"chunk_requests": 8}
 
 
+def test_pass_sizes_keep_the_cpu_defaults_and_bound_a_gpu_pass_by_its_logits() -> None:
+    """A CPU keeps 16 rows and the 512-node tree; a GPU gets 128 rows and the largest
+    node budget (a power of two, 512 to 8,192) whose logits fit in 1 GiB."""
+    assert pass_sizes("cpu", 49_152, 4) == (16, None)
+    assert pass_sizes("cuda", 49_152, 2) == (128, 8192)  # SmolLM2's vocabulary, bf16
+    assert pass_sizes("cuda:1", 49_152, 4) == (128, 4096)  # float32: twice the bytes
+    assert pass_sizes("cuda", 256_000, 2) == (128, 2048)  # Gemma's vocabulary
+    assert pass_sizes("cuda", 4_000_000, 2) == (128, 512)  # never below the CPU's
+
+
 def test_a_float32_core_is_what_set_the_paths_apart() -> None:
     """Without the float64 core, the same tiny model's two paths do not give the same
     bits (what the exact comparisons above would catch)."""
@@ -226,6 +236,8 @@ def test_load_backend_shares_prefixes_with_the_padded_paths_bits(session_cache, 
     on = load_backend(snapshot, device="cpu", dtype="float32", cache_dir=session_cache)
     off = HFCausalLM(on.model, on.tokenizer, name=on.name, prefix_sharing=False)
     assert on.scoring_options()["prefix_sharing"] is True  # the default
+    # On a CPU the loader keeps the CPU's pass sizes (pass_sizes).
+    assert (on.batch_size, on.max_batch_tokens) == (16, None)
     assert off.scoring_options()["prefix_sharing"] is False
     load = load_backend(
         snapshot, device="cpu", dtype="float32", cache_dir=session_cache, prefix_sharing=False

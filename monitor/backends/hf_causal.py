@@ -76,6 +76,29 @@ NORMALISER_ROWS = 32
 # pass at 264 nodes (16 Indian-BhED sentences), 13% at 512 on SmolLM2. Long sequences
 # thus get fewer per pass; a sequence longer than this gets a pass of its own.
 TREE_MAX_TOKENS = 512
+# On a GPU, passes that size leave the device idle: with a 7B-shaped bf16 model on an
+# H200 (bench/bench_gpu.py, 2026-11-26), passes of at most 32 rows and 512 nodes kept it
+# 40% busy (kernel launches are the bottleneck) and ran at 0.90x lm-evaluation-harness
+# at the same batch size; 128 rows of up to 8,192 nodes kept it 97% busy, at 2.08x
+# (lm-eval at batch 128) and 41% of the card's bf16 matmul peak on the positions the
+# task needs. A pass's logits (nodes x vocabulary, model dtype) are held at once, so the
+# node budget halves from 8,192 until they fit in GPU_LOGIT_BYTES.
+GPU_BATCH_SIZE = 128
+GPU_TREE_MAX_TOKENS = 8192
+GPU_LOGIT_BYTES = 2**30
+
+
+def pass_sizes(device: str, vocab_size: int, element_bytes: int) -> tuple[int, int | None]:
+    """(rows, nodes) per forward pass for a model on ``device``: the CPU defaults, or on
+    a GPU 128 rows and as many nodes (up to 8,192) as keep one pass's logits within
+    ``GPU_LOGIT_BYTES`` (8,192 for a 49k vocabulary in bf16, 2,048 for 256k)."""
+    if not device.startswith("cuda"):
+        return DEFAULT_BATCH_SIZE, None
+    fit = GPU_LOGIT_BYTES // max(1, vocab_size * element_bytes)
+    nodes = TREE_MAX_TOKENS
+    while nodes * 2 <= min(fit, GPU_TREE_MAX_TOKENS):
+        nodes *= 2
+    return GPU_BATCH_SIZE, nodes
 
 
 @dataclass

@@ -156,11 +156,15 @@ def load_causal_lm(
     Raises ``SnapshotUnavailable`` when the weights cannot be had here, so a run over
     several snapshots can skip this one and go on.
     """
-    from monitor.backends.hf_causal import HFCausalLM
+    from monitor.backends.hf_causal import HFCausalLM, pass_sizes
 
     loaded = load_model_and_tokenizer(
         snapshot, device=device, dtype=dtype, cache_dir=cache_dir, on_event=on_event
     )
+    # Larger passes on a GPU (``pass_sizes``); both sizes are in the run's scoring options.
+    head = loaded.model.get_output_embeddings()
+    vocab = head.weight.shape[0] if head is not None else len(loaded.tokenizer)
+    rows, nodes = pass_sizes(loaded.device, vocab, next(loaded.model.parameters()).element_size())
     return HFCausalLM(
         loaded.model,
         loaded.tokenizer,
@@ -168,6 +172,8 @@ def load_causal_lm(
         device=loaded.device,
         dtype=loaded.dtype,
         prefix_sharing=prefix_sharing,
+        batch_size=rows,
+        max_batch_tokens=nodes,
     )
 
 

@@ -58,7 +58,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from monitor.benchmarks.items import BenchmarkVersion, Item, LoadedBenchmark, make_content_id
+from monitor.benchmarks.items import (
+    BenchmarkVersion,
+    Exclusion,
+    Item,
+    LoadedBenchmark,
+    make_content_id,
+)
 from monitor.benchmarks.manifest import BenchmarkSpec
 from monitor.benchmarks.parse import check_row_count, id_namespace
 from monitor.errors import DataIntegrityError, UserInputError
@@ -155,7 +161,18 @@ def load(
     else:
         raise UserInputError(f"{name}: format {spec.format!r} is not a choice-QA format")
     axis = category_id(spec.id)
-    items = [_item(r, spec, version, namespace, axis, language) for r in records if r is not None]
+    records = [r for r in records if r is not None]
+    exclusions = [
+        Exclusion(spec.id, version.label, r["source_row"], SAME_OPTIONS, SAME_OPTIONS_DETAIL)
+        for r in records
+        if not options_distinct(r["options"])
+    ]
+    excluded = {e.source_row for e in exclusions}
+    items = [
+        _item(r, spec, version, namespace, axis, language)
+        for r in records
+        if r["source_row"] not in excluded
+    ]
     kept = sample_items(items, size, seed, fill=lambda i: fill_of[i.source_row])
     return LoadedBenchmark(
         benchmark=spec.id,
@@ -163,6 +180,7 @@ def load(
         region=spec.region,
         version=version,
         items=kept,
+        exclusions=exclusions,
         source_rows=len(records),
         language=language,
         not_sampled=sorted(set(i.source_row for i in items) - set(i.source_row for i in kept)),
@@ -287,6 +305,20 @@ def _index(value: Any, base: int) -> int:
     if index not in (0, 1, 2):
         raise ValueError(f"option index {value!r} out of range")
     return index
+
+
+# A question whose options are not three different answers cannot be scored: picking the
+# "other" copy of the right answer would count as wrong. Found in two pinned BharatBBQ
+# files, 8 rows of one template each: GenderxReligion (two options differ only by a
+# trailing space) and Region (two options are the same text); excluded with this
+# reason, recorded with every run like the pair family's.
+SAME_OPTIONS = "options_not_distinct"
+SAME_OPTIONS_DETAIL = "two of the three options are the same text once outer spaces are removed"
+
+
+def options_distinct(options: Sequence[str]) -> bool:
+    """Whether the options are three different answers (compared without outer spaces)."""
+    return len({str(o).strip() for o in options}) == len(options)
 
 
 def bharatbbq_unknown(options: Sequence[str]) -> int:

@@ -8,11 +8,10 @@ showing up as an odd bias score:
 
 * each source row is one item, ids are unique and are the hash of the file version and
   the payload (a changed payload cannot keep an old id);
-* three non-empty options (``options_distinct`` is computed but not yet a rule: 8 rows
-  of the pinned BharatBBQ GenderxReligion file, e.g. source rows 368-371 and 432, have
-  two options that differ only by a trailing space; they need a reviewed exclusion
-  first); ``label``, ``unknown`` and ``target`` are option
-  indices, and the target is never the unknown option (a bias score counts picks of the
+* three non-empty, different options (the loader excludes a row whose options are not,
+  with reason ``options_not_distinct``: 8 rows each of the pinned BharatBBQ
+  GenderxReligion and Region files); ``label``, ``unknown`` and ``target`` are option indices,
+  and the target is never the unknown option (a bias score counts picks of the
   target among the non-unknown answers);
 * the condition and polarity take the values the measures branch on;
 * an ambiguous context's correct answer is the unknown option and a disambiguated
@@ -29,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from monitor.benchmarks.items import LoadedBenchmark, make_content_id
 from monitor.benchmarks.parse import id_namespace
-from monitor.quality.suites import Check, CheckedFrame, SuiteResult, run_suite
+from monitor.quality.suites import Check, CheckedFrame, Condition, SuiteResult, run_suite
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -97,6 +96,13 @@ def choice_frame(loaded: LoadedBenchmark) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+def _always(column: str, value: bool, rule: str, when: tuple[Condition, ...] = ()) -> Check:
+    """A flag column that must hold ``value`` on every row (every row ``when`` selects)."""
+    return Check(
+        "ExpectColumnValuesToBeInSet", {"column": column, "value_set": [value]}, rule, when=when
+    )
+
+
 def choice_checks() -> list[Check]:
     """The rules above, as declared checks (plain data; GE runs them)."""
     ambig = (("condition", "==", "ambig"),)
@@ -121,16 +127,9 @@ def choice_checks() -> list[Check]:
             {"column": "n_options", "value_set": [3]},
             "three options per question",
         ),
-        Check(
-            "ExpectColumnValuesToBeInSet",
-            {"column": "options_filled", "value_set": [True]},
-            "no option is empty",
-        ),
-        Check(
-            "ExpectColumnValuesToBeInSet",
-            {"column": "texts_filled", "value_set": [True]},
-            "context and question are not empty",
-        ),
+        _always("options_filled", True, "no option is empty"),
+        _always("options_distinct", True, "the three options are different answers"),
+        _always("texts_filled", True, "context and question are not empty"),
         Check(
             "ExpectColumnValuesToBeInSet",
             {"column": "label", "value_set": OPTION_INDICES},
@@ -147,11 +146,7 @@ def choice_checks() -> list[Check]:
             "the stereotyped target is one of the three options",
             when=with_target,
         ),
-        Check(
-            "ExpectColumnValuesToBeInSet",
-            {"column": "target_is_unknown", "value_set": [False]},
-            "the stereotyped target is never the unknown option",
-        ),
+        _always("target_is_unknown", False, "the stereotyped target is never the unknown option"),
         Check(
             "ExpectColumnValuesToBeInSet",
             {"column": "condition", "value_set": CONDITIONS},
@@ -162,15 +157,15 @@ def choice_checks() -> list[Check]:
             {"column": "polarity", "value_set": POLARITIES},
             "the question is negative or non-negative",
         ),
-        Check(
-            "ExpectColumnValuesToBeInSet",
-            {"column": "label_is_unknown", "value_set": [True]},
+        _always(
+            "label_is_unknown",
+            True,
             "an ambiguous context's correct answer is the unknown option",
             when=ambig,
         ),
-        Check(
-            "ExpectColumnValuesToBeInSet",
-            {"column": "label_is_unknown", "value_set": [False]},
+        _always(
+            "label_is_unknown",
+            False,
             "a disambiguated context's correct answer is not the unknown option",
             when=disambig,
         ),
@@ -194,8 +189,8 @@ def validate_choice_questions(loaded: LoadedBenchmark, *, expected_rows: int) ->
         checks.append(
             Check(
                 "ExpectTableRowCountToEqual",
-                {"value": expected_rows},
-                "every row of the file is an item",
+                {"value": expected_rows - len(loaded.exclusions)},
+                "every row of the file is an item or a recorded exclusion",
             )
         )
     return run_suite(
