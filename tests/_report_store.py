@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from _sessions import once_per_session
 
 
 @dataclass(frozen=True)
@@ -62,20 +63,31 @@ def report_store_fixture(
     tmp_path_factory, session_cache: Path, shared_datasets: Path
 ) -> ReportStore:
     if not _BUILT:
+        root = once_per_session(
+            tmp_path_factory,
+            "report-store",
+            lambda root: _build(root, session_cache, shared_datasets),
+        )
+        runs = json.loads((root / "runs.json").read_text())
         _BUILT.append(
-            _build(tmp_path_factory.mktemp("report-store"), session_cache, shared_datasets)
+            ReportStore(root / "report", _env(root, session_cache, shared_datasets), tuple(runs))
         )
     return _BUILT[0]
 
 
-def _build(root: Path, session_cache: Path, shared_datasets: Path) -> ReportStore:
-    env = {
+def _env(root: Path, session_cache: Path, shared_datasets: Path) -> dict[str, str]:
+    return {
         **os.environ,
         "MONITOR_CACHE_DIR": str(session_cache),
         "MONITOR_DATA_DIR": str(root / "datasets"),
         "MONITOR_DATA_MIRROR": str(shared_datasets),
         "MONITOR_DB": str(root / "monitor.duckdb"),
     }
+
+
+def _build(root: Path, session_cache: Path, shared_datasets: Path) -> None:
+    """Import the study, score the two SmolLM2 runs and write the report into ``root``."""
+    env = _env(root, session_cache, shared_datasets)
     results = shared_datasets / "caste-bias" / "results"
     for month, day in (("april", "2024-04-16"), ("july", "2024-07-18")):
         _cli(env, "import", "caste-bias", str(results / month), "--snapshot",
@@ -90,4 +102,4 @@ def _build(root: Path, session_cache: Path, shared_datasets: Path) -> ReportStor
         runs.append(run["run_id"])
     folder = root / "report"
     _cli(env, "report", "--out", str(folder), "--since", "2024-01-01")
-    return ReportStore(folder, env, (runs[0], runs[1]))
+    (root / "runs.json").write_text(json.dumps(runs))

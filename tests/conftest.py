@@ -13,6 +13,7 @@ import pytest
 
 # `tests/` is on sys.path (rootdir conftest, no __init__.py), so this works under both
 # `pytest` and `python -m pytest`. One vLLM server per session for @pytest.mark.vllm tests.
+from _sessions import once_per_session
 from servers.vllm import vllm_server  # noqa: F401
 
 from monitor.benchmarks.items import LoadedBenchmark
@@ -95,28 +96,30 @@ def smollm2_caste_runs(tmp_path_factory, session_cache, shared_datasets) -> tupl
     import subprocess
     import sys
 
-    root = tmp_path_factory.mktemp("smollm2-caste")
-    db = root / "monitor.duckdb"
-    env = {
-        **os.environ,
-        "MONITOR_CACHE_DIR": str(session_cache),
-        "MONITOR_DATA_DIR": str(root / "datasets"),
-        "MONITOR_DATA_MIRROR": str(shared_datasets),
-        "MONITOR_DB": str(db),
-    }
-    runs = []
-    for _ in range(2):
-        proc = subprocess.run(
-            [sys.executable, "-m", "monitor", "run", "-b", "bhed-caste", "--format", "json"],
-            capture_output=True,
-            text=True,
-            timeout=900,
-            env=env,
-        )
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        (outcome,) = json.loads(proc.stdout)
-        runs.append(outcome)
-    return db, runs
+    def score(root: Path) -> None:
+        env = {
+            **os.environ,
+            "MONITOR_CACHE_DIR": str(session_cache),
+            "MONITOR_DATA_DIR": str(root / "datasets"),
+            "MONITOR_DATA_MIRROR": str(shared_datasets),
+            "MONITOR_DB": str(root / "monitor.duckdb"),
+        }
+        runs = []
+        for _ in range(2):
+            proc = subprocess.run(
+                [sys.executable, "-m", "monitor", "run", "-b", "bhed-caste", "--format", "json"],
+                capture_output=True,
+                text=True,
+                timeout=900,
+                env=env,
+            )
+            assert proc.returncode == 0, proc.stderr[-3000:]
+            (outcome,) = json.loads(proc.stdout)
+            runs.append(outcome)
+        (root / "runs.json").write_text(json.dumps(runs))
+
+    root = once_per_session(tmp_path_factory, "smollm2-caste", score)
+    return root / "monitor.duckdb", json.loads((root / "runs.json").read_text())
 
 
 # The choice-question command of the run test, whose first run the cross-language test
@@ -148,22 +151,24 @@ def smollm2_choice_qa_run(
     import subprocess
     import sys
 
-    root = tmp_path_factory.mktemp("smollm2-choice-qa")
-    db = root / "monitor.duckdb"
-    env = {
-        **os.environ,
-        "MONITOR_CACHE_DIR": str(session_cache),
-        "MONITOR_DATA_DIR": str(root / "datasets"),
-        "MONITOR_DATA_MIRROR": str(shared_datasets),
-        "MONITOR_DB": str(db),
-        "COLUMNS": "200",
-    }
-    proc = subprocess.run(
-        [sys.executable, "-m", "monitor", *CHOICE_QA_MINI],
-        capture_output=True,
-        text=True,
-        timeout=1200,
-        env=env,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return db, proc.stdout, CHOICE_QA_MINI
+    def score(root: Path) -> None:
+        env = {
+            **os.environ,
+            "MONITOR_CACHE_DIR": str(session_cache),
+            "MONITOR_DATA_DIR": str(root / "datasets"),
+            "MONITOR_DATA_MIRROR": str(shared_datasets),
+            "MONITOR_DB": str(root / "monitor.duckdb"),
+            "COLUMNS": "200",
+        }
+        proc = subprocess.run(
+            [sys.executable, "-m", "monitor", *CHOICE_QA_MINI],
+            capture_output=True,
+            text=True,
+            timeout=1200,
+            env=env,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        (root / "stdout.txt").write_text(proc.stdout)
+
+    root = once_per_session(tmp_path_factory, "smollm2-choice-qa", score)
+    return root / "monitor.duckdb", (root / "stdout.txt").read_text(), CHOICE_QA_MINI

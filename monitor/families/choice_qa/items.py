@@ -161,7 +161,6 @@ def load(
     else:
         raise UserInputError(f"{name}: format {spec.format!r} is not a choice-QA format")
     axis = category_id(spec.id)
-    records = [r for r in records if r is not None]
     exclusions = [
         Exclusion(spec.id, version.label, r["source_row"], SAME_OPTIONS, SAME_OPTIONS_DETAIL)
         for r in records
