@@ -11,14 +11,13 @@ Markdown, HTML and JSON the tests read.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from _sessions import once_per_session
+from _sessions import once_per_session, store_env
 
 
 @dataclass(frozen=True)
@@ -70,24 +69,16 @@ def report_store_fixture(
         )
         runs = json.loads((root / "runs.json").read_text())
         _BUILT.append(
-            ReportStore(root / "report", _env(root, session_cache, shared_datasets), tuple(runs))
+            ReportStore(
+                root / "report", store_env(root, session_cache, shared_datasets), tuple(runs)
+            )
         )
     return _BUILT[0]
 
 
-def _env(root: Path, session_cache: Path, shared_datasets: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "MONITOR_CACHE_DIR": str(session_cache),
-        "MONITOR_DATA_DIR": str(root / "datasets"),
-        "MONITOR_DATA_MIRROR": str(shared_datasets),
-        "MONITOR_DB": str(root / "monitor.duckdb"),
-    }
-
-
 def _build(root: Path, session_cache: Path, shared_datasets: Path) -> None:
     """Import the study, score the two SmolLM2 runs and write the report into ``root``."""
-    env = _env(root, session_cache, shared_datasets)
+    env = store_env(root, session_cache, shared_datasets)
     results = shared_datasets / "caste-bias" / "results"
     for month, day in (("april", "2024-04-16"), ("july", "2024-07-18")):
         _cli(env, "import", "caste-bias", str(results / month), "--snapshot",

@@ -39,3 +39,14 @@ def once_per_session(tmp_path_factory, name: str, build: Callable[[Path], None])
             (shared / ".complete").touch()
     shutil.copytree(shared, mine, dirs_exist_ok=True)
     return mine
+
+
+def store_env(root: Path, session_cache: Path, shared_datasets: Path) -> dict[str, str]:
+    """The environment of a CLI call whose store and fetched files live in ``root``."""
+    return {
+        **os.environ,
+        "MONITOR_CACHE_DIR": str(session_cache),
+        "MONITOR_DATA_DIR": str(root / "datasets"),
+        "MONITOR_DATA_MIRROR": str(shared_datasets),
+        "MONITOR_DB": str(root / "monitor.duckdb"),
+    }

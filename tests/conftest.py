@@ -13,7 +13,7 @@ import pytest
 
 # `tests/` is on sys.path (rootdir conftest, no __init__.py), so this works under both
 # `pytest` and `python -m pytest`. One vLLM server per session for @pytest.mark.vllm tests.
-from _sessions import once_per_session
+from _sessions import once_per_session, store_env
 from servers.vllm import vllm_server  # noqa: F401
 
 from monitor.benchmarks.items import LoadedBenchmark
@@ -97,13 +97,7 @@ def smollm2_caste_runs(tmp_path_factory, session_cache, shared_datasets) -> tupl
     import sys
 
     def score(root: Path) -> None:
-        env = {
-            **os.environ,
-            "MONITOR_CACHE_DIR": str(session_cache),
-            "MONITOR_DATA_DIR": str(root / "datasets"),
-            "MONITOR_DATA_MIRROR": str(shared_datasets),
-            "MONITOR_DB": str(root / "monitor.duckdb"),
-        }
+        env = store_env(root, session_cache, shared_datasets)
         runs = []
         for _ in range(2):
             proc = subprocess.run(
@@ -152,14 +146,7 @@ def smollm2_choice_qa_run(
     import sys
 
     def score(root: Path) -> None:
-        env = {
-            **os.environ,
-            "MONITOR_CACHE_DIR": str(session_cache),
-            "MONITOR_DATA_DIR": str(root / "datasets"),
-            "MONITOR_DATA_MIRROR": str(shared_datasets),
-            "MONITOR_DB": str(root / "monitor.duckdb"),
-            "COLUMNS": "200",
-        }
+        env = {**store_env(root, session_cache, shared_datasets), "COLUMNS": "200"}
         proc = subprocess.run(
             [sys.executable, "-m", "monitor", *CHOICE_QA_MINI],
             capture_output=True,
