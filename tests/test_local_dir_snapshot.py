@@ -12,8 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,8 +41,11 @@ def digest(path: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory, session_cache: Path, shared_datasets: Path) -> dict:
-    """A user's snapshot folder, store and a fine-tuned SmolLM2 folder, built once."""
+def world(tmp_path_factory, session_cache: Path, shared_datasets: Path) -> Iterator[dict]:
+    """A user's snapshot folder, store and a fine-tuned SmolLM2 folder, built once.
+
+    Removed after the module (about 530 MB of weights), so a session's disk stays small.
+    """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -75,7 +80,8 @@ def world(tmp_path_factory, session_cache: Path, shared_datasets: Path) -> dict:
     model.save_pretrained(folder, safe_serialization=True)
     tokenizer.save_pretrained(folder)
     del model
-    return {"env": env, "snaps": snaps, "folder": folder, "db": root / "monitor.duckdb"}
+    yield {"env": env, "snaps": snaps, "folder": folder, "db": root / "monitor.duckdb"}
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.mark.slow
