@@ -164,7 +164,7 @@ base_url = "{chat_server.base_url}"
 api_key_env = "MY_RESPONSES_KEY"
 
 [api]
-max_concurrency = 4
+max_concurrency = 16
 ''',
         encoding="utf-8",
     )
