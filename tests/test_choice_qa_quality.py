@@ -98,20 +98,31 @@ def test_clean_rows_pass_and_defects_fail_naming_rule_and_row(
         assert r["context"][:40] not in message and r["ans2"] not in message
 
 
+def _two_equal_options(first_rows: list[dict]) -> list[dict]:
+    """The rows with row 3's two group options made equal up to an outer space."""
+    rows = [dict(r) for r in first_rows]
+    info = rows[3]["answer_info"]
+    groups = [k for k in ("ans0", "ans1", "ans2") if info[k][1].lower() != "unknown"]
+    assert len(groups) == 2
+    rows[3][groups[1]] = rows[3][groups[0]] + " "
+    return rows
+
+
 def test_a_row_whose_options_are_not_distinct_is_excluded_not_scored(
     monitor_env: Path, monkeypatch, first_rows: list[dict]
 ) -> None:
     """Two options that differ only by outer spaces (as in 8 rows of BharatBBQ's
     GenderxReligion file): the loader excludes the row with its reason, the fetch passes
     and counts it; a loaded item with such options fails the suite's rule."""
-    rows = [dict(r) for r in first_rows]
-    info = rows[3]["answer_info"]
-    groups = [k for k in ("ans0", "ans1", "ans2") if info[k][1].lower() != "unknown"]
-    assert len(groups) == 2
-    rows[3][groups[1]] = rows[3][groups[0]] + " "
-    src = _home(monitor_env, monkeypatch, rows, "same")
+    src = _home(monitor_env, monkeypatch, _two_equal_options(first_rows), "same")
+    monkeypatch.setenv("COLUMNS", "80")
     ok = cli("data", "fetch", "-b", "bbq-sample", "--from", str(src))
     assert f"bbq-sample: {ROWS - 1} items, 1 excluded rows; quality suite passed" in ok.stderr
+    # Where the file went, whole in an 80-column log: the folder once, the file under it.
+    data = monitor_env / "data-same"
+    assert ok.stdout.startswith(f"1 files verified by sha256 in {data}\n"), ok.stdout
+    assert f"bbq-sample/Religion-first-{ROWS}.jsonl" in ok.stdout
+    assert max(len(line) for line in ok.stdout.splitlines()[1:]) <= 80  # the table
 
     (bench,) = load_benchmarks(["bbq-sample"], options={"size": "full"})
     assert [(e.source_row, e.reason) for e in bench.exclusions] == [(3, "options_not_distinct")]
@@ -122,6 +133,26 @@ def test_a_row_whose_options_are_not_distinct_is_excluded_not_scored(
     result = validate_benchmark(bench, expected_rows=ROWS)
     reasons = " ".join(f.reason for f in result.failures)
     assert not result.success and "the three options are different answers" in reasons
+
+
+@pytest.mark.slow
+def test_the_run_summary_and_show_count_the_excluded_row(
+    monitor_env: Path, monkeypatch, first_rows: list[dict]
+) -> None:
+    """A user who scores the benchmark sees the excluded row under the run's table, with
+    its reason, and again in ``show``: the denominator is never silent."""
+    src = _home(monitor_env, monkeypatch, _two_equal_options(first_rows), "summary")
+    monkeypatch.setenv("MONITOR_SNAPSHOTS_DIR", str(REPO / "snapshots"))
+    assert cli("data", "fetch", "-b", "bbq-sample", "--from", str(src)).returncode == 0
+    run = cli("run", "-s", "smollm2-135m-instruct-q4", "-b", "bbq-sample", "--size", "full")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert f"scored {ROWS - 1} items; excluded 1 source rows" in run.stdout, run.stdout
+    assert "exclusions: options_not_distinct 1" in run.stdout
+    (listed,) = json.loads(cli("runs", "list", "--format", "json").stdout)
+    shown = cli("show", listed["run_id"])
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert "excluded rows: 1" in shown.stdout
+    assert "bbq-sample row 3: options_not_distinct" in shown.stdout
 
 
 def test_pinned_choice_files_pass(tmp_path: Path, shared_datasets: Path) -> None:

@@ -51,13 +51,20 @@ def fetch_cmd(
     if fmt is Format.json:
         print_json([r.__dict__ for r in results])
         return
+    from monitor import paths
     from monitor.cli.output import SafeTable as Table
 
+    # The folder once, above the table, and each file relative to it: absolute paths in a
+    # column were cut to "/home/…/Cast…" in an 80-column log, hiding where files went.
+    root = paths.data_dir()
+    out.print(f"{len(results)} files verified by sha256 in {root}")
     table = Table()
-    for col in ("benchmark", "origin", "sha256", "path"):
-        table.add_column(col)
+    for col in ("benchmark", "origin", "sha256", "file"):
+        table.add_column(col, overflow="fold")
     for r in results:
-        table.add_row(r.benchmark, r.origin, r.sha256[:16] + "…", str(r.path))
+        path = Path(r.path)
+        shown = path.relative_to(root) if path.is_relative_to(root) else path
+        table.add_row(r.benchmark, r.origin, r.sha256[:12] + "…", str(shown))
     out.print(table)
 
 

@@ -457,8 +457,6 @@ def _plain_interval(low: float | None, high: float | None) -> str:
 
 
 def _print_summary(outcomes, excluded) -> None:
-    from collections import Counter
-
     from monitor.cli.output import SafeTable as Table
 
     for o in outcomes:
@@ -476,14 +474,10 @@ def _print_summary(outcomes, excluded) -> None:
 
         title = f"{o.snapshot_id}  run {o.run_id}  ({o.status})"
         if _print_family_table(o, title):
-            out.print(f"scored {o.n_scored} items")
-            for f in o.quality_failures:
-                err.print(f"quality: {f}", style="red")
+            _print_counts(o, excluded, "items")
             continue
         if print_effects(o.measures, title):
-            out.print(f"scored {o.n_scored} terms; d > 0: X goes with A (and Y with B)")
-            for f in o.quality_failures:
-                err.print(f"quality: {f}", style="red")
+            _print_counts(o, excluded, "terms", "; d > 0: X goes with A (and Y with B)")
             continue
         table = Table(title=f"{o.snapshot_id}  run {o.run_id}  ({o.status})", title_justify="left")
         for col in ("benchmark", "axis", "bias rate", "95% CI", "stereo", "anti", "ties", "n"):
@@ -505,15 +499,25 @@ def _print_summary(outcomes, excluded) -> None:
                 str(m.n + ties),
             )
         out.print(table)
-        out.print(
-            f"scored {o.n_scored} items; excluded {o.n_excluded} source rows"
-            + (f"; resumed with {o.resumed_from} already stored" if o.resumed_from else "")
-        )
-        reasons = Counter(e.reason for ex in excluded.values() for e in ex)
-        if reasons:
-            out.print("exclusions: " + ", ".join(f"{r} {n}" for r, n in sorted(reasons.items())))
-        for f in o.quality_failures:
-            err.print(f"quality: {f}", style="red")
+        _print_counts(o, excluded, "items")
+
+
+def _print_counts(o, excluded: dict, unit: str, note: str = "") -> None:
+    """The line under every run's table, whatever its family: what was scored, how many
+    source rows were left out and why (the denominator a reader needs), then any quality
+    failure. ``excluded`` maps each benchmark of the command to its exclusions."""
+    from collections import Counter
+
+    out.print(
+        f"scored {o.n_scored} {unit}; excluded {o.n_excluded} source rows"
+        + (f"; resumed with {o.resumed_from} already stored" if o.resumed_from else "")
+        + note
+    )
+    reasons = Counter(e.reason for ex in excluded.values() for e in ex)
+    if reasons:
+        out.print("exclusions: " + ", ".join(f"{r} {n}" for r, n in sorted(reasons.items())))
+    for f in o.quality_failures:
+        err.print(f"quality: {f}", style="red")
 
 
 @snapshots_app.command("list")
