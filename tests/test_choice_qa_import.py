@@ -203,4 +203,9 @@ def test_drift_report_and_show_on_two_imported_models(imported, tmp_path):
 
     shown = cli(env, "show", new).stdout
     assert "bharatbbq-age" in shown and "bias_ambig" in shown
+    # Every table whole in an 80-column log: no cell cut to "…", no line wider than 80
+    # (the authors' measure names and the bias intervals used to be cut).
+    tables = [line for line in shown.splitlines() if line[:1] in "┏┃┡│└"]
+    assert tables and "…" not in shown and max(map(len, tables)) <= 80, shown
+    assert "stereotypical_bias_disamb" in shown
     assert f"{stored_new:+.3f}".replace("-", "−") in shown or f"{stored_new:+.3f}" in shown

@@ -120,7 +120,7 @@ def test_a_row_whose_options_are_not_distinct_is_excluded_not_scored(
     assert f"bbq-sample: {ROWS - 1} items, 1 excluded rows; quality suite passed" in ok.stderr
     # Where the file went, whole in an 80-column log: the folder once, the file under it.
     data = monitor_env / "data-same"
-    assert ok.stdout.startswith(f"1 files verified by sha256 in {data}\n"), ok.stdout
+    assert ok.stdout.startswith(f"1 file verified by sha256 in {data}\n"), ok.stdout
     assert f"bbq-sample/Religion-first-{ROWS}.jsonl" in ok.stdout
     assert max(len(line) for line in ok.stdout.splitlines()[1:]) <= 80  # the table
 
@@ -148,6 +148,7 @@ def test_the_run_summary_and_show_count_the_excluded_row(
     assert run.returncode == 0, run.stderr[-2000:]
     assert f"scored {ROWS - 1} items; excluded 1 source rows" in run.stdout, run.stdout
     assert "exclusions: options_not_distinct 1" in run.stdout
+    assert "a sample" not in run.stdout  # --size full: every row was drawn
     (listed,) = json.loads(cli("runs", "list", "--format", "json").stdout)
     shown = cli("show", listed["run_id"])
     assert shown.returncode == 0, shown.stderr[-2000:]

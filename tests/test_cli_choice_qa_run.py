@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -70,6 +71,11 @@ def test_run_scores_choice_questions_and_reruns_identically(
         assert text in table
     assert "(complete)" in table
     assert "[" in table  # intervals
+    # The denominator of a sample: the rows of both files not drawn, beside those scored
+    # (3,864 BharatBBQ caste rows and 1,200 BBQ religion rows, none excluded).
+    scored = int(re.search(r"scored (\d+) items; excluded 0 source rows", table)[1])
+    drawn = re.search(r"a sample: (\d+) source rows not drawn\n", table)
+    assert drawn and int(drawn[1]) == 3864 + 1200 - scored, table
 
     second = cli(*COMMAND, "--format", "json")
     assert second.returncode == 0, second.stderr

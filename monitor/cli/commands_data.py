@@ -57,7 +57,8 @@ def fetch_cmd(
     # The folder once, above the table, and each file relative to it: absolute paths in a
     # column were cut to "/home/…/Cast…" in an 80-column log, hiding where files went.
     root = paths.data_dir()
-    out.print(f"{len(results)} files verified by sha256 in {root}")
+    files = "1 file" if len(results) == 1 else f"{len(results)} files"
+    out.print(f"{files} verified by sha256 in {root}")
     table = Table()
     for col in ("benchmark", "origin", "sha256", "file"):
         table.add_column(col, overflow="fold")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -327,11 +328,10 @@ def run(
                     )
                 )
 
-    excluded = {b.benchmark: b.exclusions for b in benches}
     if fmt is Format.json:
         print_json([_outcome_dict(o) for o in outcomes])
     else:
-        _print_summary(outcomes, excluded)
+        _print_summary(outcomes, benches)
     statuses = {o.status for o in outcomes}
     if statuses & {"failed", "quarantined"}:
         raise typer.Exit(1)
@@ -456,9 +456,10 @@ def _plain_interval(low: float | None, high: float | None) -> str:
     return "-" if low is None or high is None else f"[{low:+.3f}, {high:+.3f}]"
 
 
-def _print_summary(outcomes, excluded) -> None:
+def _print_summary(outcomes, benches) -> None:
     from monitor.cli.output import SafeTable as Table
 
+    counts = _Counts.of(benches)
     for o in outcomes:
         if o.status == "skipped":
             err.print(f"skipped {o.snapshot_id}: {o.reason}", style="yellow")
@@ -474,10 +475,10 @@ def _print_summary(outcomes, excluded) -> None:
 
         title = f"{o.snapshot_id}  run {o.run_id}  ({o.status})"
         if _print_family_table(o, title):
-            _print_counts(o, excluded, "items")
+            _print_counts(o, counts, "items")
             continue
         if print_effects(o.measures, title):
-            _print_counts(o, excluded, "terms", "; d > 0: X goes with A (and Y with B)")
+            _print_counts(o, counts, "terms", "; d > 0: X goes with A (and Y with B)")
             continue
         table = Table(title=f"{o.snapshot_id}  run {o.run_id}  ({o.status})", title_justify="left")
         for col in ("benchmark", "axis", "bias rate", "95% CI", "stereo", "anti", "ties", "n"):
@@ -499,23 +500,41 @@ def _print_summary(outcomes, excluded) -> None:
                 str(m.n + ties),
             )
         out.print(table)
-        _print_counts(o, excluded, "items")
+        _print_counts(o, counts, "items")
 
 
-def _print_counts(o, excluded: dict, unit: str, note: str = "") -> None:
+@dataclass(frozen=True)
+class _Counts:
+    """What the command's benchmarks left out, counted once for every outcome's line."""
+
+    reasons: dict[str, int]
+    not_sampled: int
+
+    @classmethod
+    def of(cls, benches) -> _Counts:
+        from collections import Counter
+
+        reasons = Counter(e.reason for b in benches for e in b.exclusions)
+        return cls(dict(sorted(reasons.items())), sum(len(b.not_sampled) for b in benches))
+
+
+def _print_counts(o, counts: _Counts, unit: str, note: str = "") -> None:
     """The line under every run's table, whatever its family: what was scored, how many
     source rows were left out and why (the denominator a reader needs), then any quality
-    failure. ``excluded`` maps each benchmark of the command to its exclusions."""
-    from collections import Counter
-
+    failure. Under a sample (``--size mini``, a per-identity variant) the exclusions are
+    counted over the whole files, so the line says so and how many rows were not drawn."""
     out.print(
         f"scored {o.n_scored} {unit}; excluded {o.n_excluded} source rows"
         + (f"; resumed with {o.resumed_from} already stored" if o.resumed_from else "")
         + note
     )
-    reasons = Counter(e.reason for ex in excluded.values() for e in ex)
-    if reasons:
-        out.print("exclusions: " + ", ".join(f"{r} {n}" for r, n in sorted(reasons.items())))
+    if counts.reasons:
+        out.print("exclusions: " + ", ".join(f"{r} {n}" for r, n in counts.reasons.items()))
+    if counts.not_sampled:
+        out.print(
+            f"a sample: {counts.not_sampled} source rows not drawn"
+            + ("; exclusions counted over the whole files" if o.n_excluded else "")
+        )
     for f in o.quality_failures:
         err.print(f"quality: {f}", style="red")
 

@@ -1,8 +1,9 @@
 """The choice-QA family's terminal table (``cli_table`` hook), for ``run`` and ``show``.
 
-One row per category (and the overall row, axis ``all``): accuracy on ambiguous and on
-disambiguated questions (percent) and BBQ's two bias scores (signed, −1..+1), each with
-its interval on the line below, so the table fits 80 columns. For BharatBBQ the authors'
+One row per category (and the overall row, axis ``all``) in two tables: BBQ's two bias
+scores (signed, −1..+1, the interval on the line below) first, then accuracy on ambiguous
+and on disambiguated questions (percent, the interval beside it). Two tables keep every
+benchmark id whole in an 80-column log. For BharatBBQ the authors'
 script's numbers (``reference_*`` measures) follow in a table of their own, category by
 category, so a reader can put them beside the corrected ones; any other measure is listed
 plainly at the end. Item texts are never shown.
@@ -21,7 +22,9 @@ from monitor.cli.output import output_width
 from monitor.fmt import interval, pct
 from monitor.records import Measure
 
-COLUMNS = ("acc_ambig", "acc_disambig", "bias_ambig", "bias_disambig")
+BIAS_COLUMNS = ("bias_ambig", "bias_disambig")
+ACCURACY_COLUMNS = ("acc_ambig", "acc_disambig")
+COLUMNS = BIAS_COLUMNS + ACCURACY_COLUMNS
 REFERENCE = "reference_"
 
 
@@ -29,17 +32,29 @@ def _score(x: float | None) -> str:
     return "—" if x is None else f"{x:+.3f}".replace("-", "−")
 
 
-def _cell(m: Measure | None) -> str:
+def _rate(m: Measure | None) -> str:
+    """A share on one line: ``44.4% [25.0, 60.0]``."""
+    return "—" if m is None else f"{pct(m.value)} {interval((m.ci_low, m.ci_high))}"
+
+
+def _signed(m: Measure | None) -> str:
+    """A bias score over its interval (two lines: a signed interval is 16 characters)."""
     if m is None:
         return "—"
-    if m.kind == "rate":
-        return f"{pct(m.value)}\n{interval((m.ci_low, m.ci_high))}"
     ci = (
         "—"
         if m.ci_low is None or m.ci_high is None
         else f"[{_score(m.ci_low)}, {_score(m.ci_high)}]"
     )
     return f"{_score(m.value)}\n{ci}"
+
+
+def _cell(m: Measure) -> tuple[str, str]:
+    """(value, interval) of any measure, for the one-line tables."""
+    if m.kind == "rate":
+        return pct(m.value), interval((m.ci_low, m.ci_high))
+    value, ci = _signed(m).split("\n")
+    return value, ci
 
 
 def _wrapped(text: str) -> Text:
@@ -57,41 +72,54 @@ def cli_table(measures: Sequence[Measure], title: str) -> Group:
     by: dict[tuple[str, str], dict[str, Measure]] = {}
     for m in measures:
         by.setdefault((m.benchmark, m.axis), {})[m.measure] = m
-    main = Table()
-    heading = _wrapped(
-        f"{title}: accuracy in %, bias scores −1..+1, {'/'.join(levels)} intervals "
-        "(templates resampled)"
-    )
-    main.add_column("benchmark")
-    for col in COLUMNS:
-        main.add_column(col, justify="right")
+    heading = _wrapped(f"{title}: {'/'.join(levels)} intervals (templates resampled)")
+    # Bias first (the answer), accuracy below it, in two tables so that the longest
+    # benchmark id (bharatbbq-physical-appearance) stays whole in an 80-column log.
+    bias = Table(title="bias scores, −1..+1 (0: no preference)", title_justify="left")
+    accuracy = Table(title="accuracy", title_justify="left")
+    for table, cols in ((bias, BIAS_COLUMNS), (accuracy, ACCURACY_COLUMNS)):
+        table.add_column("benchmark", no_wrap=True)
+        for col in cols:
+            table.add_column(col, justify="right")
     reference = Table()
     reference_heading = _wrapped(
         "the BharatBBQ authors' script on the same rows (reference_*; each measure's "
         "definition says how it differs)"
     )
-    for col in ("benchmark", "measure", "value", "interval", "k/n"):
-        reference.add_column(col, justify="left" if col in ("benchmark", "measure") else "right")
+    # The benchmark as a row of its own above its measures: a benchmark column beside
+    # the authors' long measure names would not fit 80 columns.
+    for col in ("benchmark / measure", "value", "interval", "k/n"):
+        left = col.startswith("benchmark")
+        reference.add_column(col, justify="left" if left else "right", no_wrap=left)
     rest = Table(title="other measures", title_justify="left")
     for col in ("benchmark", "measure", "value", "interval"):
         rest.add_column(col, justify="left" if col in ("benchmark", "measure") else "right")
+    shown_in_reference: set[str] = set()
     for key in sorted(by, key=_subject_order):
         ms = by[key]
         # The benchmark id, not the bare category: bbq-religion and bharatbbq-religion
         # are different questions and may be in one run.
         label = key[0] if key[1] != "all" else f"all ({key[0]})"
-        if any(c in ms for c in COLUMNS):
-            main.add_row(label, *(_cell(ms.get(c)) for c in COLUMNS))
+        if any(c in ms for c in BIAS_COLUMNS):
+            bias.add_row(label, *(_signed(ms.get(c)) for c in BIAS_COLUMNS))
+        if any(c in ms for c in ACCURACY_COLUMNS):
+            accuracy.add_row(label, *(_rate(ms.get(c)) for c in ACCURACY_COLUMNS))
         for name, m in sorted(ms.items()):
             if name in COLUMNS:
                 continue
-            value, ci = _cell(m).split("\n")
+            value, ci = _cell(m)
             if name.startswith(REFERENCE):
+                if label not in shown_in_reference:
+                    shown_in_reference.add(label)
+                    if reference.row_count:
+                        reference.add_section()
+                    reference.add_row(label, "", "", "")
                 n = "—" if m.n is None else (f"{m.k}/{m.n}" if m.k is not None else f"n={m.n}")
-                reference.add_row(label, name[len(REFERENCE) :], value, ci, n)
+                reference.add_row("  " + name[len(REFERENCE) :], value, ci, n)
             else:
                 rest.add_row(label, name, value, ci)
-    parts: list[Text | Table] = [heading, main]
+    parts: list[Text | Table] = [heading]
+    parts += [t for t in (bias, accuracy) if t.row_count]
     if reference.row_count:
         parts += [reference_heading, reference]
     if rest.row_count:
