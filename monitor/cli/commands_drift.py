@@ -193,7 +193,7 @@ def drift(
         _drift_table(result, show_flips)
     else:
         _drift_lines(result, show_flips, snapshot_of)
-    flagged = [c for c in result.every() if c.verdict.flagged]
+    flagged = [c for c in result.comparisons if c.verdict.flagged]
     if (fail_on == "regression" and result.regressions) or (fail_on == "any" and flagged):
         raise typer.Exit(1)
 
@@ -279,7 +279,7 @@ def _drift_json(result, show_flips: bool, snapshot_of: dict[str, str]) -> dict:
         "confidence": result.confidence,
         "fdr_note": result.fdr_note(),
         "pairs": [pair(p) for p in result.pairs],
-        "comparisons": [comp(c) for c in result.comparisons],
+        "comparisons": [comp(c) for c in result.axes],
         # Axes only one run of a pair scored: never compared, never a verdict.
         "unscored": [
             {
@@ -293,7 +293,7 @@ def _drift_json(result, show_flips: bool, snapshot_of: dict[str, str]) -> dict:
             for u in result.unscored
         ],
         "association_tests": [effect_comparison_json(c) for c in result.effect_sizes],
-        "comparison_details": [details(c) for c in result.comparisons],
+        "comparison_details": [details(c) for c in result.axes],
         # Families in their own folder: one generic list (absent when there are none,
         # so the other families' JSON reads as before).
         **(
@@ -338,8 +338,8 @@ def _drift_lines(result, show_flips: bool, snapshot_of: dict[str, str]) -> None:
     for p in result.pairs:
         if p.baseline_run_id is None:
             err.print(f"{p.snapshot_id}: run {p.new_run_id} has no baseline ({p.reason})")
-    tested = sum(1 for c in result.every() if c.p_value is not None)
-    flagged = sum(1 for c in result.every() if c.verdict.flagged)
+    tested = sum(1 for c in result.comparisons if c.p_value is not None)
+    flagged = sum(1 for c in result.comparisons if c.verdict.flagged)
     lines = wrap(
         f"drift: {flagged} flagged of {tested} paired tests (BH at {result.alpha:g}; "
         f"{level} intervals; Δ and MDE in percentage points)",
@@ -351,7 +351,7 @@ def _drift_lines(result, show_flips: bool, snapshot_of: dict[str, str]) -> None:
             continue
         mine = [
             c
-            for c in result.comparisons
+            for c in result.axes
             if (c.new_run_id, c.baseline_run_id) == (p.new_run_id, p.baseline_run_id)
         ]
         unscored = [
@@ -376,7 +376,7 @@ def _drift_lines(result, show_flips: bool, snapshot_of: dict[str, str]) -> None:
 
     print_effect_comparisons(result.effect_sizes, level)
     if show_flips:
-        for c in result.comparisons:
+        for c in result.axes:
             for words, ids in (("to anti", c.flipped_to_anti), ("to stereo", c.flipped_to_stereo)):
                 if ids:
                     for line in wrap(f"{c.benchmark}/{c.axis} {words}: {', '.join(ids)}", width):
@@ -415,9 +415,9 @@ def _drift_table(result, show_flips: bool) -> None:
         "verdict",
     ):
         whole = col in ("new run", "baseline")  # ids are shown whole, on one line
-        width = max((len(c.new_run_id) for c in result.comparisons), default=0)
+        width = max((len(c.new_run_id) for c in result.axes), default=0)
         table.add_column(col, no_wrap=whole, min_width=width if whole else None)
-    for c in result.comparisons:
+    for c in result.axes:
         d = c.paired
         low, high = c.delta_ci_clustered or (d.ci_low, d.ci_high)  # clusters widen it
         delta = "—" if d.delta is None else f"{100 * d.delta:+.1f} {interval((low, high))}"
@@ -436,20 +436,20 @@ def _drift_table(result, show_flips: bool) -> None:
             pvalue(c.p_adjusted),
             f"{c.verdict.label}: {c.verdict.reason}",
         )
-    if result.comparisons:
+    if result.axes:
         out.print(table)
     from monitor.cli.output_effects import print_effect_comparisons
 
     print_effect_comparisons(result.effect_sizes, level)
     out.print(result.fdr_note())
-    for c in result.comparisons:
+    for c in result.axes:
         if c.summary:
             out.print(
                 f"{c.benchmark}/{c.axis} {c.baseline_run_id} → {c.new_run_id}: {c.summary}",
                 markup=False,
             )
     seen = set()
-    for c in [*result.comparisons, *result.effect_sizes]:
+    for c in [*result.axes, *result.effect_sizes]:
         key = (c.baseline_run_id, c.new_run_id)
         if key in seen:
             continue
@@ -459,7 +459,7 @@ def _drift_table(result, show_flips: bool) -> None:
         for f in changes:
             out.print(f"  [{f.category}] {f.field}: {f.old!s:.60} → {f.new!s:.60}")
     if show_flips:
-        for c in result.comparisons:
+        for c in result.axes:
             if c.b or c.c:
                 out.print(f"{c.benchmark}/{c.axis} to anti: {', '.join(c.flipped_to_anti)}")
                 out.print(f"{c.benchmark}/{c.axis} to stereo: {', '.join(c.flipped_to_stereo)}")

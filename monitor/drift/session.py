@@ -53,15 +53,23 @@ class Pair:
     role: str = PREVIOUS_RUN
 
 
+# Any comparison drift makes, whatever the family: pair axes (paired flips), association
+# tests (effect sizes) and the families in their own folder (``FamilyComparison``).
+Comparison = AxisComparison | EffectComparison | FamilyComparison
+
+
 @dataclass
 class DriftResult:
+    """What one drift session found: one list of comparisons whatever the family, in the
+    order the pairs were compared, BH-adjusted as one family of tests.
+
+    Readers that draw one family's table take its typed view (``axes``, ``effect_sizes``,
+    ``family_comparisons``); anything that counts, gates or lists verdicts reads
+    ``comparisons`` itself, so a new family is counted without a new field here.
+    """
+
     pairs: list[Pair]
-    comparisons: list[AxisComparison] = field(default_factory=list)
-    # Association tests (effect sizes), adjusted in the same BH family as the pairs.
-    effect_sizes: list[EffectComparison] = field(default_factory=list)
-    # Families in their own folder (``monitor/families``): one generic list whatever the
-    # family, adjusted in the same BH family as the rest.
-    family_comparisons: list[FamilyComparison] = field(default_factory=list)
+    comparisons: list[Comparison] = field(default_factory=list)
     # Axes only one run of a pair scored: named, never compared (``compare.unscored_axes``).
     unscored: list[UnscoredAxis] = field(default_factory=list)
     # snapshot → the repeat groups its comparisons were judged against, described
@@ -70,16 +78,26 @@ class DriftResult:
     confidence: float = CONFIDENCE
 
     @property
-    def regressions(self) -> list[AxisComparison | EffectComparison | FamilyComparison]:
-        return [c for c in self.every() if c.verdict.label == "regression"]
+    def axes(self) -> list[AxisComparison]:
+        """The pair families' per-axis comparisons (bias rates, paired flips)."""
+        return [c for c in self.comparisons if isinstance(c, AxisComparison)]
 
-    def every(self) -> list[AxisComparison | EffectComparison | FamilyComparison]:
-        """Every comparison of the session, whatever its family."""
-        return [*self.comparisons, *self.effect_sizes, *self.family_comparisons]
+    @property
+    def effect_sizes(self) -> list[EffectComparison]:
+        """The association tests' effect-size comparisons."""
+        return [c for c in self.comparisons if isinstance(c, EffectComparison)]
+
+    @property
+    def family_comparisons(self) -> list[FamilyComparison]:
+        """Comparisons of the families in their own folder (``monitor/families``)."""
+        return [c for c in self.comparisons if isinstance(c, FamilyComparison)]
+
+    @property
+    def regressions(self) -> list[Comparison]:
+        return [c for c in self.comparisons if c.verdict.label == "regression"]
 
     def fdr_note(self) -> str:
-        every = self.every()
-        tested = sum(1 for c in every if c.p_value is not None)
+        tested = sum(1 for c in self.comparisons if c.p_value is not None)
         return (
             f"p (BH) is Benjamini–Hochberg-adjusted over the {tested} paired tests in this "
             f"report (false discovery rate {self.alpha:g}); a drift is flagged only when "
@@ -195,7 +213,7 @@ def run_drift(
     # pattern matrix read once, not once per test).
     sign_flips = SignFlipBatch()
     controls = manifest_controls()
-    comps: list[AxisComparison | EffectComparison | FamilyComparison] = []
+    comps: list[Comparison] = []
     for p in pairs:
         if p.baseline_run_id is None:
             continue
@@ -230,11 +248,12 @@ def run_drift(
         comps += pair_comps
     adjusted = adjust_family(with_sign_flips(comps, sign_flips), alpha=alpha)
     n_tests = sum(1 for c in adjusted if c.p_value is not None)
+    # The pair axes get their sentence here (it needs the session's number of tests);
+    # the other families write theirs in their comparators.
     result.comparisons = [
         replace(c, summary=explain(c, alpha=alpha, n_tests=n_tests))
-        for c in adjusted
         if isinstance(c, AxisComparison)
+        else c
+        for c in adjusted
     ]
-    result.effect_sizes = [c for c in adjusted if isinstance(c, EffectComparison)]
-    result.family_comparisons = [c for c in adjusted if isinstance(c, FamilyComparison)]
     return result

@@ -386,10 +386,10 @@ def build_report_input(
     since: datetime | None,
     with_flips: bool = False,
 ) -> ReportInput:
-    meta = view.runs(c.new_run_id for c in [*result.comparisons, *result.effect_sizes])
+    meta = view.runs(c.new_run_id for c in [*result.axes, *result.effect_sizes])
     comps, diffs, flags = [], {}, {}
     effects = [effect_model(e, meta[e.new_run_id].snapshot_id) for e in result.effect_sizes]
-    for c in [*result.comparisons, *result.effect_sizes]:
+    for c in [*result.axes, *result.effect_sizes]:
         m = meta[c.new_run_id]
         if isinstance(c, AxisComparison):
             model = comparison_model(c, m.metric, with_flips=with_flips)
@@ -430,7 +430,7 @@ def build_report_input(
         for s, groups in sorted(result.noise_sources.items())
     ]
     controls = _controls()
-    compared = [r for c in result.comparisons for r in (c.new_run_id, c.baseline_run_id)]
+    compared = [r for c in result.axes for r in (c.new_run_id, c.baseline_run_id)]
     series = trends(view, since, flags)
     latest = [t.points[-1].run_id for t in series if t.points]
     new_runs = [p.new_run_id for p in result.pairs]
