@@ -178,11 +178,21 @@ def test_show_draws_the_family_table(stored):
     )
     assert r.exit_code == 0, r.output
     text = r.output
-    assert "accuracy in %, bias scores −1..+1, 95%" in text
-    header = next(line for line in text.splitlines() if "acc_ambig" in line)
-    assert all(c in header for c in ("acc_disambig", "bias_ambig", "bias_disambig"))
-    row = next(line for line in text.splitlines() if line.startswith("│ bharatbbq-caste"))
-    cells = [c.strip() for c in row.strip("│").split("│")]
-    assert cells[1].endswith("%") and cells[3].startswith(("+", "−"))
+    assert "95% intervals (templates resampled)" in text
+    assert "bias scores, −1..+1" in text and "\naccuracy\n" in text
+    lines = text.splitlines()
+    bias_header = next(line for line in lines if "bias_ambig" in line)
+    acc_header = next(line for line in lines if "acc_ambig" in line)
+    assert "bias_disambig" in bias_header and "acc_disambig" in acc_header
+    # the bias table's row, the accuracy table's, then the authors' numbers' group row
+    bias_row, acc_row, _ = (
+        [c.strip() for c in line.strip("│").split("│")]
+        for line in lines
+        if line.startswith("│ bharatbbq-caste ")
+    )
+    assert bias_row[1].startswith(("+", "−")) and bias_row[2].startswith(("+", "−"))
+    assert "%" in acc_row[1] and acc_row[1].endswith("]")
+    # whole at 80 columns: no id or measure name cut to "…"
+    assert "…" not in text and max(len(line) for line in lines if line[:1] in "┏┃┡│└") <= 80
     assert "reference_" in text or "authors' script" in text  # bharatbbq: the authors' numbers
     assert "association tests" not in text  # bias scores are not effect sizes of WEAT

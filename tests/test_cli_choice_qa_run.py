@@ -58,9 +58,13 @@ def stored_rows(db: Path, run_id: str) -> list[tuple]:
 
 
 def test_run_scores_choice_questions_and_reruns_identically(
-    monitor_env: Path, smollm2_choice_qa_run: tuple[Path, str, tuple[str, ...]]
+    monitor_env: Path,
+    smollm2_choice_qa_run: tuple[Path, str, tuple[str, ...]],
+    smollm2_caste_runs: tuple[Path, list[dict]],
 ) -> None:
-    """The first run is the session's (conftest ``smollm2_choice_qa_run``, this command)."""
+    """The first run is the session's (conftest ``smollm2_choice_qa_run``, this command).
+    At the end the same snapshot's two caste runs (conftest ``smollm2_caste_runs``) are
+    merged in: ``drift`` must compare each kind of result along its own runs."""
     db = monitor_env / "monitor.duckdb"
     first_db, table, command = smollm2_choice_qa_run
     assert command == COMMAND
@@ -104,6 +108,20 @@ def test_run_scores_choice_questions_and_reruns_identically(
         assert metric == "mc-loglik" and role in ("target", "non-target", "unknown")
         assert d["choice"] == max(range(3), key=d["ll"].__getitem__)
         assert isinstance(d["correct"], bool)
+
+    # One snapshot scored on pairs and on questions is two series. Drift's default takes
+    # the latest run of each (the newest, a question run, must not hide the pair runs)
+    # and compares it with the previous run of its own kind, never across kinds.
+    caste_db, (first, second) = smollm2_caste_runs
+    merged = cli("db", "merge", str(caste_db), "--format", "json")
+    assert merged.returncode == 0, merged.stderr
+    data = json.loads(cli("drift", "--format", "json").stdout)
+    pairs = {p["new_run_id"]: p["baseline_run_id"] for p in data["pairs"]}
+    assert pairs == {second["run_id"]: first["run_id"], runs[1][0]: runs[0][0]}, data["pairs"]
+    assert {c["new_run_id"] for c in data["comparisons"]} == {second["run_id"]}
+    assert {c["new_run_id"] for c in data["family_comparisons"]} == {runs[1][0]}
+    assert not data["unscored"]  # nothing compared across kinds, so no axis "missing"
+    assert all(c["verdict"] == "no significant change" for c in data["family_comparisons"])
 
 
 def test_choice_questions_and_pairs_in_one_command_are_refused(monitor_env: Path) -> None:

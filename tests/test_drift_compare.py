@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 import pytest
 
 from monitor.benchmarks.items import Item, make_item_id, source_version
+from monitor.drift.baselines import default_baseline as drift_default_baseline
 from monitor.drift.compare import adjust_family, compare_runs
 from monitor.drift.deltas import paired_delta_test
 from monitor.drift.stats import NoiseFloor
@@ -57,7 +58,7 @@ def compare(store: Store, new: str, old: str, **kwargs):
 
 def default_baseline(store: Store, run_id: str) -> str | None:
     with store.read() as view:
-        return view.default_baseline(run_id)
+        return drift_default_baseline(view, run_id)
 
 
 def run_row(store: Store, run_id: str):

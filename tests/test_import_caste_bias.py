@@ -18,6 +18,7 @@ import duckdb
 import pytest
 
 from monitor.benchmarks.items import BenchmarkVersion, Item, make_item_id
+from monitor.drift.baselines import default_baseline as drift_default_baseline
 from monitor.drift.compare import adjust_family, compare_runs
 from monitor.errors import DataIntegrityError, UserInputError
 from monitor.importers.caste_bias import (
@@ -101,7 +102,7 @@ def run_row(db: Path, run_id: str):
 
 def default_baseline(db: Path, run_id: str) -> str | None:
     with Store(db, read_only=True).read() as view:
-        return view.default_baseline(run_id)
+        return drift_default_baseline(view, run_id)
 
 
 def compare(db: Path, new: str, old: str):

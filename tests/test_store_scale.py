@@ -22,6 +22,8 @@ sys.path.insert(0, str(REPO / "bench"))
 
 import store_scale  # noqa: E402
 
+from monitor.drift.baselines import Tracks, family_of  # noqa: E402
+
 SNAPSHOTS, NIGHTS = 3, 6  # snapshot 1 regresses on the last night, 2 changes revision
 
 
@@ -114,13 +116,14 @@ def test_drift_and_report_find_what_the_generator_put_in(history: Path, tmp_path
 
 
 def _baseline_rule(runs, new):
-    """default_baseline's rule, written out over the runs (the oracle for the batched SQL):
-    an earlier complete run of the snapshot, outside the run's repeat group, the same
-    metric and version first, then the latest."""
+    """The default baseline's rule, written out over the runs (the oracle for drift's
+    ``Tracks``): an earlier complete run of the snapshot and of the same kind of result,
+    outside the run's repeat group, the same metric and version first, then the latest."""
     candidates = [
         r
         for r in runs
         if r.snapshot_id == new.snapshot_id
+        and family_of(r.metric) == family_of(new.metric)
         and r.status == "complete"
         and r.started_at < new.started_at
         and r.run_id != new.run_id
@@ -131,26 +134,26 @@ def _baseline_rule(runs, new):
     return best.run_id if best else None
 
 
-def test_batched_baselines_and_latest_runs_follow_the_rules(history: Path):
+def test_baselines_and_latest_runs_follow_the_rules(history: Path):
     store = Store.open(history)
     with store.read() as view:
         runs = view.runs_since(None)
+        snapshots = sorted({r.snapshot_id for r in runs})
+        tracks = Tracks.of(view, snapshots)
         # every run: the repeats of the first night (no baseline but each other), the
         # nights after them, the revision change of snapshot 2
         expected = {r.run_id: _baseline_rule(runs, r) for r in runs}
-        assert view.default_baselines(expected) == expected
+        assert {r.run_id: tracks.baseline(r) for r in runs} == expected
         assert any(v is None for v in expected.values())
         assert sum(v is not None for v in expected.values()) >= SNAPSHOTS * (NIGHTS - 1)
-        snapshots = sorted({r.snapshot_id for r in runs})
         latest = {
             s: max((r for r in runs if r.snapshot_id == s), key=lambda r: (r.started_at, r.run_id))
             for s in snapshots
         }
-        assert view.latest_complete_of([*snapshots, "no-such-snapshot"]) == {
-            s: r.run_id for s, r in latest.items()
+        assert {s: tracks.latest(s) for s in [*snapshots, "no-such-snapshot"]} == {
+            **{s: [r.run_id] for s, r in latest.items()},
+            "no-such-snapshot": [],
         }
-        with pytest.raises(Exception, match="not in the store"):
-            view.default_baselines([runs[0].run_id, "no-such-run"])
 
 
 def test_measures_read_at_once_equal_measures_read_run_by_run(history: Path):

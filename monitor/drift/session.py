@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from monitor.drift.baselines import Tracks, family_of
 from monitor.drift.compare import (
     ALPHA,
     CONFIDENCE,
@@ -129,34 +130,38 @@ def select_pairs(
     """
     if run_ids:
         news = [view.resolve_run(r).run_id for r in run_ids]
+        tracks = Tracks.of(
+            view, {view.run(r).snapshot_id for r in news} | _named(baseline_snapshot)
+        )
     else:
         snaps = list(snapshots) or view.snapshots_with_complete_runs()
-        latest = view.latest_complete_of(snaps)
+        tracks = Tracks.of(view, {*snaps, *_named(baseline_snapshot)})
         news = []
         for s in snaps:
-            rid = latest.get(s)
-            if rid is None:
+            latest = tracks.latest(s)
+            if not latest:
                 raise UserInputError(f"snapshot {s!r} has no complete run in the store")
-            news.append(rid)
+            news += latest  # one per kind of result the snapshot was scored on
     if baseline is not None and len(news) != 1:
         raise UserInputError("--baseline needs exactly one new run (use --run RUN_ID)")
-    defaults = (
-        view.default_baselines(news) if baseline is None and baseline_snapshot is None else {}
-    )
+    if baseline_snapshot is not None and not tracks.latest(baseline_snapshot):
+        raise UserInputError(f"snapshot {baseline_snapshot!r} has no complete run")
     pairs: list[Pair] = []
     for rid in news:
         row = view.run(rid)
         if row.status == "quarantined":
             raise UserInputError(f"run {rid} is quarantined and cannot be compared")
+        reason = None
         if baseline is not None:
             base: str | None = view.resolve_run(baseline).run_id
         elif baseline_snapshot is not None:
-            base = view.latest_complete(baseline_snapshot)
+            base = tracks.latest_like(baseline_snapshot, row)
             if base is None:
-                raise UserInputError(f"snapshot {baseline_snapshot!r} has no complete run")
+                reason = f"snapshot {baseline_snapshot} has no complete {family_of(row.metric)} run"
         else:
-            base = defaults[rid]
-        reason = None if base else _why_none(view, rid)
+            base = tracks.baseline(row)
+        if base is None and reason is None:
+            reason = _why_none(view, rid, tracks)
         pairs.append(Pair(rid, base, row.snapshot_id, reason))
         if configuration_changes and baseline is None and baseline_snapshot is None:
             previous = previous_configuration_run(view, rid)
@@ -165,29 +170,41 @@ def select_pairs(
     return pairs
 
 
+def _named(snapshot: str | None) -> set[str]:
+    return set() if snapshot is None else {snapshot}
+
+
 def previous_configuration_run(view: StoreView, run_id: str) -> str | None:
-    """The latest complete run of ``run_id``'s snapshot, started before it, whose
-    measurement configuration differs (None when the configuration never changed)."""
+    """The latest complete run of ``run_id``'s track (its snapshot and kind of result),
+    started before it, whose measurement configuration differs (None when the
+    configuration never changed)."""
     run = view.run(run_id)
+    family = family_of(run.metric)
     best: tuple = ()
     for group in view.configuration_groups(run.snapshot_id):
         if run_id in group.run_ids:
             continue
         for rid, started in zip(group.run_ids, group.started_at, strict=True):
+            if family_of(view.run(rid).metric) != family:
+                continue
             if started < run.started_at or (started == run.started_at and rid < run_id):
                 best = max(best, (started, rid)) if best else (started, rid)
     return best[1] if best else None
 
 
-def _why_none(view: StoreView, run_id: str) -> str:
+def _why_none(view: StoreView, run_id: str, tracks: Tracks) -> str:
     """Why a run has no baseline, truthfully: the only earlier runs of a repeat group are
-    its own repeats, which measure the noise floor and are never its baseline."""
+    its own repeats, which measure the noise floor and are never its baseline; earlier
+    runs of another kind of result are no baseline either, and the reason says so."""
     repeats = [r for r in view.repeat_group_runs(run_id) if r != run_id]
     if repeats:
         return (
             f"no complete run outside its repeat group; its {len(repeats)} repeat(s) in the "
             "same command measure the noise floor instead of serving as a baseline"
         )
+    run = view.run(run_id)
+    if any(r.started_at < run.started_at for r in tracks.earlier_elsewhere(run)):
+        return f"no earlier complete {family_of(run.metric)} run of this snapshot"
     return "no earlier complete run of this snapshot"
 
 

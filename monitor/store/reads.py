@@ -198,47 +198,6 @@ def test_terms(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[AxisKey, Tes
     return dict(out)
 
 
-def default_baseline(con: duckdb.DuckDBPyConnection, run_id: str) -> str | None:
-    """The latest earlier complete run of the same snapshot, outside ``run_id``'s repeat
-    group; one scored with the same metric and version is preferred (see
-    ``monitor.drift.session`` for why)."""
-    run(con, run_id)  # a clear error for an unknown id
-    return default_baselines(con, [run_id]).get(run_id)
-
-
-def default_baselines(
-    con: duckdb.DuckDBPyConnection, run_ids: Iterable[str]
-) -> dict[str, str | None]:
-    """:func:`default_baseline` of several runs in one query (a drift session over every
-    snapshot asks for one per snapshot). The ids must exist: callers check them (an
-    unknown id would read as a run without a baseline)."""
-    ids = sorted(set(run_ids))
-    if not ids:
-        return {}
-    out: dict[str, str | None] = dict.fromkeys(ids)
-    rows = con.execute(
-        """
-        SELECT n.run_id, r.run_id
-        FROM runs AS n JOIN runs AS r
-          ON r.snapshot_id = n.snapshot_id
-         AND r.status = 'complete'
-         AND r.started_at < n.started_at
-         AND r.run_id <> n.run_id
-         AND (n.repeat_group IS NULL OR r.repeat_group IS NULL
-              OR r.repeat_group <> n.repeat_group)
-        WHERE list_contains(?, n.run_id)
-        QUALIFY row_number() OVER (
-            PARTITION BY n.run_id
-            ORDER BY (r.metric = n.metric AND r.metric_version = n.metric_version) DESC,
-                     r.started_at DESC, r.run_id DESC
-        ) = 1
-        """,
-        [ids],
-    ).fetchall()
-    out.update(rows)
-    return out
-
-
 def repeat_group_runs(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
     """Run ids of ``run_id``'s repeat group (complete ones, and ``run_id`` itself), in
     repeat order; empty when the run has no repeat group."""
@@ -257,35 +216,6 @@ def repeat_group_runs(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
             [r.repeat_group, r.snapshot_id, r.metric, r.metric_version, run_id],
         ).fetchall()
     ]
-
-
-def latest_complete(
-    con: duckdb.DuckDBPyConnection, snapshot_id: str, before: datetime | None = None
-) -> str | None:
-    return latest_complete_of(con, [snapshot_id], before).get(snapshot_id)
-
-
-def latest_complete_of(
-    con: duckdb.DuckDBPyConnection, snapshot_ids: Iterable[str], before: datetime | None = None
-) -> dict[str, str]:
-    """Each snapshot's latest complete run (started before ``before``, when given), in one
-    query; snapshots without one are absent."""
-    ids = sorted(set(snapshot_ids))
-    if not ids:
-        return {}
-    return dict(
-        con.execute(
-            """
-            SELECT snapshot_id, run_id FROM runs
-            WHERE list_contains(?, snapshot_id) AND status = 'complete'
-              AND (CAST(? AS TIMESTAMPTZ) IS NULL OR started_at < CAST(? AS TIMESTAMPTZ))
-            QUALIFY row_number() OVER (
-                PARTITION BY snapshot_id ORDER BY started_at DESC, run_id DESC
-            ) = 1
-            """,
-            [ids, before, before],
-        ).fetchall()
-    )
 
 
 def snapshots_with_complete_runs(con: duckdb.DuckDBPyConnection) -> list[str]:

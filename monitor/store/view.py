@@ -84,26 +84,8 @@ class StoreView:
             self._since[since] = runs
         return runs
 
-    def latest_complete(self, snapshot_id: str, before: datetime | None = None) -> str | None:
-        return reads.latest_complete(self._con, snapshot_id, before)
-
-    def latest_complete_of(self, snapshot_ids: Iterable[str]) -> dict[str, str]:
-        """Each snapshot's latest complete run; snapshots without one are absent."""
-        return reads.latest_complete_of(self._con, snapshot_ids)
-
     def snapshots_with_complete_runs(self) -> list[str]:
         return reads.snapshots_with_complete_runs(self._con)
-
-    def default_baseline(self, run_id: str) -> str | None:
-        return reads.default_baseline(self._con, run_id)
-
-    def default_baselines(self, run_ids: Iterable[str]) -> dict[str, str | None]:
-        """:meth:`default_baseline` of each run, in one query (``UserInputError`` for an
-        unknown id, as there)."""
-        ids = list(run_ids)
-        for rid in ids:
-            self.run(rid)
-        return reads.default_baselines(self._con, ids)
 
     def repeat_group_runs(self, run_id: str) -> list[str]:
         return reads.repeat_group_runs(self._con, run_id)
