@@ -185,6 +185,14 @@ def test_static_vectors_give_the_hand_computed_effect_size_and_show_in_drift_and
     assert c["delta"] == pytest.approx(third["measures"][0]["value"] - m["value"], abs=1e-9)
     assert c["delta_ci"][0] <= c["delta"] <= c["delta_ci"][1] and c["n_paired"] == 6
     assert c["attribution"].startswith("model change")
+    # The default output, in an 80-column log: both runs whole, a line per test, the
+    # verdict's reason under it (the wide table cut ids to "20261…" at 80 columns).
+    text = cli({**env, "COLUMNS": "80"}, "drift").stdout
+    lines = text.splitlines()
+    assert max(map(len, lines)) <= 80 and "…" not in text, text
+    assert third["run_id"] in text and again["run_id"] in text
+    [line] = [x for x in lines if x.startswith("toy-weat/toy1: d ")]
+    assert f"Δd {c['delta']:+.3f}" in line and c["verdict"] in " ".join(text.split())
     same = json.loads(
         cli(
             env, "drift", "--run", again["run_id"], "--baseline", out["run_id"], "--format", "json"

@@ -370,11 +370,11 @@ def _drift_lines(result, show_flips: bool, snapshot_of: dict[str, str]) -> None:
     from monitor.cli.output_family import family_lines
 
     lines += family_lines(result.family_comparisons, snapshot_of, width)
+    from monitor.cli.output_effects import effect_lines
+
+    lines += effect_lines(result.effect_sizes, snapshot_of, width, level)
     for line in lines:
         out.print(line, markup=False)
-    from monitor.cli.output_effects import print_effect_comparisons
-
-    print_effect_comparisons(result.effect_sizes, level)
     if show_flips:
         for c in result.axes:
             for words, ids in (("to anti", c.flipped_to_anti), ("to stereo", c.flipped_to_stereo)):

@@ -132,3 +132,35 @@ def print_effect_comparisons(comparisons: Iterable[Any], level: str) -> None:
             f"{c.verdict.label}: {c.verdict.reason}",
         )
     out.print(table)
+
+
+def effect_lines(
+    comparisons: Iterable[Any], snapshot_of: dict[str, str], width: int, level: str
+) -> list[str]:
+    """Drift's association tests in the default output, within ``width`` (an 80-column
+    log): per compared pair the two runs named once, then one line per test (d old → new,
+    Δd with its interval, BH-adjusted p, verdict) and the verdict's reason under it. The
+    table of ``--format table-wide`` cut run ids and tests to "20261…" at 80 columns."""
+    from monitor.cli.output_drift import wrap
+
+    pairs: dict[tuple[str, str], list[Any]] = {}
+    for c in comparisons:
+        pairs.setdefault((c.new_run_id, c.baseline_run_id), []).append(c)
+    lines: list[str] = []
+    for (new, base), mine in pairs.items():
+        head = (
+            f"{snapshot_of.get(new, new)} {new} vs {snapshot_of.get(base, base)} {base} "
+            f"(association tests: effect size d, paired bootstrap; {level} intervals)"
+        )
+        lines += ["", *wrap(head, width, "  ")]
+        for c in mine:
+            ci = "" if c.ci_low is None else f" [{num(c.ci_low, 2)}, {num(c.ci_high, 2)}]"
+            line = (
+                f"{c.benchmark}/{c.axis}: d {num(c.d_old)} → {num(c.d_new)} "
+                f"Δd {num(c.delta)}{ci} p(BH) {pvalue(c.p_adjusted)} {c.verdict.label}"
+            )
+            lines += wrap(line, width, "    ")
+            lines += wrap(f"  {c.verdict.reason}", width, "    ")
+        if mine[0].attribution:
+            lines += wrap(f"  what changed: {mine[0].attribution}", width, "    ")
+    return lines
