@@ -23,6 +23,12 @@ class UserInputError(MonitorError):
     exit_code = 2
 
 
+class NotApplicable(UserInputError):
+    """A snapshot's kind has no metric for the selected benchmarks (an embedding model
+    asked to answer questions). ``run --only-applicable`` skips such a snapshot by name;
+    otherwise it is bad input like any other."""
+
+
 class DataIntegrityError(UserInputError):
     """A benchmark file is missing, malformed or fails its pinned checksum."""
 

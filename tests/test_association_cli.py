@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _ci_report import findings
 from PIL import Image
 from test_report_screenshot import BROWSER, near, screenshot
 
@@ -185,6 +186,9 @@ def test_static_vectors_give_the_hand_computed_effect_size_and_show_in_drift_and
     assert c["delta"] == pytest.approx(third["measures"][0]["value"] - m["value"], abs=1e-9)
     assert c["delta_ci"][0] <= c["delta"] <= c["delta_ci"][1] and c["n_paired"] == 6
     assert c["attribution"].startswith("model change")
+    # The nightly's issue script reads this JSON: one finding for the test, keyed by it.
+    [f] = findings(drift)
+    assert (f.benchmark, f.axis, f.verdict) == ("toy-weat", "toy1", c["verdict"])
     # The default output, in an 80-column log: both runs whole, a line per test, the
     # verdict's reason under it (the wide table cut ids to "20261…" at 80 columns).
     text = cli({**env, "COLUMNS": "80"}, "drift").stdout

@@ -15,6 +15,7 @@ import json
 import math
 
 import pytest
+from _ci_report import findings
 from test_caste_history import _env, cli
 from test_choice_qa_measures import NAMES, PREDICTIONS, SCRIPT
 
@@ -183,6 +184,10 @@ def test_drift_report_and_show_on_two_imported_models(imported, tmp_path):
     assert amb["p_adjusted"] < 0.05 and amb["mde"] > 0
     dis = comps[("age", "bias_disambig")]
     assert not dis["flagged"] and dis["ci_low"] < 0 < dis["ci_high"]
+    # The nightly's issue script reads this JSON: a finding per measure, keyed by it.
+    found = {f.axis: f for f in findings(data) if f.snapshot == "gemma-bharatbbq-paper"}
+    assert found["age.bias_ambig"].verdict == "improvement"
+    assert "ambiguous age questions" in found["age.bias_ambig"].text
 
     text = cli(env, "drift", *pair).stdout
     assert all(len(line) <= 80 for line in text.splitlines())

@@ -334,6 +334,67 @@ def test_one_issue_per_regression_is_opened_updated_and_closed(github, tmp_path)
     assert all("test-token" not in json.dumps(body) for _, _, body in gh.requests)
 
 
+def test_association_and_question_regressions_open_their_own_issues(github, tmp_path):
+    """Not only pair axes: a WEAT test and a BharatBBQ measure that regress get an issue
+    each, keyed by their subject (the test; category and measure), and close the same way.
+    The entries have the keys ``drift --format json`` writes (the drift tests of those
+    families read these keys from the CLI's JSON with ``findings`` too)."""
+    gh, env = github
+
+    def night(n: int, verdict: str) -> Path:
+        common = {"new_run_id": f"run-{n}", "baseline_run_id": f"run-{n - 1}", "verdict": verdict}
+        drift = {
+            "pairs": [{"new_run_id": f"run-{n}", "snapshot_id": "gemma-3-270m-q4"}],
+            "comparisons": [],
+            "association_tests": [
+                {
+                    **common,
+                    "benchmark": "en-weat1",
+                    "test": "weat1",
+                    "d_old": 0.9,
+                    "d_new": 1.4,
+                    "delta": 0.5,
+                    "delta_ci": [0.2, 0.8],
+                    "p": 0.001,
+                    "p_bh": 0.002,
+                }
+            ],
+            "family_comparisons": [
+                {
+                    **common,
+                    "benchmark": "bharatbbq-caste",
+                    "axis": "caste",
+                    "measure": "bias_ambig",
+                    "scope": "ambiguous caste questions",
+                    "value_old": 0.05,
+                    "value_new": 0.14,
+                    "delta": 0.09,
+                    "ci_low": 0.04,
+                    "ci_high": 0.14,
+                    "p_value": 0.001,
+                    "p_adjusted": 0.003,
+                }
+            ],
+        }
+        path = tmp_path / f"drift-{n}.json"
+        path.write_text(json.dumps(drift))
+        return path
+
+    out = _issues(env, night(2, "regression")).splitlines()
+    assert out == [
+        "opened #1: gemma-3-270m-q4 en-weat1 weat1",
+        "opened #2: gemma-3-270m-q4 bharatbbq-caste caste.bias_ambig",
+    ]
+    assert "effect size d +0.900 → +1.400" in gh.issues[1]["body"]
+    assert "ambiguous caste questions" in gh.issues[2]["body"]
+    assert "+0.050 → +0.140" in gh.issues[2]["body"]
+    out = _issues(env, night(3, "no significant change")).splitlines()
+    assert out == [
+        "closed #1: gemma-3-270m-q4 en-weat1 weat1",
+        "closed #2: gemma-3-270m-q4 bharatbbq-caste caste.bias_ambig",
+    ]
+
+
 def test_dry_run_sends_nothing_and_a_refusal_exits_1(github, tmp_path):
     gh, env = github
     drift = _drift(tmp_path, 2, {"caste": "regression"})

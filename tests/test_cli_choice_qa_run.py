@@ -139,3 +139,19 @@ def test_size_without_choice_questions_is_refused(monitor_env: Path) -> None:
     assert "--size applies to choice-question benchmarks" in proc.stderr
     bad = cli(*COMMAND[:-1], "huge")
     assert bad.returncode == 2 and "unknown --size" in bad.stderr
+
+
+def test_a_snapshot_without_a_question_metric_is_refused_or_skipped_by_name(
+    monitor_env: Path,
+) -> None:
+    """An embedding model cannot answer questions: refused (exit 2) by default; with
+    --only-applicable (the nightly's question step over every snapshot) it is skipped by
+    name, nothing is written and the command succeeds."""
+    args = ("run", "-s", "all-minilm-l6-v2", "-b", "bbq-religion", "--size", "mini")
+    refused = cli(*args)
+    assert refused.returncode == 2 and "has no metric for choice-question" in refused.stderr
+    skipped = cli(*args, "--only-applicable", "--format", "json")
+    assert skipped.returncode == 0, skipped.stderr
+    assert json.loads(skipped.stdout) == []
+    assert "skipped all-minilm-l6-v2:" in skipped.stderr and "nothing to score" in skipped.stderr
+    assert not (monitor_env / "monitor.duckdb").exists()

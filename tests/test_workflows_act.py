@@ -49,11 +49,12 @@ def runs(db: Path) -> list[dict]:
     con = duckdb.connect(str(db), read_only=True)
     try:
         rows = con.execute(
-            "SELECT run_id, snapshot_id, trigger, status, environment FROM runs ORDER BY run_id"
+            "SELECT run_id, snapshot_id, trigger, status, environment, metric FROM runs "
+            "ORDER BY started_at"
         ).fetchall()
     finally:
         con.close()
-    keys = ("run_id", "snapshot_id", "trigger", "status", "environment")
+    keys = ("run_id", "snapshot_id", "trigger", "status", "environment", "metric")
     return [dict(zip(keys, r, strict=True)) for r in rows]
 
 
@@ -78,14 +79,24 @@ def test_nightly_scores_in_the_container_and_appends_to_the_history(state, night
     log = nightly.stdout
     assert "secret OPENAI_API_KEY is not set; gpt-4o-2024-08-06 was not scored" in log
     shard = state / "schedule" / f"{SMOLLM2}.duckdb"
-    (run,) = runs(shard)
-    assert run["snapshot_id"] == SMOLLM2 and run["trigger"] == "schedule"
-    assert run["status"] == "complete"
-    digest = json.loads(run["environment"])["ci"]["MONITOR_IMAGE_DIGEST"]
-    assert digest.startswith("sha256:")  # scored inside the image, which named itself
+    # Two runs in the snapshot's shard: the pair benchmarks, then the choice questions
+    # (MONITOR_QA_BENCHMARKS, a run of its own with its own metric).
+    run, questions = runs(shard)
+    assert (run["metric"], questions["metric"]) == ("cll", "mc-loglik")
+    for r in (run, questions):
+        assert r["snapshot_id"] == SMOLLM2 and r["trigger"] == "schedule"
+        assert r["status"] == "complete"
+        digest = json.loads(r["environment"])["ci"]["MONITOR_IMAGE_DIGEST"]
+        assert digest.startswith("sha256:")  # scored inside the image, which named itself
     assert (state / "schedule" / "report" / "report.html").is_file()
+    # Drift follows each kind along its own runs: on the first night neither has a baseline.
+    drift = json.loads((state / "schedule" / "drift.json").read_text())
+    assert {p["new_run_id"]: p["baseline_run_id"] for p in drift["pairs"]} == {
+        run["run_id"]: None,
+        questions["run_id"]: None,
+    }
 
-    # The history branch got one normal commit holding exactly that run's export ...
+    # The history branch got one normal commit holding exactly those runs' exports ...
     remote = state / "history.git"
     subjects = subprocess.run(
         ["git", "--git-dir", str(remote), "log", "--format=%s", "monitor-history"],
@@ -93,14 +104,14 @@ def test_nightly_scores_in_the_container_and_appends_to_the_history(state, night
         text=True,
         check=True,
     ).stdout.splitlines()
-    assert len(subjects) == 1 and ": 1 run(s)" in subjects[0]
+    assert len(subjects) == 1 and ": 2 run(s)" in subjects[0]
     checkout = tmp_path / "history"
     subprocess.run(
         ["git", "clone", "--quiet", "--branch", "monitor-history", str(remote), str(checkout)],
         check=True,
     )
     exports = sorted(p.parent.name for p in checkout.glob("runs/*/*/manifest.json"))
-    assert exports == [run["run_id"]]
+    assert exports == sorted([run["run_id"], questions["run_id"]])
 
     # ... from which one command rebuilds the store with the same scores, item for item.
     rebuilt = tmp_path / "rebuilt.duckdb"
@@ -109,9 +120,10 @@ def test_nightly_scores_in_the_container_and_appends_to_the_history(state, night
         check=True,
         capture_output=True,
     )
-    ours, shards = _run_rows(rebuilt, run["run_id"]), _run_rows(shard, run["run_id"])
-    for table in ("items", "scores", "exclusions", "axis_measures"):
-        assert ours[table] == shards[table], table
+    for r in (run, questions):
+        ours, shards = _run_rows(rebuilt, r["run_id"]), _run_rows(shard, r["run_id"])
+        for table in ("items", "scores", "exclusions", "axis_measures"):
+            assert ours[table] == shards[table], table
 
 
 def test_pull_request_scores_only_the_added_snapshot(state, pull_request):
@@ -121,7 +133,11 @@ def test_pull_request_scores_only_the_added_snapshot(state, pull_request):
     new = [r for r in stored if r["trigger"] == "pull_request"]
     assert [r["snapshot_id"] for r in new] == [FIXTURE]  # scored: the added snapshot alone
     restored = [r for r in stored if r["trigger"] != "pull_request"]
-    assert [r["snapshot_id"] for r in restored] == [SMOLLM2]  # its baseline, from history
+    # its baseline, from history: the nightly's pair run and its question run
+    assert [(r["snapshot_id"], r["metric"]) for r in restored] == [
+        (SMOLLM2, "cll"),
+        (SMOLLM2, "mc-loglik"),
+    ]
     report = (state / "pull_request" / f"{FIXTURE}.md").read_text()
     assert FIXTURE in report and SMOLLM2 in report
     # Same weights as the baseline: no regression, so the check passed; the comment job

@@ -10,7 +10,7 @@ import typer
 
 from monitor.cli.commands_snapshots import SnapshotsDirOpt, use_snapshots_dir
 from monitor.cli.output import Format, err, out, print_json, progress_bars
-from monitor.errors import UserInputError
+from monitor.errors import NotApplicable, UserInputError
 from monitor.fmt import interval, pct
 
 snapshots_app = typer.Typer(help="Pinned model snapshots (snapshots/*.toml).", no_args_is_help=True)
@@ -210,6 +210,15 @@ def run(
             "recorded with the run.",
         ),
     ] = None,
+    only_applicable: Annotated[
+        bool,
+        typer.Option(
+            "--only-applicable",
+            help="Skip, by name, the snapshots whose kind has no metric for the selected "
+            "benchmarks (an embedding model and questions) instead of refusing the "
+            "command: for a job that runs one benchmark set over many snapshots.",
+        ),
+    ] = False,
     fmt: Annotated[Format, typer.Option("--format", help="table or json.")] = Format.table,
     snapshots_dir: SnapshotsDirOpt = None,
 ) -> None:
@@ -282,8 +291,22 @@ def run(
         if generation and judge is None:
             raise UserInputError("--indic-task generation needs --judge SNAPSHOT (a chat model)")
     judge_snapshot = get_snapshot(judge, snaps) if judge is not None else None
+    applicable = []
     for s in chosen:  # one metric a run: choice questions and pairs are two commands
-        metric_for(s, get_kind(s.kind), metric, item_kinds(benches))
+        try:
+            metric_for(s, get_kind(s.kind), metric, item_kinds(benches))
+        except NotApplicable as exc:
+            if not only_applicable:
+                raise
+            err.print(f"skipped {s.id}: {exc} (--only-applicable)", style="yellow")
+            continue
+        applicable.append(s)
+    chosen = applicable
+    if not chosen:
+        err.print("nothing to score: no selected snapshot applies to these benchmarks")
+        if fmt is Format.json:
+            print_json([])
+        return
     store = Store.open(db_path)
 
     options = RunOptions(

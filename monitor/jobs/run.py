@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from monitor.benchmarks.items import LoadedBenchmark
-from monitor.errors import UserInputError
+from monitor.errors import NotApplicable, UserInputError
 from monitor.jobs.context import JobContext
 from monitor.jobs.lifecycle import RunLifecycle
 from monitor.jobs.options import EventSink, ProgressFactory, RunOptions, RunOutcome
@@ -65,7 +65,7 @@ def _family_metric(
         )
     fitting = [m for m in kind.metrics if item_kind in get_metric(m).family.item_kinds]
     if not fitting:
-        raise UserInputError(
+        raise NotApplicable(
             f"snapshot {snapshot.id!r} ({kind.name}) has no metric for {item_kind} benchmarks"
         )
     if requested is not None and requested not in fitting:

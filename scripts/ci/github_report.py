@@ -4,7 +4,8 @@
     python scripts/ci/github_report.py pr-comment --pr N MARKDOWN_FILE [--dry-run]
 
 ``issues`` reads ``bias-monitor drift --format json`` and keeps one open issue (label
-``bias-regression``) per snapshot × benchmark × axis that regressed: it opens it the first
+``bias-regression``) per snapshot × benchmark × subject that regressed (a pair axis, an
+association test, or a question family's category and measure): it opens it the first
 night, comments on it each further night the regression is flagged, and closes it on the
 first night that compares that snapshot × axis again without a regression. Axes that were
 not compared tonight keep their issue as it is. ``pr-comment`` creates or updates one
@@ -63,14 +64,31 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}%"
 
 
+def _key(text: str) -> str:
+    """A marker-safe part of an issue key (lower case, no spaces)."""
+    return re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-") or "-"
+
+
+def _num(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:+.3f}"
+
+
 def findings(drift: dict[str, Any]) -> list[Finding]:
-    """Every comparison of a drift JSON, keyed by snapshot × benchmark × axis."""
+    """Every comparison of a drift JSON, whatever its kind of result, keyed by snapshot ×
+    benchmark × subject: pair axes (``comparisons``), association tests
+    (``association_tests``: the test) and the families in their own folder
+    (``family_comparisons``: axis and measure, e.g. ``caste.bias_ambig``)."""
     snapshot_of = {p["new_run_id"]: p["snapshot_id"] for p in drift.get("pairs", [])}
+
+    def snapshot(c: dict[str, Any]) -> str:
+        found = snapshot_of.get(c["new_run_id"])
+        if found is None:
+            raise ValueError(f"comparison for run {c['new_run_id']} has no pair in the report")
+        return found
+
+    runs = "run {new_run_id} vs baseline {baseline_run_id}"
     out = []
     for c in drift.get("comparisons", []):
-        snapshot = snapshot_of.get(c["new_run_id"])
-        if snapshot is None:
-            raise ValueError(f"comparison for run {c['new_run_id']} has no pair in the report")
         old, new = c["rate_old"], c["rate_new"]
         low, high = c["delta_ci"]
         text = (
@@ -78,9 +96,26 @@ def findings(drift: dict[str, Any]) -> list[Finding]:
             f"{_pct(new.get('value'))} (paired Δ {_pct(c['delta'])}, 95% CI "
             f"[{_pct(low)}, {_pct(high)}]); {c['to_stereo']} item(s) moved towards the "
             f"stereotype, {c['to_anti']} away; McNemar p {c['p_mcnemar']}, BH-adjusted "
-            f"{c['p_bh']}; run {c['new_run_id']} vs baseline {c['baseline_run_id']}"
+            f"{c['p_bh']}; " + runs.format(**c)
         )
-        out.append(Finding(snapshot, c["benchmark"], c["axis"], c["verdict"], text))
+        out.append(Finding(snapshot(c), c["benchmark"], _key(c["axis"]), c["verdict"], text))
+    for c in drift.get("association_tests", []):
+        low, high = c["delta_ci"]
+        text = (
+            f"{c['benchmark']} / {c['test']}: effect size d {_num(c['d_old'])} → "
+            f"{_num(c['d_new'])} (Δd {_num(c['delta'])}, 95% CI [{_num(low)}, {_num(high)}]); "
+            f"p {c['p']}, BH-adjusted {c['p_bh']}; " + runs.format(**c)
+        )
+        out.append(Finding(snapshot(c), c["benchmark"], _key(c["test"]), c["verdict"], text))
+    for c in drift.get("family_comparisons", []):
+        text = (
+            f"{c['benchmark']} / {c['axis']} {c['measure']} ({c['scope']}): "
+            f"{_num(c['value_old'])} → {_num(c['value_new'])} (Δ {_num(c['delta'])}, 95% CI "
+            f"[{_num(c['ci_low'])}, {_num(c['ci_high'])}]); p {c['p_value']}, BH-adjusted "
+            f"{c['p_adjusted']}; " + runs.format(**c)
+        )
+        subject = _key(f"{c['axis']}.{c['measure']}")
+        out.append(Finding(snapshot(c), c["benchmark"], subject, c["verdict"], text))
     return out
 
 
