@@ -183,9 +183,7 @@ def show(
     for table in results_view.identity_tables(records):
         out.print(table)
     if exclusions:
-        out.print(f"excluded rows: {len(exclusions)}")
-        for e in exclusions:
-            out.print(f"  {e['benchmark']} row {e['source_row']}: {e['reason']} ({e['detail']})")
+        _print_exclusions(exclusions)
     for v in validations:
         out.print(f"quality suite {v['suite']}: {'passed' if v['success'] else 'FAILED'}")
     if detail is not None:
@@ -310,3 +308,32 @@ def _translation(version) -> str:
         f" (language {version.get('language')}: {sampling.get('translation_file')} "
         f"sha256 {sampling['translation_sha256']})"
     )
+
+
+def _row_spans(rows: list[int]) -> str:
+    """``[3]`` → "row 3"; ``[248, …, 255, 260]`` → "rows 248–255, 260"."""
+    spans: list[list[int]] = []
+    for r in rows:
+        if spans and r == spans[-1][1] + 1:
+            spans[-1][1] = r
+        else:
+            spans.append([r, r])
+    text = ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in spans)
+    return f"row {text}" if len(rows) == 1 else f"rows {text}"
+
+
+def _print_exclusions(exclusions: list[dict]) -> None:
+    """The excluded rows, one line per benchmark and reason (rows as ranges), within the
+    output width: a template of 8 defective rows is one line, not 8 of 120 characters."""
+    from itertools import groupby
+
+    from monitor.cli.output import output_width
+    from monitor.cli.output_drift import wrap
+
+    out.print(f"excluded rows: {len(exclusions)}")
+    width = output_width()
+    key = lambda e: (e["benchmark"], e["reason"], e["detail"])  # noqa: E731
+    for (bench, reason, detail), group in groupby(exclusions, key=key):
+        rows = _row_spans([e["source_row"] for e in group])
+        for line in wrap(f"  {bench} {rows}: {reason} ({detail})", width, "    "):
+            out.print(line, markup=False)
