@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from _report_store import ReportStore, report_store_fixture  # noqa: F401  (session fixture)
 
 from monitor.benchmarks.items import Item, make_item_id
 from monitor.records import RunRecord, ScoreRow
@@ -285,11 +287,13 @@ def test_a_bad_format_is_one_line(fewer_axes: Path) -> None:
 
 
 @pytest.mark.slow
-def test_smollm2_one_axis_against_its_two_axis_run(monitor_env: Path) -> None:
-    """The real thing: SmolLM2 scores caste and religion (with caste's neutral control),
-    then caste only; drift compares what both scored, reads the control beside caste and
-    says religion was not scored, at 80 columns. (Two axes against one show the rule as
-    four against two did, at half the scoring time.)"""
+def test_smollm2_one_axis_against_its_two_axis_run(
+    monitor_env: Path, report_store: ReportStore
+) -> None:
+    """The real thing: SmolLM2 scored caste and religion (with caste's neutral control; the
+    session's report store holds that run, ``--no-panel``), then caste only; drift compares
+    what both scored, reads the control beside caste and says religion was not scored, at
+    80 columns. (Two axes against one show the rule as four against two did.)"""
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
 
     def run(*benchmarks: str) -> str:
@@ -306,9 +310,10 @@ def test_smollm2_one_axis_against_its_two_axis_run(monitor_env: Path) -> None:
         [row] = json.loads(proc.stdout)
         return row["run_id"]
 
-    old = run("bhed-caste", "bhed-religion")
-    new = run("bhed-caste")
     db = monitor_env / "monitor.duckdb"
+    shutil.copy(report_store.env["MONITOR_DB"], db)
+    old = report_store.smol_runs[1]  # run -b bhed-caste -b bhed-religion --no-panel
+    new = run("bhed-caste")
     pair = ("--run", new, "--baseline", old)
     proc = cli(db, *pair, "--fail-on", "any", columns=80)
     assert proc.returncode == 0, proc.stdout + proc.stderr
