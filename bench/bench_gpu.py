@@ -48,6 +48,10 @@ Measured on an H200, 2026-11-26 (docs/performance.md has the whole row): at 128 
 up to 8,192 nodes per pass, 2.08x lm-eval at batch 128 (1.81x on a noisier machine), 41%
 of the measured bf16 peak on the positions the task needs; BharatBBQ mini 2.75x; at the
 CPU's 32 rows of 512 nodes, 0.90x (launch-bound), which is why a GPU gets larger passes.
+2026-11-27, same card: with the tree mask built on the device, one non-blocking copy per
+pass and values read after the next pass is launched, 2.38x (2.22x before, same machine);
+``--chunk 1024`` (calls of eight passes, which overlap) 2.68x against 2.28x in one run,
+which is why a GPU's calls now hold 1,024 requests (``pass_sizes``).
 """
 
 from __future__ import annotations
@@ -238,18 +242,20 @@ def run(args) -> int:
     )
     peak = bf16_peak(device, 8192 if device.startswith("cuda") else 512)
     print(f"matmul peak ({dtype}, square): {peak:.1f} TFLOP/s", flush=True)
+    from monitor.backends.hf_causal import pass_sizes
+    from monitor.scoring.score import requests_per_call
+
     for config in args.configs:
         if config == "auto":  # what the loader gives a model on this device
-            from monitor.backends.hf_causal import pass_sizes
-
-            batch, tokens = pass_sizes(device, len(tok), dtype.itemsize)
+            batch, tokens, calls = pass_sizes(device, len(tok), dtype.itemsize)
         else:
             b, _, t = config.partition(":")
-            batch, tokens = int(b), int(t) if t else None
-        bench = Setting(args, model, tok, batch, tokens)
+            batch, tokens, calls = int(b), int(t) if t else None, None
+        bench = Setting(args, model, tok, batch, tokens, calls)
         print(
             f"\n== batch {bench.batch} (monitor and lm-eval), monitor tree passes of up to "
-            f"{bench.mon.scoring_options()['max_batch_tokens']} positions ==",
+            f"{bench.mon.scoring_options()['max_batch_tokens']} positions, calls of "
+            f"{requests_per_call(bench.mon)} requests ==",
             flush=True,
         )
         bench.cll_round(items, peak, flop_per_position)
@@ -263,7 +269,7 @@ def run(args) -> int:
 class Setting:
     """Both sides at one batch size (and the monitor at one tree-pass size)."""
 
-    def __init__(self, args, model, tok, batch: int, tokens: int | None) -> None:
+    def __init__(self, args, model, tok, batch: int, tokens: int | None, calls: int | None) -> None:
         from lm_eval.models.huggingface import HFLM
 
         from monitor.backends.hf_causal import HFCausalLM
@@ -271,8 +277,10 @@ class Setting:
         self.args, self.batch, self.device = args, batch, args.device
         dt = str(next(model.parameters()).dtype).removeprefix("torch.")
         common = dict(name="random", device=self.device, dtype=dt, batch_size=batch)
-        self.mon = HFCausalLM(model, tok, max_batch_tokens=tokens, **common)
-        self.pad = HFCausalLM(model, tok, prefix_sharing=False, **common)
+        # Requests per score_items call as the loader sets them (``auto``), on both paths.
+        calls_ = dict(requests_per_call=calls)
+        self.mon = HFCausalLM(model, tok, max_batch_tokens=tokens, **calls_, **common)
+        self.pad = HFCausalLM(model, tok, prefix_sharing=False, **calls_, **common)
         self.lm = HFLM(pretrained=model, tokenizer=tok, batch_size=batch)
         self.tok = tok
 
@@ -345,21 +353,31 @@ class Setting:
         useful["lm-eval"] = sum(counts)
         executed = {"lm-eval": lm_eval_positions(counts, batch)}
 
-        def monitor_run(backend, panel_on=False):
+        def monitor_run(backend, panel_on=False, chunk=None):
             before = backend.stats.padded_tokens
-            out = score_items(backend, items, "cll", batch_size=batch, panel=panel_on)
+            extra = {"chunk_requests": chunk} if chunk else {}
+            out = score_items(backend, items, "cll", batch_size=batch, panel=panel_on, **extra)
             return out, backend.stats.padded_tokens - before
 
-        seconds: dict[str, list[float]] = {k: [] for k in ("monitor", "lm-eval", "padded", "panel")}
+        names = ["monitor", "lm-eval", "padded", "panel"]
+        chunk = self.args.chunk
+        if chunk:  # the monitor with score_items' calls of ``chunk`` requests
+            names.append(f"chunk{chunk}")
+            useful[names[-1]] = useful["monitor"]
+        seconds: dict[str, list[float]] = {k: [] for k in names}
         rows = lm_vals = None
         for r in range(self.args.rounds + 1):  # round 0: untimed warm-up of every contender
             s_m, (rows, executed["monitor"]) = self.timed(lambda: monitor_run(mon_b))
             s_l, lm_vals = self.timed(lambda: lm.loglikelihood_rolling(reqs, disable_tqdm=True))
             s_p, (_, executed["padded"]) = self.timed(lambda: monitor_run(pad_b))
             s_n, (_, executed["panel"]) = self.timed(lambda: monitor_run(mon_b, panel_on=True))
+            times = [s_m, s_l, s_p, s_n]
+            if chunk:
+                s_c, (_, executed[names[-1]]) = self.timed(lambda: monitor_run(mon_b, chunk=chunk))
+                times.append(s_c)
             if r == 0:
                 continue
-            for k, v in zip(seconds, (s_m, s_l, s_p, s_n), strict=True):
+            for k, v in zip(seconds, times, strict=True):
                 seconds[k].append(v)
             print(
                 f"round {r}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in seconds.items()),
@@ -483,6 +501,12 @@ def main() -> int:
         "'auto': the loader's sizes for the device (monitor.backends.hf_causal.pass_sizes)",
     )
     r.add_argument("--profile", action="store_true", help="profile one run of each side")
+    r.add_argument(
+        "--chunk",
+        type=int,
+        default=None,
+        help="add a contender: the monitor with score_items' backend calls of CHUNK requests",
+    )
     r.add_argument("--limit", type=int, default=None, help="items (all by default)")
     args = parser.parse_args()
     if args.cmd == "export":

@@ -96,7 +96,7 @@ def test_the_models_own_head_runs_at_the_kept_positions() -> None:
     seqs, tails = option_like(backend)
     # The tree path itself (Granite is not on the prefix-sharing allow-list, so
     # token_logprobs would pad): the narrowest seam that runs the kept-positions head.
-    got = backend._forward_tree(seqs, tails)
+    got = backend._forward_tree(seqs, tails)()  # launch, then read
     s = backend.stats
     assert 0 < s.logit_rows < s.tokens_computed / 2  # the head ran at the read rows only
     scaled_apart = 0.0

@@ -205,11 +205,11 @@ def test_scoring_options_record_the_choice() -> None:
 def test_pass_sizes_keep_the_cpu_defaults_and_bound_a_gpu_pass_by_its_logits() -> None:
     """A CPU keeps 16 rows and the 512-node tree; a GPU gets 128 rows and the largest
     node budget (a power of two, 512 to 8,192) whose logits fit in 1 GiB."""
-    assert pass_sizes("cpu", 49_152, 4) == (16, None)
-    assert pass_sizes("cuda", 49_152, 2) == (128, 8192)  # SmolLM2's vocabulary, bf16
-    assert pass_sizes("cuda:1", 49_152, 4) == (128, 4096)  # float32: twice the bytes
-    assert pass_sizes("cuda", 256_000, 2) == (128, 2048)  # Gemma's vocabulary
-    assert pass_sizes("cuda", 4_000_000, 2) == (128, 512)  # never below the CPU's
+    assert pass_sizes("cpu", 49_152, 4) == (16, None, None)
+    assert pass_sizes("cuda", 49_152, 2) == (128, 8192, 1024)  # SmolLM2's vocabulary, bf16
+    assert pass_sizes("cuda:1", 49_152, 4) == (128, 4096, 1024)  # float32: twice the bytes
+    assert pass_sizes("cuda", 256_000, 2) == (128, 2048, 1024)  # Gemma's vocabulary
+    assert pass_sizes("cuda", 4_000_000, 2) == (128, 512, 1024)  # never below the CPU's
 
 
 def test_a_float32_core_is_what_set_the_paths_apart() -> None:
@@ -237,7 +237,7 @@ def test_load_backend_shares_prefixes_with_the_padded_paths_bits(session_cache, 
     off = HFCausalLM(on.model, on.tokenizer, name=on.name, prefix_sharing=False)
     assert on.scoring_options()["prefix_sharing"] is True  # the default
     # On a CPU the loader keeps the CPU's pass sizes (pass_sizes).
-    assert (on.batch_size, on.max_batch_tokens) == (16, None)
+    assert (on.batch_size, on.max_batch_tokens, on.requests_per_call) == (16, None, None)
     assert off.scoring_options()["prefix_sharing"] is False
     load = load_backend(
         snapshot, device="cpu", dtype="float32", cache_dir=session_cache, prefix_sharing=False

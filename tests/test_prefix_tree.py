@@ -68,6 +68,31 @@ def test_ancestor_mask_is_causal_attention_within_each_sequence() -> None:
     np.testing.assert_array_equal(tree.ancestor_mask(fed), mask[np.ix_(fed, fed)])
 
 
+def _ancestors(tree: PrefixTree, node: int) -> set[int]:
+    out = {node}
+    while tree.parent[node] >= 0:
+        node = int(tree.parent[node])
+        out.add(node)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_subtree_ends_give_the_ancestor_sets_of_a_random_tree(seed: int) -> None:
+    # Deep branching trees with several roots: the ranges ``j <= i < ends[j]`` the
+    # device builds the mask from must be exactly each fed node's ancestors and itself.
+    rng = np.random.default_rng(seed)
+    seqs = [tuple(rng.integers(0, 3, size=rng.integers(1, 12))) for _ in range(60)]
+    tree = PrefixTree.of(seqs)
+    fed = tree.fed_nodes()
+    ends = tree.subtree_ends(fed)
+    for i, node in enumerate(fed):
+        got = {int(fed[j]) for j in range(len(fed)) if j <= i < ends[j]}
+        assert got == _ancestors(tree, int(node))
+    mask = tree.ancestor_mask(fed)
+    for i, node in enumerate(fed):
+        assert set(fed[mask[i]].tolist()) == _ancestors(tree, int(node))
+
+
 def test_sequence_values_read_each_path_after_its_first_node() -> None:
     tree = PrefixTree.of(SEQS)
     values = np.arange(len(tree), dtype=np.float64) / 10

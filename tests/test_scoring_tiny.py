@@ -19,6 +19,7 @@ from monitor.errors import UserInputError
 from monitor.kinds import get_kind
 from monitor.metrics.registry import metric_info
 from monitor.scoring import ScoringStats, score_items
+from monitor.scoring.score import scoring_provenance
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -239,6 +240,22 @@ def test_identical_requests_are_computed_once() -> None:
     assert stats.requests_sent == stats.requests_planned - 3
     assert backend.stats.sequences_computed == stats.requests_sent
     assert stats.backend_calls == 2  # 15 unique requests in chunks of 8
+
+
+def test_a_backend_that_sets_requests_per_call_gets_calls_of_that_size() -> None:
+    """A GPU's loader sets ``requests_per_call`` (several passes per call, which the
+    backend overlaps); ``score_items`` and the run's provenance follow it."""
+    backend = tiny_causal(None, seed=2)
+    default = ScoringStats()
+    want = score_items(backend, ITEMS, "cll", stats=default, panel=False)
+    assert default.backend_calls == 1  # 15 unique requests fit the default 128
+    backend.requests_per_call = 4
+    stats = ScoringStats()
+    got = score_items(backend, ITEMS, "cll", stats=stats, panel=False)
+    assert stats.backend_calls == 4  # 15 unique requests in calls of 4
+    assert scoring_provenance(backend)["chunk_requests"] == 4
+    for a, b in zip(want, got, strict=True):
+        assert a.delta == pytest.approx(b.delta, abs=1e-4)
 
 
 def _same_bits(a, b) -> bool:

@@ -50,6 +50,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -59,6 +60,8 @@ from monitor.backends.prefix_tree import PrefixTree, tree_batches
 from monitor.backends.wide_attention import WIDE_SDPA, widen_attention
 
 Progress = Callable[[int], None]
+# Reads a launched forward pass's log-probs, per sequence (waiting for the device).
+Finish = Callable[[], list[np.ndarray]]
 
 DEFAULT_BATCH_SIZE = 16
 
@@ -69,8 +72,11 @@ PREFIX_SHARING_MODEL_TYPES = frozenset({"llama", "mistral", "gemma3_text", "gpt2
 # Attention implementations that add a float mask to the scores (flash-attention kernels
 # take no arbitrary mask).
 PREFIX_SHARING_ATTENTION = frozenset({"sdpa", "eager", WIDE_SDPA})
-# Rows of logits normalised at a time (see ``log_normalisers``).
+# Rows of logits normalised at a time (see ``log_normalisers``): small blocks on a CPU,
+# whose caches they fit; on a GPU a block is a kernel launch, so a pass's rows go in
+# few (a 49k vocabulary's 2,048 rows in fp32 are a 400 MB temporary).
 NORMALISER_ROWS = 32
+GPU_NORMALISER_ROWS = 2048
 # Tree nodes per forward pass when no ``max_batch_tokens`` is set. One row attends over
 # all its nodes (masked or not), so attention grows with the square of the row: 7% of a
 # pass at 264 nodes (16 Indian-BhED sentences), 13% at 512 on SmolLM2. Long sequences
@@ -79,26 +85,44 @@ TREE_MAX_TOKENS = 512
 # On a GPU, passes that size leave the device idle: with a 7B-shaped bf16 model on an
 # H200 (bench/bench_gpu.py, 2026-11-26), passes of at most 32 rows and 512 nodes kept it
 # 40% busy (kernel launches are the bottleneck) and ran at 0.90x lm-evaluation-harness
-# at the same batch size; 128 rows of up to 8,192 nodes kept it 97% busy, at 2.08x
-# (lm-eval at batch 128) and 41% of the card's bf16 matmul peak on the positions the
-# task needs. A pass's logits (nodes x vocabulary, model dtype) are held at once, so the
+# at the same batch size; 128 rows of up to 8,192 nodes ran at 2.08x (lm-eval at batch
+# 128) and 41% of the card's bf16 matmul peak on the positions the task needs. 256 rows
+# gained nothing on cll (a call of 128 requests is one pass either way) and 12% on
+# choice questions, for 10 GiB more at peak (2026-11-27), so 128 stays. A pass's logits (nodes x vocabulary, model dtype) are held at once, so the
 # node budget halves from 8,192 until they fit in GPU_LOGIT_BYTES.
 GPU_BATCH_SIZE = 128
 GPU_TREE_MAX_TOKENS = 8192
 GPU_LOGIT_BYTES = 2**30
+# Passes per call of ``token_logprobs`` that a GPU is given (``score_items`` cuts its
+# requests into calls of ``PassSizes.requests_per_call``): within a call the host builds
+# pass k+1 while the device computes pass k (``HFCausalLM._logprobs``); one pass per call
+# left an H200 idle between calls. Calls of 1,024 requests instead of 128 took the cll
+# round of bench/bench_gpu.py from 0.67 s to 0.57 s (2.28x to 2.68x lm-eval, same run,
+# interleaved; 2026-11-27).
+GPU_PASSES_PER_CALL = 8
 
 
-def pass_sizes(device: str, vocab_size: int, element_bytes: int) -> tuple[int, int | None]:
-    """(rows, nodes) per forward pass for a model on ``device``: the CPU defaults, or on
-    a GPU 128 rows and as many nodes (up to 8,192) as keep one pass's logits within
-    ``GPU_LOGIT_BYTES`` (8,192 for a 49k vocabulary in bf16, 2,048 for 256k)."""
+class PassSizes(NamedTuple):
+    """How a model on one device is fed: ``rows`` sequences and at most ``nodes`` prefix-
+    tree nodes per forward pass (None: ``TREE_MAX_TOKENS``), and ``requests_per_call``
+    requests per backend call (None: ``score_items``' default)."""
+
+    rows: int
+    nodes: int | None
+    requests_per_call: int | None
+
+
+def pass_sizes(device: str, vocab_size: int, element_bytes: int) -> PassSizes:
+    """How a model on ``device`` is fed: the CPU defaults, or on a GPU 128 rows, as many
+    nodes (up to 8,192) as keep one pass's logits within ``GPU_LOGIT_BYTES`` (8,192 for a
+    49k vocabulary in bf16, 2,048 for 256k), and calls of ``GPU_PASSES_PER_CALL`` passes."""
     if not device.startswith("cuda"):
-        return DEFAULT_BATCH_SIZE, None
+        return PassSizes(DEFAULT_BATCH_SIZE, None, None)
     fit = GPU_LOGIT_BYTES // max(1, vocab_size * element_bytes)
     nodes = TREE_MAX_TOKENS
     while nodes * 2 <= min(fit, GPU_TREE_MAX_TOKENS):
         nodes *= 2
-    return GPU_BATCH_SIZE, nodes
+    return PassSizes(GPU_BATCH_SIZE, nodes, GPU_PASSES_PER_CALL * GPU_BATCH_SIZE)
 
 
 @dataclass
@@ -159,6 +183,9 @@ class HFCausalLM:
         dtype: str = "float32",
         batch_size: int = DEFAULT_BATCH_SIZE,
         max_batch_tokens: int | None = None,
+        # Requests per call that ``score_items`` gives this backend (None: its default);
+        # the loader sets it from ``pass_sizes``.
+        requests_per_call: int | None = None,
         # On where the architecture takes a tree mask: with the float64 attention core
         # (float32 models) the tree path gives the padded path's values, mostly to the
         # bit and otherwise within 4.8e-5 nats on SmolLM2 (module docstring).
@@ -178,6 +205,7 @@ class HFCausalLM:
         self.dtype = dtype
         self.batch_size = batch_size
         self.max_batch_tokens = max_batch_tokens
+        self.requests_per_call = requests_per_call
         self.stats = BackendStats()
         pad = tokenizer.pad_token_id
         if pad is None:
@@ -289,18 +317,30 @@ class HFCausalLM:
         else:
             lengths = [len(unique[u]) for u in todo]
             batches = length_sorted_batches(lengths, size, self.max_batch_tokens)
-        for batch in batches:
-            members = [todo[b] for b in batch]
-            seqs = [unique[u] for u in members]
-            if self._tree_fits(seqs):
-                values = self._forward_tree(seqs, [int(wanted[u]) for u in members])
-            else:
-                full = self._forward(seqs)
-                values = [v[len(v) - wanted[u] :] for u, v in zip(members, full, strict=True)]
-            for u, v in zip(members, values, strict=True):
+
+        def collect(members: list[int], finish: Finish) -> None:
+            for u, v in zip(members, finish(), strict=True):
                 results[u] = v
             if progress is not None:
                 progress(int(req.copies[members].sum()))
+
+        # A pass's values are read (a device sync) only once the next pass is launched:
+        # a GPU computes pass k while the host builds pass k+1's tree. A CPU computes
+        # each pass as it is launched, so there the order changes nothing.
+        in_flight: tuple[list[int], Finish] | None = None
+        for batch in batches:
+            members = [todo[b] for b in batch]
+            seqs = [unique[u] for u in members]
+            want = [int(wanted[u]) for u in members]
+            if self._tree_fits(seqs):
+                finish = self._forward_tree(seqs, want)
+            else:
+                finish = _last_values(self._forward(seqs), want)
+            if in_flight is not None:
+                collect(*in_flight)
+            in_flight = (members, finish)
+        if in_flight is not None:
+            collect(*in_flight)
         answers = req.answers()
         if tails is None:
             return answers
@@ -314,13 +354,15 @@ class HFCausalLM:
     @torch.inference_mode()
     def _forward_tree(
         self, batch: list[tuple[int, ...]], tails: Sequence[int] | None = None
-    ) -> list[np.ndarray]:
-        """One forward pass over the batch's prefix tree; returns each sequence's last
-        ``tails[i]`` log-probs (all n-1 without ``tails``).
+    ) -> Finish:
+        """Launch one forward pass over the batch's prefix tree; the ``Finish`` it returns
+        reads each sequence's last ``tails[i]`` log-probs (all n-1 without ``tails``).
 
         The LM head runs only at the fed nodes some asked-for log-prob is read from (a
         node's value is read from its parent's row): with every log-prob asked for that
-        is every fed node, and the full head runs as before.
+        is every fed node, and the full head runs as before. The tree mask is built on
+        the model's device from one ``[n]`` vector (``PrefixTree.subtree_ends``): the
+        same mask as ``ancestor_mask``, without an ``n x n`` host tensor to fill and copy.
         """
         tree = PrefixTree.of(batch)
         fed = tree.fed_nodes()
@@ -330,38 +372,50 @@ class HFCausalLM:
         row = np.searchsorted(fed, tree.parent[child])  # a fed index per asked-for value
         kept = np.unique(row)
         keep_some = self.head_at_read_positions and len(kept) < len(fed)
+        if keep_some:
+            row = np.searchsorted(kept, row)  # the kept rows come back in ``kept``'s order
         dtype = next(self.model.parameters()).dtype
-        blocked = torch.from_numpy(~tree.ancestor_mask(fed))
-        mask = torch.zeros((1, 1, len(fed), len(fed)), dtype=dtype)
-        mask.masked_fill_(blocked, torch.finfo(dtype).min)
-        ids = torch.from_numpy(tree.tokens[fed]).unsqueeze(0)
-        positions = torch.from_numpy(tree.depth[fed]).unsqueeze(0)
-        ids, mask, positions = (t.to(self.device) for t in (ids, mask, positions))
+        ids, positions, ends, kept_t, row_t, target = to_device(
+            [
+                tree.tokens[fed],
+                tree.depth[fed],
+                tree.subtree_ends(fed),
+                kept,
+                row,
+                tree.tokens[child],
+            ],
+            self.device,
+        )
         extra = {}
         if keep_some:
             # A 1-D tensor keeps these positions of every batch row, in this order.
-            extra["logits_to_keep"] = torch.from_numpy(kept).to(self.device)
-            row = np.searchsorted(kept, row)  # the kept rows come back in ``kept``'s order
+            extra["logits_to_keep"] = kept_t
         logits = self.model(
-            input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False, **extra
+            input_ids=ids.unsqueeze(0),
+            attention_mask=tree_mask(ends, dtype),
+            position_ids=positions.unsqueeze(0),
+            use_cache=False,
+            **extra,
         ).logits[0]
-        row_t = torch.from_numpy(row).to(self.device)
-        target = torch.from_numpy(tree.tokens[child]).to(self.device)
         picked = logits[row_t, target].to(score_dtype(logits)) - log_normalisers(logits)[row_t]
-        node_values = np.full(len(tree), np.nan, dtype=np.float64)
-        node_values[child] = picked.double().cpu().numpy()
         self.stats.forward_passes += 1
         self.stats.sequences_computed += len(batch)
         self.stats.tokens_computed += len(fed)
         self.stats.padded_tokens += len(fed)
         self.stats.logit_rows += logits.shape[0]
-        return [
-            v[len(v) - t :] for v, t in zip(tree.sequence_values(node_values), tails, strict=True)
-        ]
+
+        def finish() -> list[np.ndarray]:
+            node_values = np.full(len(tree), np.nan, dtype=np.float64)
+            node_values[child] = picked.double().cpu().numpy()
+            values = tree.sequence_values(node_values)
+            return [v[len(v) - t :] for v, t in zip(values, tails, strict=True)]
+
+        return finish
 
     @torch.inference_mode()
-    def _forward(self, batch: list[tuple[int, ...]]) -> list[np.ndarray]:
-        """One padded forward pass; returns each row's n-1 log-probs."""
+    def _forward(self, batch: list[tuple[int, ...]]) -> Finish:
+        """Launch one padded forward pass; the ``Finish`` it returns reads each row's n-1
+        log-probs."""
         lengths = [len(s) for s in batch]
         width = max(lengths)
         ids = torch.full((len(batch), width), self._pad_id, dtype=torch.long)
@@ -376,16 +430,47 @@ class HFCausalLM:
         ).logits
         targets = ids[:, 1:].unsqueeze(-1)
         picked = logits[:, :-1].gather(-1, targets).squeeze(-1).to(score_dtype(logits))
-        out = []
-        for r, n in enumerate(lengths):  # real positions only: padding is never normalised
-            values = picked[r, : n - 1] - log_normalisers(logits[r, : n - 1])
-            out.append(values.double().cpu().numpy())
+        # Real positions only: padding is never normalised.
+        rows = [
+            picked[r, : n - 1] - log_normalisers(logits[r, : n - 1]) for r, n in enumerate(lengths)
+        ]
         self.stats.forward_passes += 1
         self.stats.sequences_computed += len(batch)
         self.stats.tokens_computed += sum(lengths)
         self.stats.padded_tokens += len(batch) * width
         self.stats.logit_rows += len(batch) * width
-        return out
+        return lambda: [values.double().cpu().numpy() for values in rows]
+
+
+def _last_values(finish: Finish, wanted: Sequence[int]) -> Finish:
+    """``finish`` reading only each row's last ``wanted[i]`` values."""
+    return lambda: [v[len(v) - w :] for v, w in zip(finish(), wanted, strict=True)]
+
+
+def to_device(arrays: Sequence[np.ndarray], device: str) -> list[torch.Tensor]:
+    """int64 ``arrays`` as tensors on ``device``, in one copy that does not wait.
+
+    Why: a plain ``.to("cuda")`` of a host array waits for the GPU's queue to drain
+    (six such copies a pass kept an H200 idle while the host built the next pass); one
+    copy from pinned memory with ``non_blocking`` is queued behind the running pass.
+    """
+    flat = torch.from_numpy(np.concatenate([np.asarray(a, dtype=np.int64) for a in arrays]))
+    if device.startswith("cuda"):
+        flat = flat.pin_memory().to(device, non_blocking=True)
+    elif device != "cpu":
+        flat = flat.to(device)
+    return list(torch.split(flat, [len(a) for a in arrays]))
+
+
+def tree_mask(ends: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The additive ``[1, 1, n, n]`` attention mask of a prefix tree's fed nodes, built
+    on ``ends``' device: 0 where key ``j`` is query ``i`` or one of its ancestors
+    (``j <= i < ends[j]``, ``PrefixTree.subtree_ends``), the dtype's lowest value
+    elsewhere."""
+    i = torch.arange(len(ends), device=ends.device)
+    allowed = (i[None, :] <= i[:, None]) & (i[:, None] < ends[None, :])
+    mask = torch.zeros((1, 1, len(ends), len(ends)), dtype=dtype, device=ends.device)
+    return mask.masked_fill_(~allowed, torch.finfo(dtype).min)
 
 
 def score_dtype(logits: torch.Tensor) -> torch.dtype:
@@ -405,10 +490,9 @@ def log_normalisers(logits: torch.Tensor) -> torch.Tensor:
     """
     dtype = score_dtype(logits)
     out = torch.empty(logits.shape[0], dtype=dtype, device=logits.device)
-    for i in range(0, logits.shape[0], NORMALISER_ROWS):
-        out[i : i + NORMALISER_ROWS] = torch.logsumexp(
-            logits[i : i + NORMALISER_ROWS].to(dtype), dim=-1
-        )
+    block = NORMALISER_ROWS if logits.device.type == "cpu" else GPU_NORMALISER_ROWS
+    for i in range(0, logits.shape[0], block):
+        out[i : i + block] = torch.logsumexp(logits[i : i + block].to(dtype), dim=-1)
     return out
 
 

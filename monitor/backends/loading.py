@@ -161,10 +161,10 @@ def load_causal_lm(
     loaded = load_model_and_tokenizer(
         snapshot, device=device, dtype=dtype, cache_dir=cache_dir, on_event=on_event
     )
-    # Larger passes on a GPU (``pass_sizes``); both sizes are in the run's scoring options.
+    # Larger passes and calls on a GPU (``pass_sizes``), all in the run's scoring options.
     head = loaded.model.get_output_embeddings()
     vocab = head.weight.shape[0] if head is not None else len(loaded.tokenizer)
-    rows, nodes = pass_sizes(loaded.device, vocab, next(loaded.model.parameters()).element_size())
+    sizes = pass_sizes(loaded.device, vocab, next(loaded.model.parameters()).element_size())
     return HFCausalLM(
         loaded.model,
         loaded.tokenizer,
@@ -172,8 +172,9 @@ def load_causal_lm(
         device=loaded.device,
         dtype=loaded.dtype,
         prefix_sharing=prefix_sharing,
-        batch_size=rows,
-        max_batch_tokens=nodes,
+        batch_size=sizes.rows,
+        max_batch_tokens=sizes.nodes,
+        requests_per_call=sizes.requests_per_call,
     )
 
 

@@ -49,13 +49,21 @@ class ScoringStats:
     backend_calls: int = 0
 
 
-def scoring_provenance(backend, chunk_requests: int = DEFAULT_CHUNK_REQUESTS) -> dict:
+def requests_per_call(backend) -> int:
+    """Unique requests per backend call: the backend's own ``requests_per_call`` where it
+    sets one (a GPU's loader does, so that one call holds several passes to overlap),
+    else ``DEFAULT_CHUNK_REQUESTS``. Part of what fixes the chunks, so it is recorded."""
+    value = getattr(backend, "requests_per_call", None)
+    return value if isinstance(value, int) and value > 0 else DEFAULT_CHUNK_REQUESTS
+
+
+def scoring_provenance(backend, chunk_requests: int | None = None) -> dict:
     """What decides the float operations behind this run's scores beyond model, device and
     dtype, for the run's environment (``environment["scoring"]``): how requests are cut
     into backend calls, and the backend's own choices (prefix sharing, batch size, ...)
     where it has any. Two runs that differ here may differ in the last bits of a score."""
     options = backend.scoring_options() if isinstance(backend, HasScoringOptions) else {}
-    return {"chunk_requests": chunk_requests, **options}
+    return {"chunk_requests": chunk_requests or requests_per_call(backend), **options}
 
 
 def _ask(backend, requests: list[Request], batch_size: int | None) -> list[np.ndarray]:
@@ -91,7 +99,7 @@ def score_items(
     progress: Callable[[int], None] | None = None,
     already_scored: Collection[str] = frozenset(),
     on_batch: Callable[[list[ScoreRow]], None] | None = None,
-    chunk_requests: int = DEFAULT_CHUNK_REQUESTS,
+    chunk_requests: int | None = None,
     stats: ScoringStats | None = None,
     panel: bool = True,
 ) -> list[ScoreRow]:
@@ -103,6 +111,7 @@ def score_items(
     (``monitor.scoring.panel``); ``panel=False`` scores the metric alone.
     """
     planner = make_panel_planner(metric, backend) if panel else make_planner(metric, backend)
+    chunk_requests = chunk_requests or requests_per_call(backend)
     stats = stats if stats is not None else ScoringStats()
     done: dict[str, ScoreRow] = {}
     for group in _by_benchmark(items):
