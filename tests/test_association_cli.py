@@ -195,6 +195,8 @@ def test_static_vectors_give_the_hand_computed_effect_size_and_show_in_drift_and
     lines = text.splitlines()
     assert max(map(len, lines)) <= 80 and "…" not in text, text
     assert third["run_id"] in text and again["run_id"] in text
+    # d is not a rate: the headline names no points when no pair axis was compared.
+    assert "flagged of 1 paired tests" in text and "percentage points" not in text, text
     [line] = [x for x in lines if x.startswith("toy-weat/toy1: d ")]
     assert f"Δd {c['delta']:+.3f}" in line and c["verdict"] in " ".join(text.split())
     same = json.loads(
@@ -227,6 +229,9 @@ def test_static_vectors_give_the_hand_computed_effect_size_and_show_in_drift_and
     data = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
     assert {a["test"] for a in data["associations"]} == {"toy1"}
     assert data["effect_comparisons"][0]["test"] == "toy1" and data["comparisons"]
+    # The meta line counts every comparison, the association test's too (it left it out).
+    n = len(data["effect_comparisons"]) + len(data["comparisons"])
+    assert f" · {n} comparisons: " in md, md[:600]
     assert {t["measure"] for t in data["effect_trends"]} == {"effect_size"}
     html = (report_dir / "report.html").read_text(encoding="utf-8")
     assert "forest" in html and "<script" not in html and "kiv" not in html

@@ -142,6 +142,8 @@ def test_terminal_lines_at_80_columns(stored):
     text = " ".join(x.strip() for x in lines)
     assert "caste bias_ambig: s_AMB" in text and "regression" in text
     assert "now picks the stereotyped group 4.9 points more often" in text
+    # No pair axis here: the units are the family heading's ("values and Δ in points").
+    assert "MDE in percentage points" not in text and "values and Δ in points" in text
 
 
 def test_report_has_the_family_section_answer_first(stored, tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from _report_store import ReportStore, _cli, report_store_fixture  # noqa: F401  (session fixture)
 from test_store_support import BENCHMARK, VERSION, make_items, make_measures, make_run, make_score
 from typer.testing import CliRunner
 
@@ -39,3 +40,23 @@ def test_excluded_rows_are_grouped_into_ranges_within_80_columns(tmp_path: Path)
         "    the same text once outer spaces are removed)",
         f"  {BENCHMARK} row 13: duplicate (same pair as row 2)",
     ]
+
+
+def test_provenance_lines_fit_80_columns_and_name_versions_not_dicts(
+    report_store: ReportStore,
+) -> None:
+    """``show``'s provenance block on the session's real runs (an imported study run and
+    a SmolLM2 run): the package list and each dataset version wrap under the value's
+    column instead of running to 110 columns, and an imported run's dataset versions read
+    as the benchmark versions it matched, not as a Python dict."""
+    env = {**report_store.env, "COLUMNS": "80"}
+    for run in ("import-gpt-4o-caste-study-20240416", report_store.smol_runs[0]):
+        text = _cli(env, "show", run)
+        lines = text.splitlines()
+        block = lines[: next(i for i, x in enumerate(lines) if x.startswith("per-axis"))]
+        assert max(map(len, block)) <= 80, [x for x in block if len(x) > 80]
+        assert "{'" not in text and "dataset            bhed-caste:" in text, text[:2000]
+        if run.startswith("import-"):
+            assert "bhed-caste@" in text and "packages           —" in text
+        else:
+            assert "packages           " in text and "torch " in text

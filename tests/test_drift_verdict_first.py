@@ -149,6 +149,7 @@ def test_a_moving_control_is_no_flag_and_reads_beside_its_axis(control_moved: Pa
     assert "caste 39.0% with its control at 6.0%, was 41.0% with 25.0%" in text
     assert "caste-control" not in text  # never a line (or a verdict) of its own
     assert "improvement" not in text and "0 flagged of 1 paired tests" in text
+    assert "Δ and MDE in percentage points" in " ".join(text.split())  # a pair axis: rates
 
     data = json.loads(cli(control_moved, *PR, "--format", "json").stdout)
     [caste] = data["comparisons"]  # the control is no comparison

@@ -88,8 +88,9 @@ TREE_MAX_TOKENS = 512
 # at the same batch size; 128 rows of up to 8,192 nodes ran at 2.08x (lm-eval at batch
 # 128) and 41% of the card's bf16 matmul peak on the positions the task needs. 256 rows
 # gained nothing on cll (a call of 128 requests is one pass either way) and 12% on
-# choice questions, for 10 GiB more at peak (2026-11-27), so 128 stays. A pass's logits (nodes x vocabulary, model dtype) are held at once, so the
-# node budget halves from 8,192 until they fit in GPU_LOGIT_BYTES.
+# choice questions, for 10 GiB more at peak (2026-11-27), so 128 stays. A pass's logits
+# (nodes x vocabulary, model dtype) are held at once, so the node budget halves from
+# 8,192 until they fit in GPU_LOGIT_BYTES.
 GPU_BATCH_SIZE = 128
 GPU_TREE_MAX_TOKENS = 8192
 GPU_LOGIT_BYTES = 2**30

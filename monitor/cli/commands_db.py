@@ -160,12 +160,12 @@ def show(
         "n_excluded",
         "notes",
     ):
-        out.print(f"  {key:18} {run.get(key)}")
+        _provenance_line(key, run.get(key))
     env = run.get("environment") or {}
     pk = env.get("packages", {})
-    out.print("  packages           " + ", ".join(f"{k} {v}" for k, v in sorted(pk.items())))
+    _provenance_line("packages", ", ".join(f"{k} {v}" for k, v in sorted(pk.items())) or "—")
     for b, v in (run.get("dataset_versions") or {}).items():
-        out.print(f"  dataset            {b}: {v.get('label', v)}{_translation(v)}")
+        _provenance_line("dataset", f"{b}: {_version_label(v)}{_translation(v)}")
     from monitor.metrics.registry import METRICS
 
     spec = METRICS.get(run["metric"])
@@ -297,6 +297,34 @@ def rebuild_cmd(
         print_json({**report.to_json(), "db": str(target)})
     else:
         out.print(f"rebuilt {target} from {history}: {report.summary()}")
+
+
+def _provenance_line(key: str, value: object) -> None:
+    """``  key  value``, wrapped to the output's width under the value's column (a
+    package list or a dataset's version ran to 110 columns in an 80-column log). A value
+    longer than a line (a file pin with its sha256) is folded, never cut."""
+    import textwrap
+
+    from monitor.cli.output import output_width
+
+    width = max(output_width(), 40)
+    for line in textwrap.wrap(
+        f"  {key:18} {value}", width, subsequent_indent=" " * 21, break_on_hyphens=False
+    ) or [f"  {key}"]:
+        out.print(line)
+
+
+def _version_label(version) -> str:
+    """A benchmark file's version as a run records it: its label, or (an imported run)
+    the benchmark versions it was matched to, never a raw dict."""
+    if not isinstance(version, dict):
+        return str(version)
+    if "label" in version:
+        return str(version["label"])
+    matched = version.get("benchmark_version")
+    if isinstance(matched, list | tuple):
+        return ", ".join(map(str, matched))
+    return ", ".join(f"{k} {v}" for k, v in version.items())
 
 
 def _translation(version) -> str:

@@ -340,9 +340,12 @@ def _drift_lines(result, show_flips: bool, snapshot_of: dict[str, str]) -> None:
             err.print(f"{p.snapshot_id}: run {p.new_run_id} has no baseline ({p.reason})")
     tested = sum(1 for c in result.comparisons if c.p_value is not None)
     flagged = sum(1 for c in result.comparisons if c.verdict.flagged)
+    # Pair axes are rates; the families and association tests name their units in their
+    # own headings (d is not in points).
+    units = "; Δ and MDE in percentage points" if result.axes else ""
     lines = wrap(
         f"drift: {flagged} flagged of {tested} paired tests (BH at {result.alpha:g}; "
-        f"{level} intervals; Δ and MDE in percentage points)",
+        f"{level} intervals{units})",
         width,
     )
     used: set[str] = set()

@@ -13,10 +13,13 @@ legend line), never a model's or a run's name. The full table stays available as
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from monitor.fmt import pct
+
+C = TypeVar("C", bound=Any)  # a comparison with new_run_id and baseline_run_id
 
 MIN_LABEL = 6  # an axis label is never abbreviated below this many characters
 
@@ -146,6 +149,23 @@ def _named(role: str, snapshot: str, run_id: str, width: int, note: str = "") ->
     if len(one) <= width:
         return [one]
     return [head, *wrap(f"{' ' * 10}run {run_id}{note}", width, " " * 10)]
+
+
+def by_pair(comparisons: Iterable[C]) -> dict[tuple[str, str], list[C]]:
+    """Comparisons grouped by their (new run, baseline run), in first-seen order."""
+    pairs: dict[tuple[str, str], list[C]] = {}
+    for c in comparisons:
+        pairs.setdefault((c.new_run_id, c.baseline_run_id), []).append(c)
+    return pairs
+
+
+def pair_heading(
+    new: str, base: str, snapshot_of: Mapping[str, str], what: str, width: int
+) -> list[str]:
+    """A blank line, then the compared runs named once with what the lines under them
+    measure: the heading of a family's or the association tests' block."""
+    head = f"{snapshot_of.get(new, new)} {new} vs {snapshot_of.get(base, base)} {base} ({what})"
+    return ["", *wrap(head, width, "  ")]
 
 
 def pair_block(

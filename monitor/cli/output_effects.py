@@ -141,18 +141,12 @@ def effect_lines(
     log): per compared pair the two runs named once, then one line per test (d old → new,
     Δd with its interval, BH-adjusted p, verdict) and the verdict's reason under it. The
     table of ``--format table-wide`` cut run ids and tests to "20261…" at 80 columns."""
-    from monitor.cli.output_drift import wrap
+    from monitor.cli.output_drift import by_pair, pair_heading, wrap
 
-    pairs: dict[tuple[str, str], list[Any]] = {}
-    for c in comparisons:
-        pairs.setdefault((c.new_run_id, c.baseline_run_id), []).append(c)
+    what = f"association tests: effect size d, paired bootstrap; {level} intervals"
     lines: list[str] = []
-    for (new, base), mine in pairs.items():
-        head = (
-            f"{snapshot_of.get(new, new)} {new} vs {snapshot_of.get(base, base)} {base} "
-            f"(association tests: effect size d, paired bootstrap; {level} intervals)"
-        )
-        lines += ["", *wrap(head, width, "  ")]
+    for (new, base), mine in by_pair(comparisons).items():
+        lines += pair_heading(new, base, snapshot_of, what, width)
         for c in mine:
             ci = "" if c.ci_low is None else f" [{num(c.ci_low, 2)}, {num(c.ci_high, 2)}]"
             line = (

@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from monitor.cli.output_drift import pp, wrap
+from monitor.cli.output_drift import by_pair, pair_heading, pp, wrap
 from monitor.records import FamilyComparison
 
 
@@ -44,15 +44,11 @@ def family_lines(
     """Every pair's comparisons: the pair named once, then a line per measure and its
     change in words."""
     lines: list[str] = []
-    pairs: dict[tuple[str, str], list[FamilyComparison]] = {}
-    for c in comparisons:
-        pairs.setdefault((c.new_run_id, c.baseline_run_id), []).append(c)
-    for (new, base), mine in pairs.items():
+    for (new, base), mine in by_pair(comparisons).items():
         first = mine[0]
         unit = "values and Δ in points" if first.unit == "points" else "raw values"
-        head = f"{snapshot_of.get(new, new)} {new} vs {snapshot_of.get(base, base)} {base} "
-        head += f"({first.family}; {unit}; {100 * first.confidence:g}% intervals)"
-        lines += ["", *wrap(head, width, "  ")]
+        what = f"{first.family}; {unit}; {100 * first.confidence:g}% intervals"
+        lines += pair_heading(new, base, snapshot_of, what, width)
         if first.contrast:  # the runs differ by design (e.g. languages): said first
             lines += wrap(f"  {first.contrast}", width, "    ")
         for c in mine:

@@ -14,6 +14,7 @@ Everything is read through the ``StoreView`` (typed runs, no SQL here).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -25,9 +26,11 @@ from monitor.store.view import StoreView
 Track = tuple[str, str]  # (snapshot id, result family)
 
 
+@functools.cache
 def family_of(metric: str) -> str:
     """The result family of ``metric``; a metric this version does not know (a run
-    written by a newer version) is a track of its own rather than an error."""
+    written by a newer version) is a track of its own rather than an error. Cached: drift
+    asks it for every run of a snapshot's history."""
     try:
         return get_metric(metric).family.name
     except UserInputError:

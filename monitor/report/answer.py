@@ -87,8 +87,9 @@ def verdict_comparisons(report: ReportInput) -> list[Comparison]:
 
 
 def verdict_counts(report: ReportInput) -> dict[str, int]:
-    """Verdicts by kind, controls never counted."""
-    comps = verdict_comparisons(report)
+    """Verdicts by kind over every kind of comparison (pair axes, association tests,
+    the families), controls never counted."""
+    comps = [*verdict_comparisons(report), *report.effect_comparisons]
     family = report.family_comparisons
     return {
         v: sum(c.verdict == v for c in comps) + sum(c.verdict.label == v for c in family)

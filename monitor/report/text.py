@@ -7,10 +7,12 @@ from monitor.report.model import ReportInput
 
 
 def summary_line(report: ReportInput) -> str:
-    """Counts of verdicts; a neutral control is not a comparison of its own here."""
+    """Counts of verdicts over every kind of comparison; a neutral control is not a
+    comparison of its own here."""
     n = verdict_counts(report)
+    total = sum(n.values())
     return (
-        f"{len(verdict_comparisons(report)) + len(report.family_comparisons)} comparisons: "
+        f"{total} comparisons: "
         f"{n['regression']} regression{'s' * (n['regression'] != 1)}, "
         f"{n['improvement']} improvement{'s' * (n['improvement'] != 1)}, "
         f"{n['no significant change']} no significant change, "
