@@ -73,10 +73,10 @@ PREFIX_SHARING_MODEL_TYPES = frozenset({"llama", "mistral", "gemma3_text", "gpt2
 # take no arbitrary mask).
 PREFIX_SHARING_ATTENTION = frozenset({"sdpa", "eager", WIDE_SDPA})
 # Rows of logits normalised at a time (see ``log_normalisers``): small blocks on a CPU,
-# whose caches they fit; on a GPU a block is a kernel launch, so a pass's rows go in
-# few (a 49k vocabulary's 2,048 rows in fp32 are a 400 MB temporary).
+# whose caches they fit; on a GPU a block is a kernel launch, so a block there holds as
+# many rows as keep its fp32 temporary within GPU_LOGIT_BYTES (5,461 rows of a 49k
+# vocabulary, 1,048 of 256k).
 NORMALISER_ROWS = 32
-GPU_NORMALISER_ROWS = 2048
 # Tree nodes per forward pass when no ``max_batch_tokens`` is set. One row attends over
 # all its nodes (masked or not), so attention grows with the square of the row: 7% of a
 # pass at 264 nodes (16 Indian-BhED sentences), 13% at 512 on SmolLM2. Long sequences
@@ -483,15 +483,18 @@ def log_normalisers(logits: torch.Tensor) -> torch.Tensor:
     """``logsumexp`` over the vocabulary of each row of a ``[rows, vocab]`` tensor, in fp32
     (float64 for float64 logits).
 
-    Computed in blocks of ``NORMALISER_ROWS`` rows: ``torch.logsumexp`` allocates a
-    temporary as large as its input, and over a whole forward pass (a few hundred rows
-    of a 49k vocabulary, ~50 MB) it ran 2.4x slower than in 6 MB blocks on this
-    project's CPUs. Each row's value is the same bits either way (a row is reduced on
-    its own).
+    Computed in blocks of ``NORMALISER_ROWS`` rows on a CPU: ``torch.logsumexp``
+    allocates a temporary as large as its input, and over a whole forward pass (a few
+    hundred rows of a 49k vocabulary, ~50 MB) it ran 2.4x slower than in 6 MB blocks on
+    this project's CPUs. Each row's value is the same bits either way (a row is reduced
+    on its own). On a GPU each block is a kernel launch, so blocks are as large as keep
+    the fp32 temporary within ``GPU_LOGIT_BYTES``.
     """
     dtype = score_dtype(logits)
     out = torch.empty(logits.shape[0], dtype=dtype, device=logits.device)
-    block = NORMALISER_ROWS if logits.device.type == "cpu" else GPU_NORMALISER_ROWS
+    block = NORMALISER_ROWS
+    if logits.device.type != "cpu":
+        block = max(NORMALISER_ROWS, GPU_LOGIT_BYTES // (4 * max(1, logits.shape[-1])))
     for i in range(0, logits.shape[0], block):
         out[i : i + block] = torch.logsumexp(logits[i : i + block].to(dtype), dim=-1)
     return out
