@@ -276,11 +276,12 @@ class Setting:
 
         self.args, self.batch, self.device = args, batch, args.device
         dt = str(next(model.parameters()).dtype).removeprefix("torch.")
-        common = dict(name="random", device=self.device, dtype=dt, batch_size=batch)
-        # Requests per score_items call as the loader sets them (``auto``), on both paths.
-        calls_ = dict(requests_per_call=calls)
-        self.mon = HFCausalLM(model, tok, max_batch_tokens=tokens, **calls_, **common)
-        self.pad = HFCausalLM(model, tok, prefix_sharing=False, **calls_, **common)
+        # ``calls``: requests per score_items call as the loader sets them (``auto``).
+        common = dict(
+            name="random", device=self.device, dtype=dt, batch_size=batch, requests_per_call=calls
+        )
+        self.mon = HFCausalLM(model, tok, max_batch_tokens=tokens, **common)
+        self.pad = HFCausalLM(model, tok, prefix_sharing=False, **common)
         self.lm = HFLM(pretrained=model, tokenizer=tok, batch_size=batch)
         self.tok = tok
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
+from monitor.backends.hf_causal import tree_mask
 from monitor.backends.prefix_tree import PrefixTree, common_prefix, tree_batches
 
 # BOS = 1. Two "pairs" sharing prefixes, a sequence that is a prefix of another, a
@@ -53,27 +55,28 @@ def test_fed_nodes_are_the_nodes_with_a_child() -> None:
     assert list(fed) == sorted(fed)
 
 
-def test_ancestor_mask_is_causal_attention_within_each_sequence() -> None:
-    tree = PrefixTree.of(SEQS)
-    nodes = np.arange(len(tree))
-    mask = tree.ancestor_mask(nodes)
-    for i in nodes:
-        ancestors = {int(i)}
-        p = tree.parent[i]
-        while p >= 0:
-            ancestors.add(int(p))
-            p = tree.parent[p]
-        assert set(np.flatnonzero(mask[i]).tolist()) == ancestors
-    fed = tree.fed_nodes()
-    np.testing.assert_array_equal(tree.ancestor_mask(fed), mask[np.ix_(fed, fed)])
-
-
 def _ancestors(tree: PrefixTree, node: int) -> set[int]:
     out = {node}
     while tree.parent[node] >= 0:
         node = int(tree.parent[node])
         out.add(node)
     return out
+
+
+def _attends(tree: PrefixTree, nodes: np.ndarray) -> np.ndarray:
+    """The model's mask among ``nodes`` as ``hf_causal`` builds it, as booleans."""
+    mask = tree_mask(torch.from_numpy(tree.subtree_ends(nodes)), torch.float32)
+    return (mask[0, 0] == 0).numpy()
+
+
+def test_tree_mask_is_causal_attention_within_each_sequence() -> None:
+    tree = PrefixTree.of(SEQS)
+    nodes = np.arange(len(tree))
+    mask = _attends(tree, nodes)
+    for i in nodes:
+        assert set(np.flatnonzero(mask[i]).tolist()) == _ancestors(tree, int(i))
+    fed = tree.fed_nodes()
+    np.testing.assert_array_equal(_attends(tree, fed), mask[np.ix_(fed, fed)])
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -84,11 +87,7 @@ def test_subtree_ends_give_the_ancestor_sets_of_a_random_tree(seed: int) -> None
     seqs = [tuple(rng.integers(0, 3, size=rng.integers(1, 12))) for _ in range(60)]
     tree = PrefixTree.of(seqs)
     fed = tree.fed_nodes()
-    ends = tree.subtree_ends(fed)
-    for i, node in enumerate(fed):
-        got = {int(fed[j]) for j in range(len(fed)) if j <= i < ends[j]}
-        assert got == _ancestors(tree, int(node))
-    mask = tree.ancestor_mask(fed)
+    mask = _attends(tree, fed)
     for i, node in enumerate(fed):
         assert set(fed[mask[i]].tolist()) == _ancestors(tree, int(node))
 

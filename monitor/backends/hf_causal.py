@@ -362,8 +362,8 @@ class HFCausalLM:
         The LM head runs only at the fed nodes some asked-for log-prob is read from (a
         node's value is read from its parent's row): with every log-prob asked for that
         is every fed node, and the full head runs as before. The tree mask is built on
-        the model's device from one ``[n]`` vector (``PrefixTree.subtree_ends``): the
-        same mask as ``ancestor_mask``, without an ``n x n`` host tensor to fill and copy.
+        the model's device from one ``[n]`` vector (``PrefixTree.subtree_ends``,
+        ``tree_mask``), without an ``n x n`` host tensor to fill and copy.
         """
         tree = PrefixTree.of(batch)
         fed = tree.fed_nodes()

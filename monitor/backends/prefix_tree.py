@@ -4,7 +4,7 @@ The two sentences of a benchmark pair agree up to their first differing token (2
 the tokens of the four Indian-BhED axes), and every sequence a metric asks for starts
 with the same BOS. Laid out as a tree, each distinct prefix is one node: a causal model
 fed the nodes in one row, with each node attending to itself and its ancestors only
-(``ancestor_mask``) and positioned at its depth, computes for every node exactly the
+(``subtree_ends``) and positioned at its depth, computes for every node exactly the
 hidden state it has in each sequence through it. A shared prefix's keys and values are
 thus computed once and read by every continuation, which is what a key/value cache of
 the prefix would give, in a single forward pass and without padding.
@@ -101,9 +101,9 @@ class PrefixTree:
         exactly when ``j <= i < ends[j]``.
 
         Why: the attention mask is then two comparisons of an ``[n]`` vector against
-        itself, which the model's device builds (``ancestor_mask`` is the same mask built
-        here): an ``n x n`` mask built on the host and copied over cost a GPU pass more
-        than its attention (8,192 nodes: 64 MiB of bf16 per pass).
+        itself, which the model's device builds (``monitor.backends.hf_causal.tree_mask``):
+        an ``n x n`` mask built on the host and copied over cost a GPU pass more than its
+        attention (8,192 nodes: 64 MiB of bf16 per pass).
         """
         n = len(nodes)
         row = np.full(len(self.tokens), -1, dtype=np.int64)
@@ -117,14 +117,6 @@ class PrefixTree:
             at = np.flatnonzero(depth == d)
             np.add.at(size, parent_row[at], size[at])
         return np.arange(n) + size
-
-    def ancestor_mask(self, nodes: np.ndarray) -> np.ndarray:
-        """Among ``nodes`` (ascending, closed under taking parents), ``[i, j]`` is True
-        when ``nodes[j]`` is ``nodes[i]`` or one of its ancestors: the keys ``nodes[i]``
-        attends to in every sequence through it (causal attention)."""
-        ends = self.subtree_ends(nodes)
-        i = np.arange(len(nodes))
-        return (i[None, :] <= i[:, None]) & (i[:, None] < ends[None, :])
 
     def sequence_values(self, node_values: np.ndarray) -> list[np.ndarray]:
         """Per sequence, the values of its nodes after the first (where ``node_values[j]``

@@ -303,14 +303,10 @@ def _provenance_line(key: str, value: object) -> None:
     """``  key  value``, wrapped to the output's width under the value's column (a
     package list or a dataset's version ran to 110 columns in an 80-column log). A value
     longer than a line (a file pin with its sha256) is folded, never cut."""
-    import textwrap
-
     from monitor.cli.output import output_width
+    from monitor.cli.output_drift import wrap
 
-    width = max(output_width(), 40)
-    for line in textwrap.wrap(
-        f"  {key:18} {value}", width, subsequent_indent=" " * 21, break_on_hyphens=False
-    ) or [f"  {key}"]:
+    for line in wrap(f"  {key:18} {value}", max(output_width(), 40), " " * 21, fold=True):
         out.print(line)
 
 

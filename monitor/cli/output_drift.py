@@ -129,14 +129,15 @@ def _fit(rows: list[AxisLine], width: int, level: str) -> tuple[list[str], set[s
     return lines, used
 
 
-def wrap(text: str, width: int, indent: str = "") -> list[str]:
+def wrap(text: str, width: int, indent: str = "", *, fold: bool = False) -> list[str]:
     """``text`` wrapped at spaces to ``width``; a word longer than a line (a run id) is
-    kept whole rather than cut."""
+    kept whole rather than cut, or with ``fold`` (a file pin with its sha256) continued
+    on the next line."""
     return textwrap.wrap(
         text,
         width=max(width, 20),
         subsequent_indent=indent,
-        break_long_words=False,
+        break_long_words=fold,
         break_on_hyphens=False,
     ) or [""]
 
