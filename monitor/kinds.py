@@ -33,7 +33,7 @@ from monitor.errors import UserInputError
 
 LOCAL_DRIVER = "monitor.jobs.local:score_snapshot"
 API_DRIVER = "monitor.jobs.api:score_snapshot"
-EMBEDDING_DRIVER = "monitor.jobs.embed:score_snapshot"
+EMBEDDING_DRIVER = "monitor.families.association.scoring:score_snapshot"
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,7 @@ CLI_TESTS: dict[str, tuple[str, str]] = {
 DRIVER_REQUESTS = {
     "monitor.jobs.local:score_snapshot": {"causal-logprobs", "masked-logprobs"},
     "monitor.jobs.api:score_snapshot": {"chat-answers"},
-    "monitor.jobs.embed:score_snapshot": {"embeddings"},
+    "monitor.families.association.scoring:score_snapshot": {"embeddings"},
 }
 
 

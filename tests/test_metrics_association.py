@@ -1,4 +1,4 @@
-"""WEAT statistics (monitor.metrics.association): hand computations, the exact and the
+"""WEAT statistics (monitor.families.association.metrics): hand computations, the exact and the
 Monte Carlo permutation test, the bootstrap interval, and bias-bench's numbers.
 
 The reference figures below were produced by running McGill-NLP/bias-bench
@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pytest
 
-from monitor.metrics.association import (
+from monitor.families.association.metrics import (
     association,
     association_measures,
     bootstrap_interval,

@@ -18,8 +18,7 @@ from monitor.benchmarks.fetch import read_verified
 from monitor.benchmarks.items import BenchmarkVersion, LoadedBenchmark
 from monitor.benchmarks.manifest import BenchmarkManifest, BenchmarkSpec, load_manifest
 from monitor.benchmarks.parse import check_row_count, id_namespace, parse_rows, read_table
-from monitor.benchmarks.word_sets import WORD_SET_FORMATS, count_terms, parse_word_sets
-from monitor.errors import DataIntegrityError, UserInputError
+from monitor.errors import UserInputError
 
 
 def load_benchmarks(
@@ -70,10 +69,14 @@ def _resolve_errata(errata: str, errata_file: Path | None) -> ErrataFile | None:
 
 
 # Formats whose parser lives in a family folder (``monitor/families/<name>/items.py``,
-# the family's ``load`` hook), named as references so this room never imports the folder.
+# the family's ``load`` hook), named as references so this room never imports the folder,
+# with what their items are called (errata edit sentence-pair rows, never these).
 FAMILY_LOADERS = {
-    "bbq-jsonl": "monitor.families.choice_qa.items:load",
-    "bharatbbq-csv": "monitor.families.choice_qa.items:load",
+    "bbq-jsonl": ("monitor.families.choice_qa.items:load", "choice questions"),
+    "bharatbbq-csv": ("monitor.families.choice_qa.items:load", "choice questions"),
+    "weat-json": ("monitor.families.association.items:load", "word-set benchmarks"),
+    "sochindi-weat": ("monitor.families.association.items:load", "word-set benchmarks"),
+    "sochindi-seat": ("monitor.families.association.items:load", "word-set benchmarks"),
 }
 CSV_OPTIONS = {"indian-bhed": frozenset({"strip_sentences"}), "crows-pairs": frozenset()}
 
@@ -87,8 +90,6 @@ def _load_one(
 ) -> LoadedBenchmark:
     data = read_verified(spec, data_dir)
     name = f"{spec.id} ({spec.path})"
-    if spec.format in WORD_SET_FORMATS:
-        return _load_word_sets(manifest, spec, corrections, data, name)
     version = BenchmarkVersion(
         benchmark=spec.id,
         source_commit=manifest.source_of(spec).commit,
@@ -96,9 +97,10 @@ def _load_one(
         errata_version=corrections.version if corrections is not None else "none",
     )
     if spec.format in FAMILY_LOADERS:
+        ref, noun = FAMILY_LOADERS[spec.format]
         if corrections is not None and corrections.for_benchmark(spec.id):
-            raise UserInputError(f"errata for {spec.id}: choice questions take no errata")
-        module, _, attr = FAMILY_LOADERS[spec.format].partition(":")
+            raise UserInputError(f"errata for {spec.id}: {noun} take no errata")
+        module, _, attr = ref.partition(":")
         return getattr(importlib.import_module(module), attr)(spec, data, version, options)
     if spec.format == "indic-taxonomy":
         return _load_taxonomy(spec, data, version, data_dir, name)
@@ -189,43 +191,4 @@ def load_taxonomy(
         read_verified(spec.companion_spec("identities"), data_dir),
         read_verified(spec.companion_spec("tribe_pairs"), data_dir),
         name=spec.id,
-    )
-
-
-def _load_word_sets(
-    manifest: BenchmarkManifest,
-    spec: BenchmarkSpec,
-    corrections: ErrataFile | None,
-    data: bytes,
-    name: str,
-) -> LoadedBenchmark:
-    """A word-set file (association tests): every listed term is an item; errata do not
-    apply (the errata layer edits sentence-pair rows)."""
-    if corrections is not None and corrections.for_benchmark(spec.id):
-        raise UserInputError(f"errata for {spec.id}: word-set benchmarks take no errata")
-    terms = count_terms(data, spec.format, name=name)
-    if terms != spec.rows:
-        raise DataIntegrityError(f"{name}: {terms} terms, the manifest pins {spec.rows}")
-    version = BenchmarkVersion(
-        benchmark=spec.id,
-        source_commit=manifest.source_of(spec).commit,
-        sha256=spec.sha256,
-        errata_version=corrections.version if corrections is not None else "none",
-    )
-    built = parse_word_sets(
-        data,
-        spec.format,
-        version=version,
-        namespace=id_namespace(version),
-        axis=spec.axis,
-        region=spec.region,
-    )
-    return LoadedBenchmark(
-        benchmark=spec.id,
-        axis=spec.axis,
-        region=spec.region,
-        version=version,
-        items=built.items,
-        exclusions=built.exclusions,
-        source_rows=built.row,  # term slots: a SEAT word fills one slot per template
     )

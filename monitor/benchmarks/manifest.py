@@ -29,9 +29,9 @@ GitCommit = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")]
 BenchmarkId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*$")]
 HttpUrl = Annotated[str, StringConstraints(pattern=r"^https?://\S+$")]
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
-# Sentence-pair CSVs, the Indic-Bias taxonomy (identity pairs), and word sets for
-# association tests (``monitor.benchmarks.word_sets``).
-# Choice questions (BBQ, BharatBBQ) are parsed in their family folder (``monitor.families``).
+# Sentence-pair CSVs and the Indic-Bias taxonomy (identity pairs) are parsed in this room;
+# word sets for association tests and choice questions (BBQ, BharatBBQ) in their family
+# folders (``monitor.families``; ``monitor.benchmarks.load.FAMILY_LOADERS``).
 Format = Literal[
     "indian-bhed",
     "crows-pairs",

@@ -110,8 +110,8 @@ def show(
     control and the metric panel, per-identity rates and rankings, association tests
     (effect sizes), exclusions, quality."""
     from monitor.cli import results_view
-    from monitor.cli.output_effects import is_effect, print_effects
     from monitor.metrics.context import score_contexts
+    from monitor.metrics.registry import METRICS
 
     with _reader(db).read() as view:  # one typed read of everything the command shows
         stored = view.resolve_run(run_id)
@@ -119,12 +119,14 @@ def show(
         records = view.measures(rid)
         exclusions = view.exclusions(rid)
         validations = view.validations(rid)
-        association = any(is_effect(m) for m in records)
+        spec = METRICS.get(stored.metric)
+        family = spec.family if spec is not None else None
         detail = None
-        if items:
+        if items:  # word-set terms are read with their test and role, not as pairs
+            terms = family is not None and "word-set-term" in family.item_kinds
             detail = (
                 view.term_scores(rid, with_texts=texts)
-                if association
+                if terms
                 else view.item_scores(rid, with_texts=texts)
             )
     run = dict(stored.fields)
@@ -166,18 +168,12 @@ def show(
     _provenance_line("packages", ", ".join(f"{k} {v}" for k, v in sorted(pk.items())) or "—")
     for b, v in (run.get("dataset_versions") or {}).items():
         _provenance_line("dataset", f"{b}: {_version_label(v)}{_translation(v)}")
-    from monitor.metrics.registry import METRICS
-
-    spec = METRICS.get(run["metric"])
-    family_table = spec.family.hook("cli_table") if spec is not None else None
-    others = [m for m in records if not is_effect(m)]
+    family_table = family.hook("cli_table") if family is not None else None
     if family_table is not None:  # a family in its own folder draws all its measures
-        out.print(family_table(records, f"measures of {run['snapshot_id']}"))
-    else:
-        if association:
-            print_effects(records, "association tests (effect size d, bootstrap intervals)")
-        if others:
-            out.print(results_view.measures_table(others))
+        title = family.show_title or f"measures of {run['snapshot_id']}"
+        out.print(family_table(records, title))
+    elif records:
+        out.print(results_view.measures_table(records))
     if contexts:
         out.print(results_view.context_table(contexts))
     for table in results_view.identity_tables(records):

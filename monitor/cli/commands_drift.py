@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, date, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -243,7 +244,6 @@ def _drift_json(result, show_flips: bool, snapshot_of: dict[str, str]) -> dict:
             d["flipped_to_stereo"] = list(c.flipped_to_stereo)
         return d
 
-    from monitor.cli.output_effects import effect_comparison_json
     from monitor.cli.output_family import family_json
 
     def details(c):
@@ -292,7 +292,12 @@ def _drift_json(result, show_flips: bool, snapshot_of: dict[str, str]) -> dict:
             }
             for u in result.unscored
         ],
-        "association_tests": [effect_comparison_json(c) for c in result.effect_sizes],
+        # Families whose comparisons have a JSON shape of their own (association tests).
+        **{
+            k: v
+            for hook, mine in _family_hooks(result, "drift_json")
+            for k, v in hook(mine, snapshot_of).items()
+        },
         "comparison_details": [details(c) for c in result.axes],
         # Families in their own folder: one generic list (absent when there are none,
         # so the other families' JSON reads as before).
@@ -302,6 +307,18 @@ def _drift_json(result, show_flips: bool, snapshot_of: dict[str, str]) -> dict:
             else {}
         ),
     }
+
+
+def _family_hooks(result, name: str) -> list[tuple[Callable[..., Any], list]]:
+    """Each family that has hook ``name``, with its comparisons of ``result`` (possibly
+    none: a family's JSON keys are always present), in the registry's order."""
+    from monitor.metrics.families import FAMILIES
+
+    return [
+        (hook, result.of_family(f.name))
+        for f in FAMILIES.values()
+        if (hook := f.hook(name)) is not None
+    ]
 
 
 def _noise_json(c) -> dict | None:
@@ -373,9 +390,8 @@ def _drift_lines(result, show_flips: bool, snapshot_of: dict[str, str]) -> None:
     from monitor.cli.output_family import family_lines
 
     lines += family_lines(result.family_comparisons, snapshot_of, width)
-    from monitor.cli.output_effects import effect_lines
-
-    lines += effect_lines(result.effect_sizes, snapshot_of, width, level)
+    for hook, mine in _family_hooks(result, "drift_lines"):
+        lines += hook(mine, snapshot_of, width, level)
     for line in lines:
         out.print(line, markup=False)
     if show_flips:
@@ -441,9 +457,8 @@ def _drift_table(result, show_flips: bool) -> None:
         )
     if result.axes:
         out.print(table)
-    from monitor.cli.output_effects import print_effect_comparisons
-
-    print_effect_comparisons(result.effect_sizes, level)
+    for hook, mine in _family_hooks(result, "drift_table"):
+        hook(mine, level)
     out.print(result.fdr_note())
     for c in result.axes:
         if c.summary:
@@ -452,7 +467,7 @@ def _drift_table(result, show_flips: bool) -> None:
                 markup=False,
             )
     seen = set()
-    for c in [*result.axes, *result.effect_sizes]:
+    for c in [*result.axes, *result.own_types]:
         key = (c.baseline_run_id, c.new_run_id)
         if key in seen:
             continue

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -12,6 +12,9 @@ from monitor.cli.commands_snapshots import SnapshotsDirOpt, use_snapshots_dir
 from monitor.cli.output import Format, err, out, print_json, progress_bars
 from monitor.errors import NotApplicable, UserInputError
 from monitor.fmt import interval, pct
+
+if TYPE_CHECKING:
+    from monitor.metrics.families import ResultFamily
 
 snapshots_app = typer.Typer(help="Pinned model snapshots (snapshots/*.toml).", no_args_is_help=True)
 
@@ -443,20 +446,21 @@ def _outcome_dict(o) -> dict:
     }
 
 
-def _print_family_table(o, title: str) -> bool:
+def _print_family_table(o, title: str) -> ResultFamily | None:
     """A run of a family in its own folder: its ``cli_table`` hook's table, else every
-    measure as a plain row (benchmark, subject, measure, value, 95% interval, k/n).
-    False for the other families, whose tables follow."""
+    measure as a plain row (benchmark, subject, measure, value, 95% interval, k/n); the
+    family, whose declaration words the line under it. None for the pair families, whose
+    table follows."""
     from monitor.cli.output import SafeTable as Table
     from monitor.metrics.registry import get_metric
 
     family = get_metric(o.metric).family if o.metric else None
     if family is None or not family.hooks:
-        return False
+        return None
     hook = family.hook("cli_table")
     if hook is not None:
         out.print(hook(o.measures, title))
-        return True
+        return family
     table = Table(title=title, title_justify="left")
     for col in ("benchmark", "subject", "measure", "value", "95% CI", "k/n"):
         left = col in ("benchmark", "subject", "measure")
@@ -472,7 +476,7 @@ def _print_family_table(o, title: str) -> bool:
             f"{m.k}/{m.n}" if m.k is not None and m.n is not None else "",
         )
     out.print(table)
-    return True
+    return family
 
 
 def _plain_interval(low: float | None, high: float | None) -> str:
@@ -494,14 +498,9 @@ def _print_summary(outcomes, benches) -> None:
             continue
         if o.run_id is None:
             continue
-        from monitor.cli.output_effects import print_effects
-
         title = f"{o.snapshot_id}  run {o.run_id}  ({o.status})"
-        if _print_family_table(o, title):
-            _print_counts(o, counts, "items")
-            continue
-        if print_effects(o.measures, title):
-            _print_counts(o, counts, "terms", "; d > 0: X goes with A (and Y with B)")
+        if family := _print_family_table(o, title):
+            _print_counts(o, counts, family.item_noun, family.count_note)
             continue
         table = Table(title=f"{o.snapshot_id}  run {o.run_id}  ({o.status})", title_justify="left")
         for col in ("benchmark", "axis", "bias rate", "95% CI", "stereo", "anti", "ties", "n"):

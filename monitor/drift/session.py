@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 
 from monitor.drift.baselines import Tracks, family_of
 from monitor.drift.compare import (
@@ -25,7 +26,6 @@ from monitor.drift.compare import (
 )
 from monitor.drift.controls import manifest_controls
 from monitor.drift.deltas import SignFlipBatch
-from monitor.drift.effect_size import EffectComparison, compare_effect_sizes
 from monitor.drift.explain import explain
 from monitor.drift.noise import NoiseBook
 from monitor.errors import UserInputError
@@ -35,10 +35,9 @@ from monitor.store.view import StoreView
 
 # How two runs of each kind of result are compared (``ResultFamily.comparison``). A family
 # that lives in its own folder supplies its comparator as its ``compare`` hook instead
-# (returning ``FamilyComparison`` records); see ARCHITECTURE.md.
+# (``FamilyComparison`` records, or the family's own type); see ARCHITECTURE.md.
 COMPARATORS = {
     "paired-flips": compare_runs,
-    "effect-size-difference": compare_effect_sizes,
 }
 
 
@@ -54,9 +53,27 @@ class Pair:
     role: str = PREVIOUS_RUN
 
 
-# Any comparison drift makes, whatever the family: pair axes (paired flips), association
-# tests (effect sizes) and the families in their own folder (``FamilyComparison``).
-Comparison = AxisComparison | EffectComparison | FamilyComparison
+class FamilyResult(Protocol):
+    """What drift needs of a comparison a family's ``compare`` hook returns in its own type
+    (the association tests' ``EffectComparison``): the runs, the subject, a p to adjust
+    with every other test of the session, and the verdict that follows."""
+
+    family: str
+    benchmark: str
+    axis: str
+    new_run_id: str
+    baseline_run_id: str
+    p_value: float | None
+
+    @property
+    def verdict(self) -> Any: ...
+
+    def adjusted(self, p_adjusted: float | None, alpha: float) -> Any: ...
+
+
+# Any comparison drift makes, whatever the family: pair axes (paired flips), the families
+# in their own folder (``FamilyComparison``), or a folder family's own type.
+Comparison = AxisComparison | FamilyComparison | FamilyResult
 
 
 @dataclass
@@ -64,8 +81,8 @@ class DriftResult:
     """What one drift session found: one list of comparisons whatever the family, in the
     order the pairs were compared, BH-adjusted as one family of tests.
 
-    Readers that draw one family's table take its typed view (``axes``, ``effect_sizes``,
-    ``family_comparisons``); anything that counts, gates or lists verdicts reads
+    Readers that draw one family's table take its typed view (``axes``,
+    ``family_comparisons``, ``of_family``); anything that counts, gates or lists verdicts reads
     ``comparisons`` itself, so a new family is counted without a new field here.
     """
 
@@ -84,9 +101,14 @@ class DriftResult:
         return [c for c in self.comparisons if isinstance(c, AxisComparison)]
 
     @property
-    def effect_sizes(self) -> list[EffectComparison]:
-        """The association tests' effect-size comparisons."""
-        return [c for c in self.comparisons if isinstance(c, EffectComparison)]
+    def own_types(self) -> list[FamilyResult]:
+        """Comparisons in a folder family's own type (association tests), which carry the
+        provenance diff of their two runs as pair axes do."""
+        return [c for c in self.comparisons if not isinstance(c, AxisComparison | FamilyComparison)]
+
+    def of_family(self, name: str) -> list[Comparison]:
+        """The comparisons of one family (``ResultFamily.name``), for its own tables."""
+        return [c for c in self.comparisons if getattr(c, "family", None) == name]
 
     @property
     def family_comparisons(self) -> list[FamilyComparison]:

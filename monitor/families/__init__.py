@@ -36,4 +36,18 @@ Hook names (a family supplies the ones that apply; the signature is the contract
 ``cli_table``     the family's rich table for ``run`` and ``show``
 ``importers``     () -> {name: (entry, default suffix, help)}: ``bias-monitor import <name>``,
                   published per-item predictions as runs (the CLI names the commands)
+
+A family whose comparator returns a type of its own (the association tests'
+``EffectComparison``, not ``records.FamilyComparison``) draws it with these:
+
+``drift_lines``   (comparisons, snapshot_of, width, level) -> lines: ``drift``'s default output
+``drift_table``   (comparisons, level) -> None: prints ``drift --format table-wide``'s table
+``drift_json``    (comparisons, snapshot_of) -> {key: value}: its keys of ``drift --format
+                  json`` (called with no comparisons too, so its keys are always there)
+``report_input``  (view, comparisons, *, since, flags, new_runs) -> {field: value}: its
+                  fields of ``ReportInput`` (``monitor.report.input``)
+``report_block``  (report, *, fmt, max_rows, env) -> str: its report section in Markdown
+                  or HTML (``env``: the report's Jinja2 environment), after the pairs
+
+Folders: ``association`` (WEAT/SEAT effect sizes), ``choice_qa`` (BBQ, BharatBBQ).
 """

@@ -49,10 +49,6 @@ CHOICE_PROBABILITIES = ItemNumbers(
 # The caste study kept the log-prob of each option's first token only when it was among
 # the top 20, so an opinionated item may have one side's number and not the other's.
 TOP20_FIRST_TOKEN = ItemNumbers("top-20 first-token log-probs (a side outside is missing)", ())
-# Association tests: delta = s(w, A, B) for a target word (mean cosine with A minus mean
-# cosine with B), s(a, X, Y) for an attribute word. A term the model cannot embed (out of
-# a static vocabulary) is stored with outcome 'other' and no delta, and listed per test.
-ASSOCIATION_SCORES = ItemNumbers("association s(w, A, B)", ("delta",), unless_outcome_in=("other",))
 # A judge's two verdicts; an unreadable judge answer is kept as 'other' without numbers.
 JUDGE_VERDICTS = ItemNumbers("judge verdicts", ("delta",), unless_outcome_in=("other",))
 # Shares of N sampled answers per item (the GPT-5 follow-up): both shares always present.
@@ -74,6 +70,9 @@ class ResultFamily:
     work): the rooms call :meth:`hook` and never import the family's modules, so the
     layer contracts hold and a new family is its folder plus one line in ``FAMILIES``.
     The hook names and their signatures are listed in ``monitor/families/__init__.py``.
+    ``show_title`` heads the family's table in ``show`` (default: "measures of <snapshot>");
+    ``item_noun`` and ``count_note`` word the line under ``run``'s table ("scored 11
+    terms; ...; d > 0: ...").
     """
 
     name: str
@@ -84,6 +83,9 @@ class ResultFamily:
     headline: str
     outcomes: bool
     hooks: Mapping[str, str] = field(default_factory=dict)
+    show_title: str | None = None
+    item_noun: str = "items"
+    count_note: str = ""
 
     def hook(self, name: str) -> Callable[..., Any] | None:
         """The family's ``name`` hook, imported on first use; None where it has none."""
@@ -103,21 +105,13 @@ PAIR_OUTCOME = ResultFamily(
     headline="bias_rate",
     outcomes=True,
 )
-ASSOCIATION_TEST = ResultFamily(
-    name="association-test",
-    summary="embedding association tests (WEAT/SEAT): an effect size with a permutation p "
-    "and a bootstrap interval per test",
-    item_kinds=("word-set-term",),
-    measure_kinds=("effect_size",),
-    comparison="effect-size-difference",
-    headline="effect_size",
-    outcomes=False,
-)
-
 # Families that live in their own folder (``monitor/families/<name>/``) declare themselves
 # in ``<name>/spec.py``, pure data; one line each here registers them. They are named as
 # references, like ``hooks``, so this room never imports a family folder.
-FOLDER_FAMILIES = ("monitor.families.choice_qa.spec:CHOICE_QA",)
+FOLDER_FAMILIES = (
+    "monitor.families.association.spec:ASSOCIATION_TEST",
+    "monitor.families.choice_qa.spec:CHOICE_QA",
+)
 
 
 def _resolve(ref: str) -> ResultFamily:
@@ -126,5 +120,5 @@ def _resolve(ref: str) -> ResultFamily:
 
 
 FAMILIES: dict[str, ResultFamily] = {
-    f.name: f for f in (PAIR_OUTCOME, ASSOCIATION_TEST, *(_resolve(r) for r in FOLDER_FAMILIES))
+    f.name: f for f in (PAIR_OUTCOME, *(_resolve(r) for r in FOLDER_FAMILIES))
 }

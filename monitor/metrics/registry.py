@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from monitor.benchmarks.items import Item
 from monitor.errors import UserInputError
 from monitor.metrics import (
-    association,
     caste_study,
     consistency,
     identity,
@@ -36,8 +35,6 @@ from monitor.metrics.cll_reference import (
     after_exclusions_measures,
 )
 from monitor.metrics.families import (
-    ASSOCIATION_SCORES,
-    ASSOCIATION_TEST,
     CHOICE_PROBABILITIES,
     JUDGE_VERDICTS,
     LOG_LIKELIHOOD,
@@ -177,26 +174,6 @@ METRICS: dict[str, MetricSpec] = {
             "imported",
         ),
         MetricSpec(
-            association.WEAT,
-            association.WEAT_VERSION,
-            "WEAT/SEAT effect size d with the sample SD (ddof=1, as SEAT and bias-bench), "
-            "one-sided permutation p, bootstrap interval over target words",
-            ASSOCIATION_TEST,
-            ASSOCIATION_SCORES,
-            association.weat_measures,
-            "embeddings",
-        ),
-        MetricSpec(
-            association.WEAT_POPULATION_SD,
-            association.WEAT_POPULATION_SD_VERSION,
-            "WEAT/SEAT effect size d with the population SD (ddof=0, as the SocHindi "
-            "notebook); otherwise as weat",
-            ASSOCIATION_TEST,
-            ASSOCIATION_SCORES,
-            association.weat_population_sd_measures,
-            "embeddings",
-        ),
-        MetricSpec(
             sampled_study.METRIC,
             sampled_study.METRIC_VERSION,
             "the GPT-5 follow-up's sampling method, imported from its result files: 100 "
@@ -213,7 +190,10 @@ METRICS: dict[str, MetricSpec] = {
 
 # Metric specs of families that live in their own folder, as ``"module:function"``
 # references (the function returns the specs), so this room never imports a family folder.
-FOLDER_METRICS = ("monitor.families.choice_qa.metrics:metric_specs",)
+FOLDER_METRICS = (
+    "monitor.families.association.metrics:metric_specs",
+    "monitor.families.choice_qa.metrics:metric_specs",
+)
 for _ref in FOLDER_METRICS:
     _module, _, _attr = _ref.partition(":")
     METRICS.update({m.name: m for m in getattr(importlib.import_module(_module), _attr)()})

@@ -52,16 +52,12 @@ def validate_benchmark(
 ) -> SuiteResult:
     """Check one loaded benchmark file version; ``expected_rows`` is the manifest's ``rows``.
 
-    Word-set files (association tests) have their own rules (``word_set_suite``); a family
-    in its own folder brings its rules as its ``benchmark_quality`` hook (choice questions
-    are checked by ``monitor.families.choice_qa.quality``), found by the items' kind."""
+    A family in its own folder brings its rules as its ``benchmark_quality`` hook (word
+    sets: ``monitor.families.association.quality``; choice questions:
+    ``monitor.families.choice_qa.quality``), found by the items' kind."""
     family_suite = _family_suite(loaded)
     if family_suite is not None:
         return family_suite(loaded, expected_rows=expected_rows)
-    if loaded.items and all(it.kind == "word-set-term" for it in loaded.items):
-        from monitor.quality.word_set_suite import validate_word_sets
-
-        return validate_word_sets(loaded)
     frame = benchmark_frame(loaded)
     checks = benchmark_checks(loaded, expected_rows=expected_rows, known_reasons=known_reasons)
     return run_suite(

@@ -2,13 +2,15 @@
 
 Drift's generic comparisons (``ReportInput.family_comparisons``) are grouped by family and
 handed to that family's ``report_section`` hook, which returns its part of the report as
-Markdown or HTML with every value escaped. The report knows no family: a family without
-the hook has no section.
+Markdown or HTML with every value escaped, right under the verdict. A family whose report
+data are fields of ``ReportInput`` of their own (association tests) renders them with its
+``report_block`` hook, after the pair comparisons. The report knows no family: a family
+without either hook has no section.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from monitor.metrics.families import FAMILIES
 from monitor.report.model import ReportInput
@@ -25,4 +27,18 @@ def family_sections(report: ReportInput, fmt: Literal["markdown", "html"]) -> li
         hook = family.hook("report_section") if family else None
         if hook is not None:
             out.append(hook(comparisons, fmt=fmt, level=report.level, alpha=report.alpha))
+    return out
+
+
+def family_blocks(
+    report: ReportInput, fmt: Literal["markdown", "html"], *, max_rows: int, env: Any = None
+) -> list[str]:
+    """The ``report_block`` sections of families whose report data are fields of
+    ``ReportInput`` (association tests), in the registry's order, where the report places
+    them (after the pair comparisons). ``env`` is the HTML renderer's Jinja2 environment."""
+    out = []
+    for family in FAMILIES.values():
+        hook = family.hook("report_block")
+        if hook is not None:
+            out.append(hook(report, fmt=fmt, max_rows=max_rows, env=env))
     return out

@@ -19,8 +19,8 @@ from markupsafe import Markup
 
 from monitor import fmt
 from monitor.metrics.panel import PANEL_METRICS
-from monitor.report import answer, effect_plots, plots
-from monitor.report.families import family_sections
+from monitor.report import answer, plots
+from monitor.report.families import family_blocks, family_sections
 from monitor.report.model import QualityResult, ReportInput, RunSummary, Trend, TrendPoint
 from monitor.report.text import fdr_text, summary_line
 
@@ -87,50 +87,6 @@ def _trend_views(report: ReportInput) -> list[_TrendView]:
     return views
 
 
-@dataclass(frozen=True)
-class _ForestView:
-    snapshot_id: str
-    run_id: str
-    metric: str | None
-    plot: effect_plots.ForestPlot
-    rows: list
-    anchor: str
-    caption: str
-
-
-def _forest_views(report: ReportInput) -> list[_ForestView]:
-    runs: dict[str, list] = {}
-    for a in report.associations:
-        runs.setdefault(a.run_id, []).append(a)
-    views = []
-    for i, (run_id, rows) in enumerate(runs.items()):
-        rows = sorted(rows, key=lambda a: (a.benchmark, a.test))
-        views.append(
-            _ForestView(
-                rows[0].snapshot_id,
-                run_id,
-                rows[0].metric,
-                effect_plots.forest(rows, report.alpha),
-                rows,
-                f"forest-{i}",
-                f"effect size d per association test of {rows[0].snapshot_id}, run {run_id}",
-            )
-        )
-    return views
-
-
-def _effect_trend_views(report: ReportInput) -> list[_TrendView]:
-    views = []
-    for i, t in enumerate(report.effect_trends):
-        plot = effect_plots.trend(t)
-        valued = [p for p in t.points if p.value is not None]
-        caption = f"effect size d of {t.snapshot_id} on {t.axis} ({t.benchmark}) over time"
-        views.append(
-            _TrendView(t, plot, f"d-trend-{i}", caption, plot.flags, valued[-1] if valued else None)
-        )
-    return views
-
-
 def _runs_shown(report: ReportInput) -> tuple[list[RunSummary], list[QualityResult], int]:
     named = {c.new_run_id for c in report.comparisons} | {
         c.baseline_run_id for c in report.comparisons if c.baseline_run_id
@@ -169,9 +125,8 @@ def render_html(report: ReportInput) -> str:
         max_ids=MAX_ITEM_IDS,
         hidden_runs=hidden_runs,
         hidden_quality=len(report.quality) - len(quality) + report.quality_not_listed,
-        forests=(forests := _forest_views(report)),
-        forest_rows=[a for f in forests for a in f.rows],
-        effect_trends=_effect_trend_views(report),
-        dfmt=effect_plots.d_text,
         family_html=[Markup(s) for s in family_sections(report, "html")],
+        family_blocks=[
+            Markup(s) for s in family_blocks(report, "html", max_rows=0, env=environment())
+        ],
     )

@@ -12,10 +12,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from monitor.drift.compare import AxisComparison
-from monitor.drift.effect_size import EffectComparison as DriftEffect
 from monitor.drift.session import DriftResult
 from monitor.metrics.context import score_contexts
-from monitor.metrics.registry import METRICS
+from monitor.metrics.families import FAMILIES
 from monitor.readmodel.models import TrendSeries
 from monitor.readmodel.reader import RunReader
 from monitor.report.history import (
@@ -27,13 +26,11 @@ from monitor.report.history import (
     series_trend,
 )
 from monitor.report.model import (
-    AssociationResult,
     Comparison,
     ConfigurationChange,
     ContextRate,
     ControlBeside,
     DeltaTestSummary,
-    EffectComparison,
     NoiseSide,
     ProvenanceChange,
     ProvenanceDiff,
@@ -46,7 +43,7 @@ from monitor.report.model import (
 )
 
 
-def _interval(lo, hi):
+def interval(lo, hi):
     return None if lo is None or hi is None else (lo, hi)
 
 
@@ -81,7 +78,7 @@ def _delta_test(c: AxisComparison) -> DeltaTestSummary | None:
         n_items=t.n_items,
         n_clusters=t.n_clusters,
         mean_shift=t.mean_shift,
-        ci=_interval(t.ci_low, t.ci_high),
+        ci=interval(t.ci_low, t.ci_high),
         p_value=t.p_value,
     )
 
@@ -95,12 +92,12 @@ def comparison_model(c: AxisComparison, metric: str | None, *, with_flips: bool)
         baseline_run_id=c.baseline_run_id,
         n_paired=c.n_paired,
         rate_old=c.rate_old.value,
-        ci_old=_interval(c.rate_old.ci_low, c.rate_old.ci_high),
+        ci_old=interval(c.rate_old.ci_low, c.rate_old.ci_high),
         rate_new=c.rate_new.value,
-        ci_new=_interval(c.rate_new.ci_low, c.rate_new.ci_high),
+        ci_new=interval(c.rate_new.ci_low, c.rate_new.ci_high),
         delta=c.paired.delta,
         # Where items share a template the interval shown is the cluster-aware one.
-        delta_ci=c.delta_ci_clustered or _interval(c.paired.ci_low, c.paired.ci_high),
+        delta_ci=c.delta_ci_clustered or interval(c.paired.ci_low, c.paired.ci_high),
         b_to_anti=c.b,
         c_to_stereo=c.c,
         p_value=c.p_value,
@@ -149,7 +146,7 @@ def trends(
     return [
         series_trend(
             runs,
-            _columns(s, flags, [keys.get(r) for r in s.run_ids], safe),
+            series_columns(s, flags, [keys.get(r) for r in s.run_ids], safe),
             apart,
             snapshot_id=s.snapshot_id,
             benchmark=s.benchmark,
@@ -160,7 +157,7 @@ def trends(
     ]
 
 
-def _columns(
+def series_columns(
     s: TrendSeries,
     flags: dict[tuple[str, str, str], str],
     groups: Sequence[str | None],
@@ -191,87 +188,6 @@ def _flagged(s: TrendSeries, flags: dict[tuple[str, str, str], str]) -> Sequence
     if not any(b == s.benchmark and a == s.axis for _, b, a in flags):
         return (None,) * len(s.run_ids)
     return [flags.get((r, s.benchmark, s.axis)) for r in s.run_ids]
-
-
-def effect_trends(
-    view: RunReader, since: datetime | None, flags: dict[tuple[str, str, str], str]
-) -> list[Trend]:
-    """d over time per snapshot × test × metric, from complete runs only; 0 is the line
-    of no association."""
-    safe = SafeTexts()
-    return [
-        series_trend(
-            None,
-            _columns(s, flags, [None] * len(s.run_ids), safe),
-            snapshot_id=s.snapshot_id,
-            benchmark=s.benchmark,
-            axis=s.axis,
-            measure="effect_size",
-            metric=s.metric,
-            reference=0.0,
-        )
-        for s in view.measure_trend(since, "effect_size")
-        if not in_folder_family(s.metric)
-    ]
-
-
-def in_folder_family(metric: str | None) -> bool:
-    """Whether ``metric``'s results belong to a family in its own folder, whose measures
-    its own report section shows (a choice-QA bias score is an ``effect_size`` too, not
-    an association test)."""
-    spec = METRICS.get(metric or "")
-    return spec is not None and bool(spec.family.hooks)
-
-
-def association_results(view: RunReader, run_ids: list[str]) -> list[AssociationResult]:
-    """The association tests of the given runs (the new runs a report compares)."""
-    out: list[AssociationResult] = []
-    for rid in dict.fromkeys(run_ids):
-        run = view.run(rid)
-        if in_folder_family(run.metric):
-            continue
-        for m in view.measures(rid):
-            if m.kind != "effect_size":
-                continue
-            used = m.details.get("n_used", {})
-            out.append(
-                AssociationResult(
-                    snapshot_id=run.snapshot_id,
-                    run_id=rid,
-                    started_at=run.started_at,
-                    benchmark=m.benchmark,
-                    test=m.axis,
-                    metric=run.metric,
-                    d=m.value,
-                    ci=_interval(m.ci_low, m.ci_high),
-                    p_value=m.p_value,
-                    p_holm=m.details.get("p_holm"),
-                    sizes=tuple(int(used.get(r, 0)) for r in ("X", "Y", "A", "B")),
-                    n_missing=int(m.details.get("n_missing", 0)),
-                    method=m.method,
-                )
-            )
-    return out
-
-
-def effect_model(c: DriftEffect, snapshot_id: str) -> EffectComparison:
-    return EffectComparison(
-        snapshot_id=snapshot_id,
-        benchmark=c.benchmark,
-        test=c.axis,
-        new_run_id=c.new_run_id,
-        baseline_run_id=c.baseline_run_id,
-        metric=c.metric,
-        n_paired=c.n_paired,
-        d_old=c.d_old,
-        d_new=c.d_new,
-        delta=c.delta,
-        delta_ci=_interval(c.ci_low, c.ci_high),
-        p_value=c.p_value,
-        p_adjusted=c.p_adjusted,
-        verdict=c.verdict.label,
-        reason=c.verdict.reason,
-    )
 
 
 def quality_results(view: RunReader, since: datetime | None) -> list[QualityResult]:
@@ -320,7 +236,7 @@ def _context_rate(label: str, r, control=None) -> ContextRate:
     return ContextRate(
         label=label,
         value=r.value,
-        ci=_interval(r.ci_low, r.ci_high),
+        ci=interval(r.ci_low, r.ci_high),
         k=r.k,
         n=r.n,
         control=control.value if control is not None else None,
@@ -378,6 +294,26 @@ def _with_controls(trends: list[Trend], contexts: list[ScoreContext]) -> list[Tr
     return out
 
 
+def _family_fields(
+    view: RunReader,
+    result: DriftResult,
+    *,
+    since: datetime | None,
+    flags: dict[tuple[str, str, str], str],
+    new_runs: list[str],
+) -> dict[str, object]:
+    """The ``ReportInput`` fields that folder families fill themselves (``report_input``
+    hook: the association tests' tests, changes and trends)."""
+    fields: dict[str, object] = {}
+    for family in FAMILIES.values():
+        hook = family.hook("report_input")
+        if hook is not None:
+            fields |= hook(
+                view, result.of_family(family.name), since=since, flags=flags, new_runs=new_runs
+            )
+    return fields
+
+
 def build_report_input(
     view: RunReader,
     result: DriftResult,
@@ -386,10 +322,12 @@ def build_report_input(
     since: datetime | None,
     with_flips: bool = False,
 ) -> ReportInput:
-    meta = view.runs(c.new_run_id for c in [*result.axes, *result.effect_sizes])
+    # Pair axes, and the comparisons of folder families in their own type (association
+    # tests), carry the provenance diff of their runs; both can be flagged in the trends.
+    own = result.own_types
+    meta = view.runs(c.new_run_id for c in [*result.axes, *own])
     comps, diffs, flags = [], {}, {}
-    effects = [effect_model(e, meta[e.new_run_id].snapshot_id) for e in result.effect_sizes]
-    for c in [*result.axes, *result.effect_sizes]:
+    for c in [*result.axes, *own]:
         m = meta[c.new_run_id]
         if isinstance(c, AxisComparison):
             model = comparison_model(c, m.metric, with_flips=with_flips)
@@ -437,7 +375,7 @@ def build_report_input(
     view.prefetch_measures([*compared, *latest, *new_runs])
     contexts = score_contexts_of(view, compared + latest, controls)
     snapshots = sorted({t.snapshot_id for t in series} | {c.snapshot_id for c in comps})
-    named = set(compared) | {r for e in effects for r in (e.new_run_id, e.baseline_run_id)}
+    named = set(compared) | {r for c in own for r in (c.new_run_id, c.baseline_run_id)}
     named |= {r for c in result.family_comparisons for r in (c.new_run_id, c.baseline_run_id)}
     runs, n_runs = run_summaries(view, since, named)
     all_quality = quality_results(view, since)
@@ -459,9 +397,7 @@ def build_report_input(
         repeat_groups=tuple(g for s in snapshots for g in repeat_groups(view, s, since)),
         methods=tuple(method_comparisons(view, series)),
         fdr_note=result.fdr_note(),
-        associations=tuple(association_results(view, new_runs)),
-        effect_comparisons=tuple(effects),
-        effect_trends=tuple(effect_trends(view, since, flags)),
+        **_family_fields(view, result, since=since, flags=flags, new_runs=new_runs),
         family_comparisons=tuple(result.family_comparisons),
         alpha=result.alpha,
         confidence=result.confidence,

@@ -16,8 +16,8 @@ import re
 from monitor import fmt
 from monitor.metrics.panel import PANEL_METRICS
 from monitor.report import answer
-from monitor.report.families import family_sections
-from monitor.report.model import VERDICT_ORDER, Comparison, ReportInput
+from monitor.report.families import family_blocks, family_sections
+from monitor.report.model import Comparison, ReportInput
 from monitor.report.text import fdr_text, summary_line
 
 # GitHub comments are capped at 65,536 characters; leave room for a footer.
@@ -27,7 +27,7 @@ MAX_CHARS = 60_000
 # a line here, and "(" or "!" mean nothing without the "[" escaped here. <, > and & become
 # HTML entities, so no raw HTML (and no attribute to break out of) can start.
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]|~$])")
-_VERDICT_BADGE = {
+VERDICT_BADGE = {
     "regression": "🔴 **regression**",
     "improvement": "🟢 **improvement**",
     "not comparable": "⚪ not comparable",
@@ -53,7 +53,7 @@ def _inert(text: str) -> str:
 
 
 def _row(c: Comparison) -> str:
-    verdict = _VERDICT_BADGE[c.verdict]
+    verdict = VERDICT_BADGE[c.verdict]
     if c.verdict == "not comparable" and c.reason:
         verdict += f": {md(c.reason, 100)}"
     cells = [
@@ -158,57 +158,6 @@ def _what_changed(report: ReportInput) -> list[str]:
     return lines
 
 
-def _d(x: float | None) -> str:
-    return fmt.MISSING if x is None else f"{x:+.2f}".replace("-", fmt.MINUS)
-
-
-def _associations(report: ReportInput, max_rows: int) -> list[str]:
-    """Association tests beside the pairs: each test's d and interval, then what moved."""
-    lines: list[str] = []
-    if report.associations:
-        lines += [
-            "### Association tests (WEAT / SEAT)",
-            "",
-            f"| Snapshot | Test (benchmark) | d [{report.level} bootstrap] | p | p (Holm) "
-            "| Missing terms |",
-            "|---|---|---|---|---|---|",
-        ]
-        rows = sorted(report.associations, key=lambda a: (a.snapshot_id, a.benchmark, a.test))
-        for a in rows[:max_rows]:
-            ci = f" [{_d(a.ci[0])}, {_d(a.ci[1])}]" if a.ci else ""
-            lines.append(
-                f"| {md(a.snapshot_id, 60)} | {md(a.test, 40)} ({md(a.benchmark, 50)}) | "
-                f"{_d(a.d)}{ci} | {fmt.pvalue(a.p_value)} | {fmt.pvalue(a.p_holm)} | "
-                f"{a.n_missing} |"
-            )
-        if len(rows) > max_rows:
-            lines.append(f"{len(rows) - max_rows} more tests are in the HTML report.")
-        lines.append("")
-    if report.effect_comparisons:
-        lines += [
-            f"| Snapshot | Test | d, baseline → new | Δd (paired {report.level} CI) | p | p (BH) "
-            "| Verdict |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        comps = sorted(
-            report.effect_comparisons,
-            key=lambda c: (VERDICT_ORDER.index(c.verdict), c.snapshot_id, c.benchmark, c.test),
-        )
-        flagged = sum(c.verdict in ("regression", "improvement") for c in comps)
-        for c in comps[: max(max_rows, flagged)]:
-            ci = f" [{_d(c.delta_ci[0])}, {_d(c.delta_ci[1])}]" if c.delta_ci else ""
-            verdict = _VERDICT_BADGE[c.verdict]
-            if c.verdict == "not comparable" and c.reason:
-                verdict += f": {md(c.reason, 100)}"
-            lines.append(
-                f"| {md(c.snapshot_id, 60)} | {md(c.test, 40)} | {_d(c.d_old)} → {_d(c.d_new)} | "
-                f"{_d(c.delta)}{ci} | {fmt.pvalue(c.p_value)} | {fmt.pvalue(c.p_adjusted)} | "
-                f"{verdict} |"
-            )
-        lines.append("")
-    return lines
-
-
 MAX_SUMMARIES = 12  # comparisons explained in words; drifts and configuration changes first
 
 
@@ -299,7 +248,7 @@ def _answer(report: ReportInput, max_rows: int) -> list[str]:
             ]
         for row in rows:
             c = row.comparison
-            verdict = _VERDICT_BADGE[c.verdict]
+            verdict = VERDICT_BADGE[c.verdict]
             if c.verdict == "not comparable" and c.reason:
                 verdict += f": {md(c.reason, 100)}"
             delta = (
@@ -359,7 +308,7 @@ def render_markdown(report: ReportInput, *, max_rows: int = 40) -> str:
     else:
         out += [] if families else ["No comparisons in this report.", ""]
 
-    out += _associations(report, max_rows)
+    out += family_blocks(report, "markdown", max_rows=max_rows)
     context = _contexts(report)
     if context:
         out += ["### Bias rates in context", "", *context, ""]

@@ -1,4 +1,6 @@
-"""Tables for association-test results (effect sizes), used by `run` and `show`.
+"""The association-test family's terminal output: its table in `run` and `show`
+(``cli_table``), and its comparisons in `drift` (``drift_lines``, ``drift_table``,
+``drift_json``), each a hook of ``spec.py`` that the CLI calls without knowing the family.
 
 Effect sizes are not rates: d is printed as a signed number with its interval, the
 permutation p and the Holm-adjusted p across the run's tests, never as a percentage.
@@ -10,6 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from typing import Any
+
+from rich.table import Table as RichTable
 
 from monitor.cli.output import out
 from monitor.fmt import pvalue
@@ -29,15 +33,13 @@ def is_effect(m: Any) -> bool:
     return _get(m, "kind") == "effect_size"
 
 
-def print_effects(measures: Iterable[Any], title: str) -> bool:
-    """Print one row per effect-size measure; False (nothing printed) when there is none."""
+def cli_table(measures: Iterable[Any], title: str) -> RichTable:
+    """The ``cli_table`` hook: one row per effect-size measure of a run."""
     from monitor.cli.output import SafeTable as Table
 
     rows = sorted(
         (m for m in measures if is_effect(m)), key=lambda m: (_get(m, "benchmark"), _get(m, "axis"))
     )
-    if not rows:
-        return False
     level = f"{100 * float(_get(rows[0], 'confidence') or 0.95):g}%"
     table = Table(title=title, title_justify="left")
     for col in (
@@ -67,8 +69,13 @@ def print_effects(measures: Iterable[Any], title: str) -> bool:
             "/".join(str(used.get(r, 0)) for r in ("X", "Y", "A", "B")),
             str(details.get("n_missing", 0)),
         )
-    out.print(table)
-    return True
+    return table
+
+
+def drift_json(comparisons: Iterable[Any], snapshot_of: dict[str, str]) -> dict[str, Any]:
+    """The ``drift_json`` hook: the family's entries of ``drift --format json`` (always
+    present, empty when no association test was compared)."""
+    return {"association_tests": [effect_comparison_json(c) for c in comparisons]}
 
 
 def effect_comparison_json(c: Any) -> dict[str, Any]:
@@ -95,7 +102,8 @@ def effect_comparison_json(c: Any) -> dict[str, Any]:
     }
 
 
-def print_effect_comparisons(comparisons: Iterable[Any], level: str) -> None:
+def drift_table(comparisons: Iterable[Any], level: str) -> None:
+    """The ``drift_table`` hook (``--format table-wide``): one row per compared test."""
     from monitor.cli.output import SafeTable as Table
 
     rows = list(comparisons)
@@ -134,12 +142,13 @@ def print_effect_comparisons(comparisons: Iterable[Any], level: str) -> None:
     out.print(table)
 
 
-def effect_lines(
+def drift_lines(
     comparisons: Iterable[Any], snapshot_of: dict[str, str], width: int, level: str
 ) -> list[str]:
-    """Drift's association tests in the default output, within ``width`` (an 80-column
-    log): per compared pair the two runs named once, then one line per test (d old → new,
-    Δd with its interval, BH-adjusted p, verdict) and the verdict's reason under it. The
+    """The ``drift_lines`` hook: drift's association tests in the default output, within
+    ``width`` (an 80-column log): per compared pair the two runs named once, then one line
+    per test (d old → new, Δd with its interval, BH-adjusted p, verdict) and the verdict's
+    reason under it. The
     table of ``--format table-wide`` cut run ids and tests to "20261…" at 80 columns."""
     from monitor.cli.output_drift import by_pair, pair_heading, wrap
 

@@ -42,9 +42,12 @@ from monitor.benchmarks.items import (
     BenchmarkVersion,
     Exclusion,
     Item,
+    LoadedBenchmark,
     make_content_id,
     normalise_text,
 )
+from monitor.benchmarks.manifest import BenchmarkSpec
+from monitor.benchmarks.parse import id_namespace
 from monitor.errors import DataIntegrityError
 
 ITEM_KIND = "word-set-term"
@@ -234,3 +237,34 @@ def parse_word_sets(
             data, version=version, namespace=namespace, region=region, seat=fmt == "sochindi-seat"
         )
     raise DataIntegrityError(f"{version.benchmark}: unknown word-set format {fmt!r}")
+
+
+def load(
+    spec: BenchmarkSpec,
+    data: bytes,
+    version: BenchmarkVersion,
+    options: Mapping[str, Any] | None = None,
+) -> LoadedBenchmark:
+    """The family's ``load`` hook: a word-set file (association tests), every listed term
+    an item. The manifest's ``rows`` pins the number of terms; no options apply."""
+    name = f"{spec.id} ({spec.path})"
+    terms = count_terms(data, spec.format, name=name)
+    if terms != spec.rows:
+        raise DataIntegrityError(f"{name}: {terms} terms, the manifest pins {spec.rows}")
+    built = parse_word_sets(
+        data,
+        spec.format,
+        version=version,
+        namespace=id_namespace(version),
+        axis=spec.axis,
+        region=spec.region,
+    )
+    return LoadedBenchmark(
+        benchmark=spec.id,
+        axis=spec.axis,
+        region=spec.region,
+        version=version,
+        items=built.items,
+        exclusions=built.exclusions,
+        source_rows=built.row,  # term slots: a SEAT word fills one slot per template
+    )

@@ -1,6 +1,7 @@
 """The benchmark-data suite for word-set benchmarks (association tests).
 
-Run by ``validate_benchmark`` when the loaded items are word-set terms: one frame row
+The family's ``benchmark_quality`` hook, run by ``validate_benchmark`` when the loaded
+items are word-set terms: one frame row
 per term slot (items and exclusions side by side), checked for the rules every word-set
 file must meet. Terms are never shown in a failure: the text column is sensitive.
 """
@@ -45,7 +46,9 @@ def word_set_frame(loaded: LoadedBenchmark) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=[*columns, "reason"])
 
 
-def validate_word_sets(loaded: LoadedBenchmark) -> SuiteResult:
+def validate_word_sets(loaded: LoadedBenchmark, *, expected_rows: int | None = None) -> SuiteResult:
+    """The suite of one word-set file. ``expected_rows`` (the manifest's term count) is
+    already checked by the loader; the table's rows are the term slots it built."""
     scored = (("state", "==", "scored"),)
     frame = word_set_frame(loaded)
     roles_per_test = frame[frame["state"] == "scored"].groupby("test")["role"].nunique()

@@ -1,10 +1,10 @@
 """Compare two runs of an association test: the change in d, with a paired interval.
 
-Registered in ``drift.session.COMPARATORS`` as ``effect-size-difference`` (the
-``comparison`` of the ``association-test`` result family). For each (benchmark, test)
+The ``association-test`` family's ``compare`` hook (``spec.py``), called by drift for
+every pair of its runs. For each (benchmark, test)
 scored by either run, the target words embedded in both runs are paired by item id and
 Δd = d_new − d_old gets a paired bootstrap interval and p over those words
-(``monitor.metrics.association.paired_difference``): what the words share cancels, so
+(``metrics.paired_difference``): what the words share cancels, so
 the interval is about the model, not about which words happen to be in the lists.
 
 The verdict follows the pair comparator's rules: "not comparable" when the runs measure
@@ -23,7 +23,12 @@ from dataclasses import dataclass, replace
 
 from monitor.drift.provenance_diff import ProvenanceDiff, diff_runs
 from monitor.drift.verdicts import MIN_ITEM_OVERLAP, Verdict, comparability
-from monitor.metrics.association import METRIC_DDOF, effect_size, paired_difference, seed_for
+from monitor.families.association.metrics import (
+    METRIC_DDOF,
+    effect_size,
+    paired_difference,
+    seed_for,
+)
 from monitor.readmodel.models import TestTerms
 from monitor.store.view import StoreView
 
@@ -57,6 +62,7 @@ class EffectComparison:
     provenance: ProvenanceDiff
     attribution: str
     method: str = METHOD
+    family: str = "association-test"
 
     def adjusted(self, p_adjusted: float | None, alpha: float) -> EffectComparison:
         """This comparison with its BH-adjusted p and the verdict that follows from it."""

@@ -29,6 +29,9 @@ set (SocHindi 15) should be read with that in mind.
 
 Every random draw comes from a generator seeded by what is tested (benchmark, test and
 item ids), so the same rows always give the same p and interval. Nothing here does I/O.
+
+The family's metric specs are read by ``monitor.metrics.registry`` (one reference in
+``FOLDER_METRICS``) through :func:`metric_specs`.
 """
 
 from __future__ import annotations
@@ -40,11 +43,15 @@ import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from monitor.metrics.families import ItemNumbers
 from monitor.records import Measure, ScoreRow
+
+if TYPE_CHECKING:
+    from monitor.metrics.registry import MetricSpec
 
 WEAT = "weat"
 WEAT_VERSION = "1"
@@ -414,3 +421,37 @@ def weat_population_sd_measures(rows: Iterable[ScoreRow], item_axes: Mapping[str
 
 
 METRIC_DDOF = {WEAT: 1, WEAT_POPULATION_SD: 0}
+
+# Association tests: delta = s(w, A, B) for a target word (mean cosine with A minus mean
+# cosine with B), s(a, X, Y) for an attribute word. A term the model cannot embed (out of
+# a static vocabulary) is stored with outcome 'other' and no delta, and listed per test.
+ASSOCIATION_SCORES = ItemNumbers("association s(w, A, B)", ("delta",), unless_outcome_in=("other",))
+
+
+def metric_specs() -> list[MetricSpec]:
+    """The family's metrics (imported here so that this module loads without the registry)."""
+    from monitor.families.association.spec import ASSOCIATION_TEST
+    from monitor.metrics.registry import MetricSpec
+
+    return [
+        MetricSpec(
+            WEAT,
+            WEAT_VERSION,
+            "WEAT/SEAT effect size d with the sample SD (ddof=1, as SEAT and bias-bench), "
+            "one-sided permutation p, bootstrap interval over target words",
+            ASSOCIATION_TEST,
+            ASSOCIATION_SCORES,
+            weat_measures,
+            "embeddings",
+        ),
+        MetricSpec(
+            WEAT_POPULATION_SD,
+            WEAT_POPULATION_SD_VERSION,
+            "WEAT/SEAT effect size d with the population SD (ddof=0, as the SocHindi "
+            "notebook); otherwise as weat",
+            ASSOCIATION_TEST,
+            ASSOCIATION_SCORES,
+            weat_population_sd_measures,
+            "embeddings",
+        ),
+    ]

@@ -1,11 +1,13 @@
-"""The scoring driver for embedding kinds: association tests (WEAT on words, SEAT on
-sentences) through the same run lifecycle as every other run.
+"""The association-test family's scoring driver, for embedding kinds: association tests
+(WEAT on words, SEAT on sentences) through the same run lifecycle as every other run.
+
+``monitor.kinds`` names it (``EMBEDDING_DRIVER``) for every embedding kind.
 
 For each run: embed every distinct term of the selected word-set benchmarks once, then
 per test compute each term's association with the opposite pair of sets (``s(w, A, B)``
 for a target word, ``s(a, X, Y)`` for an attribute word), store one score row and one
 vector per term, and let the lifecycle compute the per-test effect sizes from the
-stored rows (``monitor.metrics.association``) and run the quality gate.
+stored rows (``metrics.py`` beside it) and run the quality gate.
 
 A term the model cannot embed (a static vocabulary lacks it) is stored with outcome
 ``other`` and no number, so every listed term has a row and each test lists what it
@@ -26,12 +28,12 @@ from monitor.backends.device_facts import torch_facts
 from monitor.backends.embedding import Embedded
 from monitor.benchmarks.items import Item
 from monitor.errors import SnapshotUnavailable, UserInputError
+from monitor.families.association.metrics import MISSING_OUTCOME, cosine_matrix
 from monitor.jobs.context import JobContext
 from monitor.jobs.driver import RunHooks, drive
 from monitor.jobs.lifecycle import OpenRun
 from monitor.jobs.options import RunOutcome
 from monitor.jobs.run_record import fingerprint, new_repeat_group, new_run_record
-from monitor.metrics.association import MISSING_OUTCOME, cosine_matrix
 from monitor.provenance import environment
 from monitor.records import RunRecord, ScoreRow
 

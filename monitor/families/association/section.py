@@ -1,0 +1,277 @@
+"""The association-test family's part of the report: its fields of ``ReportInput``
+(``report_input`` hook: each new run's tests, the changes in d, d over time) and its
+section in Markdown and HTML (``report_block`` hook: a forest plot of d per run, the
+tests, the changes, the trends), rendered where the report places association tests.
+
+The report's JSON keeps these fields under their names (``associations``,
+``effect_comparisons``, ``effect_trends``: schema version 2); what fills and draws them
+lives here. Every value is escaped (``report.markdown.md``, Jinja2 autoescape); terms are
+never shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from jinja2 import ChoiceLoader, Environment, FileSystemLoader
+from markupsafe import Markup
+
+from monitor import fmt
+from monitor.families.association import plots
+from monitor.families.association.compare import EffectComparison as DriftEffect
+from monitor.families.association.spec import ASSOCIATION_TEST
+from monitor.metrics.registry import METRICS
+from monitor.readmodel.reader import RunReader
+from monitor.report.history import SafeTexts, series_trend
+from monitor.report.input import interval, series_columns
+from monitor.report.markdown import VERDICT_BADGE, md
+from monitor.report.model import (
+    VERDICT_ORDER,
+    AssociationResult,
+    EffectComparison,
+    ReportInput,
+    Trend,
+)
+
+_HERE = Path(__file__).parent
+_FMT = fmt  # the formatters, under a name report_block's ``fmt`` argument does not hide
+
+
+def report_input(
+    view: RunReader,
+    comparisons: Sequence[DriftEffect],
+    *,
+    since: datetime | None,
+    flags: dict[tuple[str, str, str], str],
+    new_runs: Sequence[str],
+) -> dict[str, Any]:
+    """The ``report_input`` hook: the family's fields of ``ReportInput``."""
+    meta = view.runs(c.new_run_id for c in comparisons)
+    return {
+        "associations": tuple(association_results(view, list(new_runs))),
+        "effect_comparisons": tuple(
+            effect_model(c, meta[c.new_run_id].snapshot_id) for c in comparisons
+        ),
+        "effect_trends": tuple(effect_trends(view, since, flags)),
+    }
+
+
+def effect_trends(
+    view: RunReader, since: datetime | None, flags: dict[tuple[str, str, str], str]
+) -> list[Trend]:
+    """d over time per snapshot × test × metric, from complete runs only; 0 is the line
+    of no association."""
+    safe = SafeTexts()
+    return [
+        series_trend(
+            None,
+            series_columns(s, flags, [None] * len(s.run_ids), safe),
+            snapshot_id=s.snapshot_id,
+            benchmark=s.benchmark,
+            axis=s.axis,
+            measure="effect_size",
+            metric=s.metric,
+            reference=0.0,
+        )
+        for s in view.measure_trend(since, "effect_size")
+        if _is_association(s.metric)
+    ]
+
+
+def _is_association(metric: str | None) -> bool:
+    """Whether ``metric`` is this family's (a choice-QA bias score is an ``effect_size``
+    too, not an association test)."""
+    spec = METRICS.get(metric or "")
+    return spec is not None and spec.family.name == ASSOCIATION_TEST.name
+
+
+def association_results(view: RunReader, run_ids: list[str]) -> list[AssociationResult]:
+    """The association tests of the given runs (the new runs a report compares)."""
+    out: list[AssociationResult] = []
+    for rid in dict.fromkeys(run_ids):
+        run = view.run(rid)
+        if not _is_association(run.metric):
+            continue
+        for m in view.measures(rid):
+            if m.kind != "effect_size":
+                continue
+            used = m.details.get("n_used", {})
+            out.append(
+                AssociationResult(
+                    snapshot_id=run.snapshot_id,
+                    run_id=rid,
+                    started_at=run.started_at,
+                    benchmark=m.benchmark,
+                    test=m.axis,
+                    metric=run.metric,
+                    d=m.value,
+                    ci=interval(m.ci_low, m.ci_high),
+                    p_value=m.p_value,
+                    p_holm=m.details.get("p_holm"),
+                    sizes=tuple(int(used.get(r, 0)) for r in ("X", "Y", "A", "B")),
+                    n_missing=int(m.details.get("n_missing", 0)),
+                    method=m.method,
+                )
+            )
+    return out
+
+
+def effect_model(c: DriftEffect, snapshot_id: str) -> EffectComparison:
+    """Drift's comparison of one test in the report's shape."""
+    return EffectComparison(
+        snapshot_id=snapshot_id,
+        benchmark=c.benchmark,
+        test=c.axis,
+        new_run_id=c.new_run_id,
+        baseline_run_id=c.baseline_run_id,
+        metric=c.metric,
+        n_paired=c.n_paired,
+        d_old=c.d_old,
+        d_new=c.d_new,
+        delta=c.delta,
+        delta_ci=interval(c.ci_low, c.ci_high),
+        p_value=c.p_value,
+        p_adjusted=c.p_adjusted,
+        verdict=c.verdict.label,
+        reason=c.verdict.reason,
+    )
+
+
+def _d(x: float | None) -> str:
+    return fmt.MISSING if x is None else f"{x:+.2f}".replace("-", fmt.MINUS)
+
+
+def _associations(report: ReportInput, max_rows: int) -> list[str]:
+    """Association tests beside the pairs: each test's d and interval, then what moved."""
+    lines: list[str] = []
+    if report.associations:
+        lines += [
+            "### Association tests (WEAT / SEAT)",
+            "",
+            f"| Snapshot | Test (benchmark) | d [{report.level} bootstrap] | p | p (Holm) "
+            "| Missing terms |",
+            "|---|---|---|---|---|---|",
+        ]
+        rows = sorted(report.associations, key=lambda a: (a.snapshot_id, a.benchmark, a.test))
+        for a in rows[:max_rows]:
+            ci = f" [{_d(a.ci[0])}, {_d(a.ci[1])}]" if a.ci else ""
+            lines.append(
+                f"| {md(a.snapshot_id, 60)} | {md(a.test, 40)} ({md(a.benchmark, 50)}) | "
+                f"{_d(a.d)}{ci} | {fmt.pvalue(a.p_value)} | {fmt.pvalue(a.p_holm)} | "
+                f"{a.n_missing} |"
+            )
+        if len(rows) > max_rows:
+            lines.append(f"{len(rows) - max_rows} more tests are in the HTML report.")
+        lines.append("")
+    if report.effect_comparisons:
+        lines += [
+            f"| Snapshot | Test | d, baseline → new | Δd (paired {report.level} CI) | p | p (BH) "
+            "| Verdict |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        comps = sorted(
+            report.effect_comparisons,
+            key=lambda c: (VERDICT_ORDER.index(c.verdict), c.snapshot_id, c.benchmark, c.test),
+        )
+        flagged = sum(c.verdict in ("regression", "improvement") for c in comps)
+        for c in comps[: max(max_rows, flagged)]:
+            ci = f" [{_d(c.delta_ci[0])}, {_d(c.delta_ci[1])}]" if c.delta_ci else ""
+            verdict = VERDICT_BADGE[c.verdict]
+            if c.verdict == "not comparable" and c.reason:
+                verdict += f": {md(c.reason, 100)}"
+            lines.append(
+                f"| {md(c.snapshot_id, 60)} | {md(c.test, 40)} | {_d(c.d_old)} → {_d(c.d_new)} | "
+                f"{_d(c.delta)}{ci} | {fmt.pvalue(c.p_value)} | {fmt.pvalue(c.p_adjusted)} | "
+                f"{verdict} |"
+            )
+        lines.append("")
+    return lines
+
+
+@dataclass(frozen=True)
+class _DTrendView:
+    """What the trend macro draws for one d series (the report's rate trends' shape)."""
+
+    trend: Trend
+    plot: Any
+    anchor: str
+    caption: str
+    flags: Any
+    last: Any
+
+
+@dataclass(frozen=True)
+class _ForestView:
+    snapshot_id: str
+    run_id: str
+    metric: str | None
+    plot: plots.ForestPlot
+    rows: list
+    anchor: str
+    caption: str
+
+
+def _forest_views(report: ReportInput) -> list[_ForestView]:
+    runs: dict[str, list] = {}
+    for a in report.associations:
+        runs.setdefault(a.run_id, []).append(a)
+    views = []
+    for i, (run_id, rows) in enumerate(runs.items()):
+        rows = sorted(rows, key=lambda a: (a.benchmark, a.test))
+        views.append(
+            _ForestView(
+                rows[0].snapshot_id,
+                run_id,
+                rows[0].metric,
+                plots.forest(rows, report.alpha),
+                rows,
+                f"forest-{i}",
+                f"effect size d per association test of {rows[0].snapshot_id}, run {run_id}",
+            )
+        )
+    return views
+
+
+def _effect_trend_views(report: ReportInput) -> list[_DTrendView]:
+    views = []
+    for i, t in enumerate(report.effect_trends):
+        plot = plots.trend(t)
+        valued = [p for p in t.points if p.value is not None]
+        caption = f"effect size d of {t.snapshot_id} on {t.axis} ({t.benchmark}) over time"
+        views.append(
+            _DTrendView(
+                t, plot, f"d-trend-{i}", caption, plot.flags, valued[-1] if valued else None
+            )
+        )
+    return views
+
+
+def report_block(
+    report: ReportInput,
+    *,
+    fmt: Literal["markdown", "html"],
+    max_rows: int,
+    env: Environment | None = None,
+) -> str:
+    """The ``report_block`` hook: the family's section where the report places it (after
+    the pair comparisons), in Markdown or in HTML; ``env`` is the report's Jinja2
+    environment (autoescape, its macros), which the HTML part extends with this folder."""
+    if fmt == "markdown":
+        return "\n".join(_associations(report, max_rows))
+    assert env is not None, "the HTML part renders in the report's environment"
+    here = env.overlay(loader=ChoiceLoader([FileSystemLoader(_HERE), env.loader]))
+    forests = _forest_views(report)
+    return Markup(
+        here.get_template("section.html.j2").render(
+            r=report,
+            fmt=_FMT,
+            forests=forests,
+            forest_rows=[a for f in forests for a in f.rows],
+            effect_trends=_effect_trend_views(report),
+            dfmt=plots.d_text,
+        )
+    )
