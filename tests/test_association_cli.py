@@ -185,6 +185,8 @@ def test_static_vectors_give_the_hand_computed_effect_size_and_show_in_drift_and
     assert (c["new_run_id"], c["baseline_run_id"]) == (third["run_id"], again["run_id"])
     assert c["delta"] == pytest.approx(third["measures"][0]["value"] - m["value"], abs=1e-9)
     assert c["delta_ci"][0] <= c["delta"] <= c["delta_ci"][1] and c["n_paired"] == 6
+    # What the comparison could have detected: a change in d, not in points.
+    assert c["mde"] > 0 and c["mde_method"].startswith("(z_{1-alpha/2} + z_0.80)")
     assert c["attribution"].startswith("model change")
     # The nightly's issue script reads this JSON: one finding for the test, keyed by it.
     [f] = findings(drift)
@@ -198,7 +200,10 @@ def test_static_vectors_give_the_hand_computed_effect_size_and_show_in_drift_and
     # d is not a rate: the headline names no points when no pair axis was compared.
     assert "flagged of 1 paired tests" in text and "percentage points" not in text, text
     [line] = [x for x in lines if x.startswith("toy-weat/toy1: d ")]
-    assert f"Δd {c['delta']:+.3f}" in line and c["verdict"] in " ".join(text.split())
+    # A true minus, as in the report and the other families' lines; the MDE beside Δd.
+    delta = f"{c['delta']:+.3f}".replace("-", "\u2212")
+    assert f"Δd {delta}" in line and c["verdict"] in " ".join(text.split())
+    assert f"MDE ±{c['mde']:.2f}" in " ".join(text.split()), text
     same = json.loads(
         cli(
             env, "drift", "--run", again["run_id"], "--baseline", out["run_id"], "--format", "json"
@@ -206,6 +211,7 @@ def test_static_vectors_give_the_hand_computed_effect_size_and_show_in_drift_and
     )
     [s] = same["association_tests"]
     assert (s["delta"], s["p"], s["verdict"]) == (0.0, 1.0, "no significant change")
+    assert s["mde"] == 0  # identical words: the paired spread is 0, any change is detected
     assert s["attribution"] == "no provenance change"
 
     # Pair results beside them: the caste study's imported April and July runs.
@@ -229,6 +235,12 @@ def test_static_vectors_give_the_hand_computed_effect_size_and_show_in_drift_and
     data = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
     assert {a["test"] for a in data["associations"]} == {"toy1"}
     assert data["effect_comparisons"][0]["test"] == "toy1" and data["comparisons"]
+    assert data["effect_comparisons"][0]["mde"] == pytest.approx(c["mde"])
+    assert f"; MDE ±{c['mde']:.2f}" in md
+    # The one-line verdict names the association test's snapshot too, not only the pairs'.
+    verdict_line = md.splitlines()[0]
+    assert "gpt-4o-caste-study" in verdict_line, verdict_line
+    assert "toy-vectors (association tests): no flagged change in 1 test." in verdict_line
     # The meta line counts every comparison, the association test's too (it left it out).
     n = len(data["effect_comparisons"]) + len(data["comparisons"])
     assert f" · {n} comparisons: " in md, md[:600]

@@ -19,6 +19,7 @@ from monitor.families.association.metrics import (
     association,
     association_measures,
     bootstrap_interval,
+    detectable_d_change,
     effect_size,
     paired_difference,
     permutation_test,
@@ -96,10 +97,34 @@ def test_bootstrap_interval_is_seeded_and_holds_d():
 
 def test_paired_difference_of_identical_runs_is_zero_with_p_one():
     sx, sy = [0.3, 0.2, 0.25, 0.1], [0.0, 0.05, -0.1, 0.02]
-    delta, ci, p = paired_difference((sx, sy), (sx, sy), ddof=1, seed=1)
-    assert delta == 0 and p == 1.0 and (ci.low, ci.high) == (0, 0)
-    delta, ci, p = paired_difference((sx, sy), ([v + 0.2 for v in sx], sy), ddof=1, seed=1)
-    assert delta > 0 and ci.low <= delta <= ci.high and 0 < p <= 1
+    delta, ci, p, sd = paired_difference((sx, sy), (sx, sy), ddof=1, seed=1)
+    assert delta == 0 and p == 1.0 and (ci.low, ci.high) == (0, 0) and sd == 0
+    # Words that moved in lockstep: any change is detected, so nothing is undetectable.
+    assert detectable_d_change(sd, 0.05) == 0
+    delta, ci, p, sd = paired_difference((sx, sy), ([v + 0.2 for v in sx], sy), ddof=1, seed=1)
+    assert delta > 0 and ci.low <= delta <= ci.high and 0 < p <= 1 and sd > 0
+
+
+def test_the_minimum_detectable_change_in_d_is_the_bootstrap_sd_times_the_z_sum():
+    """(z_0.975 + z_0.80) = 1.95996 + 0.84162 = 2.80158 standard errors of Δd, the SE being
+    the SD of the same paired replicates the interval and p come from (recomputed here)."""
+    sx, sy = [0.31, 0.22, 0.25, 0.12, 0.28], [0.01, 0.06, -0.1, 0.02, 0.04]
+    nx, ny = [0.35, 0.2, 0.3, 0.1, 0.27], [0.0, 0.1, -0.05, 0.06, 0.02]
+    *_, sd = paired_difference((sx, sy), (nx, ny), ddof=1, seed=7, resamples=400)
+    rng = np.random.default_rng(7)
+    ix = rng.integers(0, 5, size=(400, 5))
+    iy = rng.integers(0, 5, size=(400, 5))
+    ox, oy, mx, my = (np.asarray(v) for v in (sx, sy, nx, ny))
+    reps = [
+        effect_size(mx[i], my[j], 1) - effect_size(ox[i], oy[j], 1)
+        for i, j in zip(ix, iy, strict=True)
+    ]
+    reps = [r for r in reps if r is not None and np.isfinite(r)]
+    assert sd == pytest.approx(float(np.std(reps, ddof=1)), rel=1e-9)
+    assert detectable_d_change(sd, 0.05) == pytest.approx(2.801585 * sd, rel=1e-6)
+    # A stricter level needs a larger change; no SE, no MDE.
+    assert detectable_d_change(sd, 0.01) > detectable_d_change(sd, 0.05)
+    assert detectable_d_change(None, 0.05) is None
 
 
 def _rows(test: str, deltas: dict[str, list[float | None]]):

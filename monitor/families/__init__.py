@@ -48,6 +48,8 @@ A family whose comparator returns a type of its own (the association tests'
                   fields of ``ReportInput`` (``monitor.report.input``)
 ``report_block``  (report, *, fmt, max_rows, env) -> str: its report section in Markdown
                   or HTML (``env``: the report's Jinja2 environment), after the pairs
+``report_headline`` (report) -> str: its sentence in the report's one-line verdict
+                  ("" when it compared nothing)
 
 Folders: ``association`` (WEAT/SEAT effect sizes), ``choice_qa`` (BBQ, BharatBBQ).
 """

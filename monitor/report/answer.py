@@ -151,13 +151,26 @@ def headline(report: ReportInput) -> str:
     """The verdict in one sentence, plain text: what regressed, what improved, or that
     nothing cleared the test, with how many axes and snapshots were compared."""
     ps = pairs(report)
-    family = _family_headline(report)
-    if not ps and family:
-        return family
-    if not ps:
-        return "No comparison in this report: no run had a baseline to compare with."
-    text = _pairs_headline(report, ps)
-    return f"{text} {family}" if family else text
+    parts = [
+        _pairs_headline(report, ps) if ps else "",
+        _family_headline(report),
+        *_block_headlines(report),
+    ]
+    text = " ".join(p for p in parts if p)
+    return text or "No comparison in this report: no run had a baseline to compare with."
+
+
+def _block_headlines(report: ReportInput) -> list[str]:
+    """The sentences of families that keep report fields of their own (association tests:
+    their ``report_headline`` hook), in the registry's order; empty ones left out."""
+    from monitor.metrics.families import FAMILIES
+
+    out = []
+    for family in FAMILIES.values():
+        hook = family.hook("report_headline")
+        if hook is not None and (text := hook(report)):
+            out.append(text)
+    return out
 
 
 def _family_headline(report: ReportInput) -> str:

@@ -43,7 +43,8 @@ from monitor.report.model import (
 )
 
 
-def interval(lo, hi):
+def interval_of(lo, hi):
+    """A stored interval as the report's pair, None where either end is missing."""
     return None if lo is None or hi is None else (lo, hi)
 
 
@@ -78,7 +79,7 @@ def _delta_test(c: AxisComparison) -> DeltaTestSummary | None:
         n_items=t.n_items,
         n_clusters=t.n_clusters,
         mean_shift=t.mean_shift,
-        ci=interval(t.ci_low, t.ci_high),
+        ci=interval_of(t.ci_low, t.ci_high),
         p_value=t.p_value,
     )
 
@@ -92,12 +93,12 @@ def comparison_model(c: AxisComparison, metric: str | None, *, with_flips: bool)
         baseline_run_id=c.baseline_run_id,
         n_paired=c.n_paired,
         rate_old=c.rate_old.value,
-        ci_old=interval(c.rate_old.ci_low, c.rate_old.ci_high),
+        ci_old=interval_of(c.rate_old.ci_low, c.rate_old.ci_high),
         rate_new=c.rate_new.value,
-        ci_new=interval(c.rate_new.ci_low, c.rate_new.ci_high),
+        ci_new=interval_of(c.rate_new.ci_low, c.rate_new.ci_high),
         delta=c.paired.delta,
         # Where items share a template the interval shown is the cluster-aware one.
-        delta_ci=c.delta_ci_clustered or interval(c.paired.ci_low, c.paired.ci_high),
+        delta_ci=c.delta_ci_clustered or interval_of(c.paired.ci_low, c.paired.ci_high),
         b_to_anti=c.b,
         c_to_stereo=c.c,
         p_value=c.p_value,
@@ -236,7 +237,7 @@ def _context_rate(label: str, r, control=None) -> ContextRate:
     return ContextRate(
         label=label,
         value=r.value,
-        ci=interval(r.ci_low, r.ci_high),
+        ci=interval_of(r.ci_low, r.ci_high),
         k=r.k,
         n=r.n,
         control=control.value if control is not None else None,

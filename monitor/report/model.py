@@ -353,6 +353,8 @@ class EffectComparison(_Frozen):
     d_new: OptFloat = None
     delta: OptFloat = None
     delta_ci: Interval = None
+    # The smallest |Δd| the paired test detects with 80% power (absent in older reports).
+    mde: OptFloat = None
     p_value: OptFloat = None
     p_adjusted: OptFloat = None
     verdict: Verdict

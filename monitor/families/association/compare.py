@@ -24,7 +24,9 @@ from dataclasses import dataclass, replace
 from monitor.drift.provenance_diff import ProvenanceDiff, diff_runs
 from monitor.drift.verdicts import MIN_ITEM_OVERLAP, Verdict, comparability
 from monitor.families.association.metrics import (
+    MDE_METHOD,
     METRIC_DDOF,
+    detectable_d_change,
     effect_size,
     paired_difference,
     seed_for,
@@ -40,7 +42,9 @@ class EffectComparison:
     """One association test of a new run against its baseline (see the module docstring).
 
     ``d_old``/``d_new`` are each run's stored d over all its words; ``delta`` and its
-    interval are over the words both runs embedded (``n_paired``).
+    interval are over the words both runs embedded (``n_paired``). ``mde`` is the smallest
+    |Δd| the comparison's test would detect with 80% power (``mde_method``): what a "no
+    significant change" could have seen.
     """
 
     benchmark: str
@@ -63,12 +67,15 @@ class EffectComparison:
     attribution: str
     method: str = METHOD
     family: str = "association-test"
+    mde: float | None = None
+    mde_method: str = MDE_METHOD
 
     def adjusted(self, p_adjusted: float | None, alpha: float) -> EffectComparison:
         """This comparison with its BH-adjusted p and the verdict that follows from it."""
         if self.p_value is None or p_adjusted is None or self.delta is None:
             return replace(self, p_adjusted=None)
-        change = f"Δd = {self.delta:+.3f} over {self.n_paired} paired target words"
+        signed = f"{self.delta:+.3f}".replace("-", "\u2212")  # a true minus, as printed
+        change = f"Δd = {signed} over {self.n_paired} paired target words"
         if p_adjusted >= alpha:
             why = f"{change}; BH-adjusted p = {p_adjusted:.3g} ≥ {alpha:g}"
             return replace(
@@ -167,10 +174,10 @@ def compare_effect_sizes(
             n_paired=min(len(ox), len(oy)),
             min_overlap=min_overlap,
         )
-        delta = interval = p = None
+        delta = interval = p = sd = None
         if blocked is None:
             seed = seed_for("drift", key[0], key[1], new_run_id, baseline_run_id)
-            delta, interval, p = paired_difference(
+            delta, interval, p, sd = paired_difference(
                 (ox, oy), (nx, ny), ddof=ddof, seed=seed, confidence=confidence
             )
             if delta is None or effect_size(ox, oy, ddof) is None:
@@ -195,6 +202,7 @@ def compare_effect_sizes(
                 verdict=blocked or Verdict("no significant change", "not yet adjusted"),
                 provenance=provenance,
                 attribution=attribution,
+                mde=None if blocked else detectable_d_change(sd, alpha),
             )
         )
     return out

@@ -43,7 +43,8 @@ import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from statistics import NormalDist
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -216,6 +217,37 @@ def bootstrap_interval(
     return None
 
 
+class PairedDelta(NamedTuple):
+    """Δd with its paired bootstrap interval, two-sided p and the bootstrap SD of Δd (the
+    standard error the minimum detectable change is computed from); None where undefined."""
+
+    delta: float | None
+    interval: Interval | None
+    p_value: float | None
+    sd: float | None
+
+
+MDE_POWER = 0.80
+MDE_METHOD = (
+    "(z_{1-alpha/2} + z_0.80) x the paired bootstrap SD of the change in d "
+    "(normal approximation of the bootstrap test)"
+)
+
+
+def detectable_d_change(sd: float | None, alpha: float, power: float = MDE_POWER) -> float | None:
+    """The smallest |Δd| the paired bootstrap test detects with ``power`` at two-sided level
+    ``alpha``, in the normal approximation: (z_{1−α/2} + z_power) · SD(Δd*). The test
+    rejects when |Δd| clears the spread of the centred replicates, about z_{1−α/2} · SD;
+    a true change of this size does so in ``power`` of repeated comparisons. ``alpha`` is
+    the false discovery rate used as a per-test level, before BH, as for the pair axes'
+    MDE. 0 when the runs' words moved in lockstep (the paired spread is 0): then any
+    change is detected."""
+    if sd is None or not math.isfinite(sd):
+        return None
+    z = NormalDist().inv_cdf
+    return float((z(1 - alpha / 2) + z(power)) * sd)
+
+
 def paired_difference(
     old: tuple[Sequence[float], Sequence[float]],
     new: tuple[Sequence[float], Sequence[float]],
@@ -224,9 +256,9 @@ def paired_difference(
     seed: int,
     confidence: float = CONFIDENCE,
     resamples: int = BOOTSTRAP_RESAMPLES,
-) -> tuple[float | None, Interval | None, float | None]:
-    """Δd = d_new − d_old over the same target words, its paired bootstrap interval and a
-    two-sided bootstrap p.
+) -> PairedDelta:
+    """Δd = d_new − d_old over the same target words, its paired bootstrap interval, a
+    two-sided bootstrap p and the replicates' SD.
 
     ``old``/``new`` are (X values, Y values) with position i of each naming the same word
     in both runs. Each replicate resamples word indices within X and within Y once and
@@ -240,10 +272,10 @@ def paired_difference(
         raise ValueError("paired runs need the same target words in the same order")
     d_old, d_new = effect_size(ox, oy, ddof), effect_size(nx_, ny_, ddof)
     if d_old is None or d_new is None:
-        return None, None, None
+        return PairedDelta(None, None, None, None)
     delta = d_new - d_old
     if len(ox) < 2 or len(oy) < 2:
-        return delta, None, None
+        return PairedDelta(delta, None, None, None)
     rng = np.random.default_rng(seed)
     ix = rng.integers(0, len(ox), size=(resamples, len(ox)))
     iy = rng.integers(0, len(oy), size=(resamples, len(oy)))
@@ -252,15 +284,16 @@ def paired_difference(
         reps = stat(nx_[ix], ny_[iy], axis=1) - stat(ox[ix], oy[iy], axis=1)
     reps = reps[np.isfinite(reps)]
     if len(reps) < resamples // 2:
-        return delta, None, None
+        return PairedDelta(delta, None, None, None)
+    sd = float(np.std(reps, ddof=1))
     alpha = 1 - confidence
     low, high = (float(v) for v in np.quantile(reps, [alpha / 2, 1 - alpha / 2]))
     widened = not low <= delta <= high
     interval = Interval(min(low, delta), max(high, delta), "paired-percentile", widened)
     if delta == 0:
-        return delta, interval, 1.0
+        return PairedDelta(delta, interval, 1.0, sd)
     extreme = int((np.abs(reps - delta) >= abs(delta)).sum())
-    return delta, interval, (1 + extreme) / (len(reps) + 1)
+    return PairedDelta(delta, interval, (1 + extreme) / (len(reps) + 1), sd)
 
 
 def seed_for(*parts: object) -> int:

@@ -27,7 +27,7 @@ from monitor.families.association.spec import ASSOCIATION_TEST
 from monitor.metrics.registry import METRICS
 from monitor.readmodel.reader import RunReader
 from monitor.report.history import SafeTexts, series_trend
-from monitor.report.input import interval, series_columns
+from monitor.report.input import interval_of, series_columns
 from monitor.report.markdown import VERDICT_BADGE, md
 from monitor.report.model import (
     VERDICT_ORDER,
@@ -109,7 +109,7 @@ def association_results(view: RunReader, run_ids: list[str]) -> list[Association
                     test=m.axis,
                     metric=run.metric,
                     d=m.value,
-                    ci=interval(m.ci_low, m.ci_high),
+                    ci=interval_of(m.ci_low, m.ci_high),
                     p_value=m.p_value,
                     p_holm=m.details.get("p_holm"),
                     sizes=tuple(int(used.get(r, 0)) for r in ("X", "Y", "A", "B")),
@@ -133,7 +133,8 @@ def effect_model(c: DriftEffect, snapshot_id: str) -> EffectComparison:
         d_old=c.d_old,
         d_new=c.d_new,
         delta=c.delta,
-        delta_ci=interval(c.ci_low, c.ci_high),
+        delta_ci=interval_of(c.ci_low, c.ci_high),
+        mde=c.mde,
         p_value=c.p_value,
         p_adjusted=c.p_adjusted,
         verdict=c.verdict.label,
@@ -169,8 +170,8 @@ def _associations(report: ReportInput, max_rows: int) -> list[str]:
         lines.append("")
     if report.effect_comparisons:
         lines += [
-            f"| Snapshot | Test | d, baseline → new | Δd (paired {report.level} CI) | p | p (BH) "
-            "| Verdict |",
+            f"| Snapshot | Test | d, baseline → new | Δd (paired {report.level} CI; MDE at 80% "
+            "power) | p | p (BH) | Verdict |",
             "|---|---|---|---|---|---|---|",
         ]
         comps = sorted(
@@ -180,6 +181,7 @@ def _associations(report: ReportInput, max_rows: int) -> list[str]:
         flagged = sum(c.verdict in ("regression", "improvement") for c in comps)
         for c in comps[: max(max_rows, flagged)]:
             ci = f" [{_d(c.delta_ci[0])}, {_d(c.delta_ci[1])}]" if c.delta_ci else ""
+            ci += f"; MDE ±{c.mde:.2f}" if c.mde is not None else ""
             verdict = VERDICT_BADGE[c.verdict]
             if c.verdict == "not comparable" and c.reason:
                 verdict += f": {md(c.reason, 100)}"
@@ -248,6 +250,27 @@ def _effect_trend_views(report: ReportInput) -> list[_DTrendView]:
             )
         )
     return views
+
+
+def report_headline(report: ReportInput) -> str:
+    """The ``report_headline`` hook: the association tests in the report's one-sentence
+    verdict (empty when none was compared): what each flag is about, or how many tests
+    nothing cleared."""
+    comps = report.effect_comparisons
+    if not comps:
+        return ""
+    snapshots = sorted({c.snapshot_id for c in comps})
+    where = snapshots[0] if len(snapshots) == 1 else f"{len(snapshots)} snapshots"
+    parts = []
+    for verdict in ("regression", "improvement"):
+        hits = [c for c in comps if c.verdict == verdict]
+        if hits:
+            listed = ", ".join(f"{c.test} (Δd {_d(c.delta)})" for c in hits)
+            parts.append(f"{len(hits)} {verdict}{'s' * (len(hits) != 1)}: {listed}")
+    if parts:
+        return f"{where} (association tests): " + "; ".join(parts) + "."
+    tests = f"{len(comps)} test{'s' * (len(comps) != 1)}"
+    return f"{where} (association tests): no flagged change in {tests}."
 
 
 def report_block(

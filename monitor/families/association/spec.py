@@ -33,6 +33,7 @@ ASSOCIATION_TEST = ResultFamily(
         "drift_json": f"{_HERE}.table:drift_json",
         "report_input": f"{_HERE}.section:report_input",
         "report_block": f"{_HERE}.section:report_block",
+        "report_headline": f"{_HERE}.section:report_headline",
     },
     show_title="association tests (effect size d, bootstrap intervals)",
     item_noun="terms",

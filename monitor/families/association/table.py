@@ -16,13 +16,19 @@ from typing import Any
 from rich.table import Table as RichTable
 
 from monitor.cli.output import out
-from monitor.fmt import pvalue
+from monitor.fmt import MINUS, MISSING, pvalue
 
 
 def num(x: float | None, digits: int = 3) -> str:
+    """A signed d with a true minus sign, as the report and the other families print."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "—"
-    return f"{x:+.{digits}f}"
+        return MISSING
+    return f"{x:+.{digits}f}".replace("-", MINUS)
+
+
+def mde_text(x: float | None) -> str:
+    """The minimum detectable |Δd|: "±0.97"; a dash when there is none."""
+    return MISSING if x is None else f"±{x:.2f}"
 
 
 def _get(m: Any, key: str) -> Any:
@@ -95,6 +101,8 @@ def effect_comparison_json(c: Any) -> dict[str, Any]:
         "p": c.p_value,
         "p_bh": c.p_adjusted,
         "noise": c.noise,
+        "mde": c.mde,
+        "mde_method": c.mde_method,
         "verdict": c.verdict.label,
         "reason": c.verdict.reason,
         "attribution": c.attribution,
@@ -121,6 +129,7 @@ def drift_table(comparisons: Iterable[Any], level: str) -> None:
         "d old",
         "d new",
         f"Δd [{level} CI]",
+        "MDE",
         "p",
         "p(BH)",
         "verdict",
@@ -135,6 +144,7 @@ def drift_table(comparisons: Iterable[Any], level: str) -> None:
             num(c.d_old),
             num(c.d_new),
             f"{num(c.delta)} {ci}",
+            mde_text(c.mde),
             pvalue(c.p_value),
             pvalue(c.p_adjusted),
             f"{c.verdict.label}: {c.verdict.reason}",
@@ -147,12 +157,15 @@ def drift_lines(
 ) -> list[str]:
     """The ``drift_lines`` hook: drift's association tests in the default output, within
     ``width`` (an 80-column log): per compared pair the two runs named once, then one line
-    per test (d old → new, Δd with its interval, BH-adjusted p, verdict) and the verdict's
-    reason under it. The
+    per test (d old → new, Δd with its interval, the MDE, BH-adjusted p, verdict) and the
+    verdict's reason under it. The
     table of ``--format table-wide`` cut run ids and tests to "20261…" at 80 columns."""
     from monitor.cli.output_drift import by_pair, pair_heading, wrap
 
-    what = f"association tests: effect size d, paired bootstrap; {level} intervals"
+    what = (
+        f"association tests: effect size d, paired bootstrap; {level} intervals; MDE: the "
+        "smallest |Δd| detectable with 80% power"
+    )
     lines: list[str] = []
     for (new, base), mine in by_pair(comparisons).items():
         lines += pair_heading(new, base, snapshot_of, what, width)
@@ -160,7 +173,8 @@ def drift_lines(
             ci = "" if c.ci_low is None else f" [{num(c.ci_low, 2)}, {num(c.ci_high, 2)}]"
             line = (
                 f"{c.benchmark}/{c.axis}: d {num(c.d_old)} → {num(c.d_new)} "
-                f"Δd {num(c.delta)}{ci} p(BH) {pvalue(c.p_adjusted)} {c.verdict.label}"
+                f"Δd {num(c.delta)}{ci} MDE {mde_text(c.mde)} p(BH) {pvalue(c.p_adjusted)} "
+                f"{c.verdict.label}"
             )
             lines += wrap(line, width, "    ")
             lines += wrap(f"  {c.verdict.reason}", width, "    ")
