@@ -172,6 +172,21 @@ def test_static_vectors_give_the_hand_computed_effect_size_and_show_in_drift_and
     assert {r["term"] for r in texts["items"]} >= {"qox", "kiv", "huv"}
     table = cli(env, "show", out["run_id"]).stdout
     assert "toy1" in table and f"{m['value']:+.3f}" in table and "kiv" not in table
+    # In an 80-column log nothing is cut: the benchmark has a row of its own, numbers whole.
+    aside = str(tmp / "narrow.duckdb")  # a run of its own, kept out of the drift below
+    for args in (("show", out["run_id"]), ("run", "-s", "toy-vectors", "-b", "toy-weat")):
+        narrow = cli(
+            {
+                **env,
+                "COLUMNS": "80",
+                "MONITOR_DB": aside if args[0] == "run" else env["MONITOR_DB"],
+            },
+            *args,
+        ).stdout
+        assert max(map(len, narrow.splitlines())) <= 80 and "…" not in narrow, narrow
+        [row] = [x for x in narrow.splitlines() if x.strip().startswith("toy1 ")]
+        ci = f"[{m['ci_low']:+.2f}, {m['ci_high']:+.2f}]".replace("-", "\u2212")
+        assert f"{m['value']:+.3f}" in row and ci in row and "3/3/2/2" in row, row
 
     # New vectors (a new pinned file): drift pairs the words and calls it a model change.
     moved = {**VECTORS, "zan": [0.9, 0.3, 0.0], "tul": [0.8, 0.5, 0.2]}

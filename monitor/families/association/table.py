@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from rich.table import Table as RichTable
+from rich.text import Text
 
 from monitor.cli.output import out
 from monitor.fmt import MINUS, MISSING, pvalue
@@ -40,34 +41,32 @@ def is_effect(m: Any) -> bool:
 
 
 def cli_table(measures: Iterable[Any], title: str) -> RichTable:
-    """The ``cli_table`` hook: one row per effect-size measure of a run."""
+    """The ``cli_table`` hook: one row per effect-size measure of a run, under a row that
+    names its benchmark. Within 80 columns (a CI log) no number is cut: the benchmark has a
+    row of its own, the numbers never wrap, and only a long test name folds."""
     from monitor.cli.output import SafeTable as Table
 
     rows = sorted(
         (m for m in measures if is_effect(m)), key=lambda m: (_get(m, "benchmark"), _get(m, "axis"))
     )
-    level = f"{100 * float(_get(rows[0], 'confidence') or 0.95):g}%"
-    table = Table(title=title, title_justify="left")
-    for col in (
-        "benchmark",
-        "test",
-        "d",
-        f"{level} CI",
-        "p",
-        "p (Holm)",
-        "|X|/|Y|/|A|/|B|",
-        "missing",
-    ):
-        table.add_column(col, justify="left" if col in ("benchmark", "test") else "right")
+    confidence = float(_get(rows[0], "confidence") or 0.95) if rows else 0.95
+    # No outer edge: the test names get the columns (an 80-column log has 17 for them).
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    table.add_column("benchmark / test", justify="left", overflow="fold", min_width=8)
+    for col in ("d", f"{100 * confidence:g}% CI", "p", "p Holm", "X/Y/A/B", "miss"):
+        table.add_column(col, justify="right", no_wrap=True)
+    benchmark = None
     for m in rows:
+        if _get(m, "benchmark") != benchmark:
+            benchmark = _get(m, "benchmark")
+            table.add_row(Text(benchmark, style="bold"), *[""] * 6)
         details = _get(m, "details") or {}
         used = details.get("n_used", {})
         ci = "—"
         if _get(m, "ci_low") is not None and _get(m, "ci_high") is not None:
             ci = f"[{num(_get(m, 'ci_low'), 2)}, {num(_get(m, 'ci_high'), 2)}]"
         table.add_row(
-            _get(m, "benchmark"),
-            _get(m, "axis"),
+            f"  {_get(m, 'axis')}",
             num(_get(m, "value")),
             ci,
             pvalue(_get(m, "p_value")),
