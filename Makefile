@@ -80,7 +80,8 @@ docs: $(BIN)/.docs-installed
 
 # The monitor against lm-evaluation-harness (installed once into its own venv under
 # $(MONITOR_CACHE_DIR)/bench), interleaved: CLL on Indian-BhED, then the BBQ round
-# (mc-loglik vs lm-eval multiple choice on BharatBBQ mini); bench_scoring.py is by hand.
+# (mc-loglik vs lm-eval multiple choice on BharatBBQ mini); bench_scoring.py and
+# bench_store_writes.py (the store's write batching) are by hand.
 bench: install
 	$(BIN)/python bench/bench_vs_lm_eval.py
 	$(BIN)/python bench/bench_bbq.py
