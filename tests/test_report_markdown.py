@@ -169,3 +169,12 @@ def test_the_summary_opens_with_the_verdict_then_the_per_axis_table(
     ]
     assert not [r for r in _table_rows(text) if "caste-control" in r or "(bhed-neutral)" in r]
     assert "6 comparisons: 0 regressions, 0 improvements, 6 no significant change" in text
+
+
+def test_a_family_with_nothing_to_show_adds_no_blank_line():
+    """A report without association tests: the family's empty section leaves the Markdown
+    as it was before the family moved into its folder (no doubled blank line)."""
+    report = gpt4o_case()
+    assert not report.associations and not report.effect_comparisons
+    text = render_markdown(report)
+    assert "\n\n\n" not in text

@@ -39,6 +39,6 @@ def family_blocks(
     out = []
     for family in FAMILIES.values():
         hook = family.hook("report_block")
-        if hook is not None:
-            out.append(hook(report, fmt=fmt, max_rows=max_rows, env=env))
+        if hook is not None and (block := hook(report, fmt=fmt, max_rows=max_rows, env=env)):
+            out.append(block)  # an empty block adds no blank line
     return out
