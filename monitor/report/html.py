@@ -43,7 +43,10 @@ def environment() -> Environment:
 
 
 @dataclass(frozen=True)
-class _TrendView:
+class TrendView:
+    """What the trend macro draws for one series (the rate trends, and a family's own,
+    e.g. the association tests' d over time)."""
+
     trend: Trend
     plot: plots.TrendPlot
     anchor: str
@@ -73,7 +76,7 @@ def _single_runs(report: ReportInput) -> list[_StripView]:
     ]
 
 
-def _trend_views(report: ReportInput) -> list[_TrendView]:
+def _trend_views(report: ReportInput) -> list[TrendView]:
     views = []
     for i, t in enumerate(_charted(report)):
         if len(t.points) == 1:
@@ -82,7 +85,7 @@ def _trend_views(report: ReportInput) -> list[_TrendView]:
         caption = f"{t.measure} of {t.snapshot_id} on {t.axis} ({t.benchmark}) over time"
         valued = [p for p in t.points if p.value is not None]
         views.append(
-            _TrendView(t, plot, f"trend-{i}", caption, plot.flags, valued[-1] if valued else None)
+            TrendView(t, plot, f"trend-{i}", caption, plot.flags, valued[-1] if valued else None)
         )
     return views
 

@@ -27,6 +27,7 @@ from monitor.families.association.spec import ASSOCIATION_TEST
 from monitor.metrics.registry import METRICS
 from monitor.readmodel.reader import RunReader
 from monitor.report.history import SafeTexts, series_trend
+from monitor.report.html import TrendView
 from monitor.report.input import interval_of, series_columns
 from monitor.report.markdown import VERDICT_BADGE, md
 from monitor.report.model import (
@@ -38,6 +39,7 @@ from monitor.report.model import (
 )
 
 _HERE = Path(__file__).parent
+_d = plots.d_text  # d with a true minus, as the plots label it
 _FMT = fmt  # the formatters, under a name report_block's ``fmt`` argument does not hide
 
 
@@ -142,10 +144,6 @@ def effect_model(c: DriftEffect, snapshot_id: str) -> EffectComparison:
     )
 
 
-def _d(x: float | None) -> str:
-    return fmt.MISSING if x is None else f"{x:+.2f}".replace("-", fmt.MINUS)
-
-
 def _associations(report: ReportInput, max_rows: int) -> list[str]:
     """Association tests beside the pairs: each test's d and interval, then what moved."""
     lines: list[str] = []
@@ -195,18 +193,6 @@ def _associations(report: ReportInput, max_rows: int) -> list[str]:
 
 
 @dataclass(frozen=True)
-class _DTrendView:
-    """What the trend macro draws for one d series (the report's rate trends' shape)."""
-
-    trend: Trend
-    plot: Any
-    anchor: str
-    caption: str
-    flags: Any
-    last: Any
-
-
-@dataclass(frozen=True)
 class _ForestView:
     snapshot_id: str
     run_id: str
@@ -238,16 +224,14 @@ def _forest_views(report: ReportInput) -> list[_ForestView]:
     return views
 
 
-def _effect_trend_views(report: ReportInput) -> list[_DTrendView]:
+def _effect_trend_views(report: ReportInput) -> list[TrendView]:
     views = []
     for i, t in enumerate(report.effect_trends):
         plot = plots.trend(t)
         valued = [p for p in t.points if p.value is not None]
         caption = f"effect size d of {t.snapshot_id} on {t.axis} ({t.benchmark}) over time"
         views.append(
-            _DTrendView(
-                t, plot, f"d-trend-{i}", caption, plot.flags, valued[-1] if valued else None
-            )
+            TrendView(t, plot, f"d-trend-{i}", caption, plot.flags, valued[-1] if valued else None)
         )
     return views
 
