@@ -24,6 +24,11 @@ SNAPSHOT_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,199}$")
 Outcome = Literal[
     "stereo", "anti", "tie", "refusal", "ambiguous", "other", "target", "non-target", "unknown"
 ]
+# The outcomes that leave an item without a usable answer, in every family: a tie, a
+# refusal, an answer that names no option or both. Every other outcome (stereo/anti, a
+# choice question's picked role, an association term's NULL) is *decided*, which is what
+# the quality gate's coverage counts (``monitor.quality.history``).
+UNDECIDED_OUTCOMES: tuple[Outcome, ...] = ("tie", "refusal", "ambiguous", "other")
 RunStatus = Literal["running", "complete", "failed", "quarantined", "interrupted"]
 
 

@@ -142,6 +142,20 @@ def test_bbq_three_runs_with_the_authors_matching(imported):
         assert not [k for k in got if k[2].startswith("reference_")]
 
 
+def test_the_gate_counts_a_picked_option_as_decided(imported):
+    """Coverage (decided / scored), which the quality gate's history rule compares, counts
+    every answer that picked an option. It counted stereo/anti only, so a choice-QA run's
+    coverage was 0 and a collapse of its answers could not show there."""
+    runs = {r["snapshot_id"]: r["run_id"] for r in imported["bbq"]["runs"]}
+    store = Store.open(imported["base"] / "monitor.duckdb")
+    with store.read() as view:
+        race = view.outcome_shares([runs["unifiedqa-t5-11b-race-bbq-paper"]])
+        qonly = view.outcome_shares([runs["unifiedqa-t5-11b-qonly-bbq-paper"]])
+    # every one of the file's answers matched an option (the import reports 0 unmatched)
+    assert [(s.n, s.decided, s.refusal, s.other) for s in race] == [(864, 864, 0, 0)]
+    assert [(s.n, s.decided) for s in qonly] == [(432, 432)]
+
+
 def test_reimport_adds_nothing_and_bad_input_is_one_line(imported, tmp_path):
     env, shared = imported["env"], imported["shared"]
     again = cli(env, "import", "bharatbbq", str(shared / PREDICTIONS))

@@ -132,7 +132,7 @@ class OutcomeShares:
     benchmark: str
     axis: str
     n: int
-    decided: int  # stereo or anti
+    decided: int  # any outcome outside records.UNDECIDED_OUTCOMES
     refusal: int
     ambiguous: int
     other: int

@@ -28,7 +28,7 @@ from monitor.readmodel.models import (
     TrendSeries,
     ValidationRow,
 )
-from monitor.records import SCORE_FLOATS
+from monitor.records import SCORE_FLOATS, UNDECIDED_OUTCOMES
 
 RUN_JSON_COLUMNS = ("snapshot_manifest", "dataset_versions", "environment")
 # JSON columns whose text a snapshot's runs repeat night after night (its manifest, the
@@ -298,14 +298,19 @@ def gate_history_run_ids(con: duckdb.DuckDBPyConnection, run_id: str) -> list[st
 
 
 def outcome_shares(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str]) -> list[OutcomeShares]:
-    """Per run and (benchmark, axis): items scored, decided, refused, ambiguous, other."""
+    """Per run and (benchmark, axis): items scored, decided, refused, ambiguous, other.
+
+    *Decided* is any outcome outside ``UNDECIDED_OUTCOMES``, whatever the family: a pair's
+    stereo/anti, a choice question's picked role, an association term's value (NULL
+    outcome). It was ``stereo``/``anti`` only, so every choice-QA and association run had
+    a coverage of 0 and the gate's coverage rule could never fire on them."""
     ids = sorted(set(run_ids))
     if not ids:
         return []
     rows = con.execute(
         """
         SELECT s.run_id, i.benchmark, i.axis, count(*),
-               count(*) FILTER (WHERE s.outcome IN ('stereo', 'anti')),
+               count(*) FILTER (WHERE s.outcome IS NULL OR NOT list_contains(?, s.outcome)),
                count(*) FILTER (WHERE s.outcome = 'refusal'),
                count(*) FILTER (WHERE s.outcome = 'ambiguous'),
                count(*) FILTER (WHERE s.outcome = 'other')
@@ -314,7 +319,7 @@ def outcome_shares(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str]) -> li
         GROUP BY ALL
         ORDER BY 1, 2, 3
         """,
-        [ids],
+        [list(UNDECIDED_OUTCOMES), ids],
     ).fetchall()
     return [OutcomeShares(*row) for row in rows]
 
