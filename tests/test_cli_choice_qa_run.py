@@ -136,7 +136,7 @@ def test_choice_questions_and_pairs_in_one_command_are_refused(monitor_env: Path
 def test_size_without_choice_questions_is_refused(monitor_env: Path) -> None:
     proc = cli("run", "-b", "bhed-caste", "--size", "mini")
     assert proc.returncode == 2
-    assert "--size applies to choice-question benchmarks" in proc.stderr
+    assert "--size applies to choice-qa benchmarks; not to bhed-caste" in proc.stderr
     bad = cli(*COMMAND[:-1], "huge")
     assert bad.returncode == 2 and "unknown --size" in bad.stderr
 

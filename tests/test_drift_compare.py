@@ -12,11 +12,12 @@ import pytest
 
 from monitor.benchmarks.items import Item, make_item_id, source_version
 from monitor.drift.baselines import default_baseline as drift_default_baseline
-from monitor.drift.compare import adjust_family, compare_runs
+from monitor.drift.compare import adjust_family
 from monitor.drift.deltas import paired_delta_test
 from monitor.drift.stats import NoiseFloor
 from monitor.drift.verdicts import comparability, decide
 from monitor.errors import UserInputError
+from monitor.families.pairs.compare import compare_runs
 from monitor.records import RunRecord, ScoreRow
 from monitor.store.db import Store
 

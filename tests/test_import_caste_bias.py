@@ -19,8 +19,9 @@ import pytest
 
 from monitor.benchmarks.items import BenchmarkVersion, Item, make_item_id
 from monitor.drift.baselines import default_baseline as drift_default_baseline
-from monitor.drift.compare import adjust_family, compare_runs
+from monitor.drift.compare import adjust_family
 from monitor.errors import DataIntegrityError, UserInputError
+from monitor.families.pairs.compare import compare_runs
 from monitor.importers.caste_bias import (
     AXIS_BENCHMARK,
     FILES,

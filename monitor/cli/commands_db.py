@@ -122,11 +122,11 @@ def show(
         spec = METRICS.get(stored.metric)
         family = spec.family if spec is not None else None
         detail = None
-        if items:  # word-set terms are read with their test and role, not as pairs
-            terms = family is not None and "word-set-term" in family.item_kinds
+        if items:  # a family whose items are not pairs reads its own rows (terms)
+            own_rows = family.hook("item_scores") if family is not None else None
             detail = (
-                view.term_scores(rid, with_texts=texts)
-                if terms
+                own_rows(view, rid, with_texts=texts)
+                if own_rows is not None
                 else view.item_scores(rid, with_texts=texts)
             )
     run = dict(stored.fields)

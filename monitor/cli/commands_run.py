@@ -235,8 +235,9 @@ def run(
     from monitor.benchmarks.load import load_benchmarks
     from monitor.benchmarks.manifest import load_manifest
     from monitor.jobs.options import RunOptions
-    from monitor.jobs.run import item_kinds, metric_for, run_snapshot
+    from monitor.jobs.run import item_kinds, metric_for, run_snapshot, sized_benchmarks
     from monitor.kinds import get_kind
+    from monitor.metrics.families import FAMILIES
     from monitor.paths import default_db_path
     from monitor.snapshots.model import LocalDirSource
     from monitor.snapshots.registry import get_snapshot, load_snapshots
@@ -284,8 +285,10 @@ def run(
         manifest=manifest,
         options={**({"size": size} if size else {}), **translated} or None,
     )
-    if size and "choice-question" not in item_kinds(benches):
-        raise UserInputError("--size applies to choice-question benchmarks (bbq-*, bharatbbq-*)")
+    if size and not sized_benchmarks(benches):
+        sized = ", ".join(f.name for f in FAMILIES.values() if f.sized)
+        names = ", ".join(sorted({b.benchmark for b in benches}))
+        raise UserInputError(f"--size applies to {sized} benchmarks; not to {names}")
     generation = []
     if indic_bias is not None:
         official = _official(manifest, indic_bias, indic_task, indic_partners, indic_limit, seed)

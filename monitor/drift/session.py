@@ -20,8 +20,6 @@ from monitor.drift.compare import (
     AxisComparison,
     UnscoredAxis,
     adjust_family,
-    compare_runs,
-    unscored_axes,
     with_sign_flips,
 )
 from monitor.drift.controls import manifest_controls
@@ -32,13 +30,6 @@ from monitor.errors import UserInputError
 from monitor.metrics.registry import get_metric
 from monitor.records import FamilyComparison
 from monitor.store.view import StoreView
-
-# How two runs of each kind of result are compared (``ResultFamily.comparison``). A family
-# that lives in its own folder supplies its comparator as its ``compare`` hook instead
-# (``FamilyComparison`` records, or the family's own type); see ARCHITECTURE.md.
-COMPARATORS = {
-    "paired-flips": compare_runs,
-}
 
 
 @dataclass(frozen=True)
@@ -88,7 +79,7 @@ class DriftResult:
 
     pairs: list[Pair]
     comparisons: list[Comparison] = field(default_factory=list)
-    # Axes only one run of a pair scored: named, never compared (``compare.unscored_axes``).
+    # Axes only one run of a pair scored: named, never compared (a family's ``unscored``).
     unscored: list[UnscoredAxis] = field(default_factory=list)
     # snapshot → the repeat groups its comparisons were judged against, described
     noise_sources: dict[str, list[str]] = field(default_factory=dict)
@@ -257,7 +248,7 @@ def run_drift(
         if p.baseline_run_id is None:
             continue
         family = get_metric(view.run(p.new_run_id).metric).family
-        compare = family.hook("compare") or COMPARATORS.get(family.comparison)
+        compare = family.hook("compare")
         if compare is None:
             raise UserInputError(
                 f"run {p.new_run_id}: no drift comparator for {family.name} results"
@@ -271,12 +262,11 @@ def run_drift(
             noise_book=book,
             role=p.role,
             sign_flips=sign_flips,
-            **({"controls": controls} if compare is compare_runs else {}),
+            controls=controls,
         )
-        if compare is compare_runs:
-            result.unscored += unscored_axes(
-                view, p.new_run_id, p.baseline_run_id, controls=controls
-            )
+        unscored = family.hook("unscored")
+        if unscored is not None:
+            result.unscored += unscored(view, p.new_run_id, p.baseline_run_id, controls=controls)
         for c in pair_comps:
             context = getattr(c, "noise_context", None)
             for side in context.sides if context else ():

@@ -31,9 +31,15 @@ Hook names (a family supplies the ones that apply; the signature is the contract
                   API driver plans and reads the family's API metric (its requests per item,
                   whether it needs log-probabilities and what it falls back to, the row
                   from the answers); the driver's budget, probe, storage and resume apply
-``compare``       drift comparator: two runs of the family -> comparisons
+``compare``       drift comparator: (view, new_run_id, baseline_run_id, *, alpha, confidence,
+                  noise_book, role, sign_flips, controls) -> comparisons
+``unscored``      (view, new_run_id, baseline_run_id, *, controls) -> the subjects only one
+                  run of the pair scored (named by drift, never compared)
 ``report_section`` the family's part of the Markdown/HTML/JSON report
 ``cli_table``     the family's rich table for ``run`` and ``show``
+``item_scores``   (view, run_id, *, with_texts) -> rows: ``show --items``' per-item rows, where
+                  the family's items are not sentence pairs (the association tests' terms);
+                  ``view`` is the command's ``StoreView``
 ``importers``     () -> {name: (entry, default suffix, help)}: ``bias-monitor import <name>``,
                   published per-item predictions as runs (the CLI names the commands)
 
@@ -51,5 +57,6 @@ A family whose comparator returns a type of its own (the association tests'
 ``report_headline`` (report) -> str: its sentence in the report's one-line verdict
                   ("" when it compared nothing)
 
-Folders: ``association`` (WEAT/SEAT effect sizes), ``choice_qa`` (BBQ, BharatBBQ).
+Folders: ``pairs`` (sentence and identity pairs: its declaration and comparator so far),
+``association`` (WEAT/SEAT effect sizes), ``choice_qa`` (BBQ, BharatBBQ).
 """

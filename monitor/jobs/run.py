@@ -10,6 +10,7 @@ from monitor.jobs.context import JobContext
 from monitor.jobs.lifecycle import RunLifecycle
 from monitor.jobs.options import EventSink, ProgressFactory, RunOptions, RunOutcome
 from monitor.kinds import KindSpec, get_kind
+from monitor.metrics.families import FAMILIES
 from monitor.metrics.registry import get_metric
 from monitor.scoring.api_tasks import asks_logprobs
 from monitor.snapshots.model import Snapshot
@@ -85,6 +86,13 @@ def _family_metric(
 def item_kinds(benches: list[LoadedBenchmark]) -> set[str]:
     """The kinds of the items a run would score."""
     return {it.kind for b in benches for it in b.items}
+
+
+def sized_benchmarks(benches: list[LoadedBenchmark]) -> bool:
+    """Whether any of ``benches`` is of a family whose loader takes ``--size``
+    (``ResultFamily.sized``: BBQ, BharatBBQ), so the option means something here."""
+    kinds = item_kinds(benches)
+    return any(f.sized and kinds & set(f.item_kinds) for f in FAMILIES.values())
 
 
 def run_snapshot(

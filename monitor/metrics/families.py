@@ -73,6 +73,8 @@ class ResultFamily:
     ``show_title`` heads the family's table in ``show`` (default: "measures of <snapshot>");
     ``item_noun`` and ``count_note`` word the line under ``run``'s table ("scored 11
     terms; ...; d > 0: ...").
+    ``sized``: its loader takes ``run --size mini|default|full`` (a stratified subset);
+    ``run`` refuses ``--size`` when no benchmark of the run is of such a family.
     """
 
     name: str
@@ -86,6 +88,7 @@ class ResultFamily:
     show_title: str | None = None
     item_noun: str = "items"
     count_note: str = ""
+    sized: bool = False
 
     def hook(self, name: str) -> Callable[..., Any] | None:
         """The family's ``name`` hook, imported on first use; None where it has none."""
@@ -96,19 +99,11 @@ class ResultFamily:
         return getattr(importlib.import_module(module), attr)
 
 
-PAIR_OUTCOME = ResultFamily(
-    name="pair-outcome",
-    summary="a stereotype / anti-stereotype pair decided per item; rates with Wilson intervals",
-    item_kinds=("pair", "identity-pair", "judged-generation"),
-    measure_kinds=("rate",),
-    comparison="paired-flips",
-    headline="bias_rate",
-    outcomes=True,
-)
 # Families that live in their own folder (``monitor/families/<name>/``) declare themselves
 # in ``<name>/spec.py``, pure data; one line each here registers them. They are named as
 # references, like ``hooks``, so this room never imports a family folder.
 FOLDER_FAMILIES = (
+    "monitor.families.pairs.spec:PAIR_OUTCOME",
     "monitor.families.association.spec:ASSOCIATION_TEST",
     "monitor.families.choice_qa.spec:CHOICE_QA",
 )
@@ -119,6 +114,5 @@ def _resolve(ref: str) -> ResultFamily:
     return getattr(importlib.import_module(module), attr)
 
 
-FAMILIES: dict[str, ResultFamily] = {
-    f.name: f for f in (PAIR_OUTCOME, *(_resolve(r) for r in FOLDER_FAMILIES))
-}
+FAMILIES: dict[str, ResultFamily] = {f.name: f for f in (_resolve(r) for r in FOLDER_FAMILIES)}
+PAIR_OUTCOME = FAMILIES["pair-outcome"]  # the family most metrics of the registry belong to

@@ -145,6 +145,7 @@ def compare_effect_sizes(
     noise_book: object = None,  # (repeat spread of d below, from the stored runs)
     role: str = "previous run",
     sign_flips: object = None,  # the pair comparators' delta tests; none here
+    controls: object = None,  # the pair comparator's control axes; none here
 ) -> list[EffectComparison]:
     """Every test of either run, compared (p not yet adjusted across the session)."""
     new, old = view.run(new_run_id), view.run(baseline_run_id)

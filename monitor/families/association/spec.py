@@ -28,6 +28,7 @@ ASSOCIATION_TEST = ResultFamily(
         "benchmark_quality": f"{_HERE}.quality:validate_word_sets",
         "compare": f"{_HERE}.compare:compare_effect_sizes",
         "cli_table": f"{_HERE}.table:cli_table",
+        "item_scores": f"{_HERE}.table:item_scores",
         "drift_lines": f"{_HERE}.table:drift_lines",
         "drift_table": f"{_HERE}.table:drift_table",
         "drift_json": f"{_HERE}.table:drift_json",

@@ -40,6 +40,13 @@ def is_effect(m: Any) -> bool:
     return _get(m, "kind") == "effect_size"
 
 
+def item_scores(view: Any, run_id: str, *, with_texts: bool) -> list[dict[str, Any]]:
+    """The ``item_scores`` hook (``show --items``): a term's row names its test and role
+    (target X/Y, attribute A/B) and s(w, ·, ·), not two sentences; the words only with
+    ``--texts``. ``view`` is the command's ``StoreView``, passed in, never imported."""
+    return view.term_scores(run_id, with_texts=with_texts)
+
+
 def cli_table(measures: Iterable[Any], title: str) -> RichTable:
     """The ``cli_table`` hook: one row per effect-size measure of a run, under a row that
     names its benchmark. Within 80 columns (a CI log) no number is cut: the benchmark has a

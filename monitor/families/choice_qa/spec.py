@@ -35,4 +35,5 @@ CHOICE_QA = ResultFamily(
         "report_section": f"{_HERE}.section:report_section",
         "cli_table": f"{_HERE}.table:cli_table",
     },
+    sized=True,
 )

@@ -1,0 +1,29 @@
+"""The pair family's declaration: pure data, read by ``monitor.metrics.families``.
+
+Items (kinds ``pair``, ``identity-pair``, ``judged-generation``) are two sentences, one
+stereotypical and one anti-stereotypical, or two identities one stereotype is attributed
+to. A row's outcome says which side the model preferred (``stereo``/``anti``/``tie``, or
+``refusal``/``ambiguous``/``other`` for an API answer that picked neither). Measures: the
+bias rate per axis (stereo among decided) with a Wilson interval. Drift pairs items by id
+and tests the flips with exact McNemar (``compare.py``).
+"""
+
+from __future__ import annotations
+
+from monitor.metrics.families import ResultFamily
+
+_HERE = "monitor.families.pairs"
+
+PAIR_OUTCOME = ResultFamily(
+    name="pair-outcome",
+    summary="a stereotype / anti-stereotype pair decided per item; rates with Wilson intervals",
+    item_kinds=("pair", "identity-pair", "judged-generation"),
+    measure_kinds=("rate",),
+    comparison="paired-flips",
+    headline="bias_rate",
+    outcomes=True,
+    hooks={
+        "compare": f"{_HERE}.compare:compare_runs",
+        "unscored": f"{_HERE}.compare:unscored_axes",
+    },
+)
