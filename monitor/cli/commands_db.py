@@ -168,10 +168,13 @@ def show(
     _provenance_line("packages", ", ".join(f"{k} {v}" for k, v in sorted(pk.items())) or "—")
     for b, v in (run.get("dataset_versions") or {}).items():
         _provenance_line("dataset", f"{b}: {_version_label(v)}{_translation(v)}")
-    family_table = family.hook("cli_table") if family is not None else None
-    if family_table is not None:  # a family in its own folder draws all its measures
+    family_table = (
+        (family.hook("show_table") or family.hook("cli_table")) if family is not None else None
+    )
+    if family_table is not None:  # the family draws all its measures
         title = family.show_title or f"measures of {run['snapshot_id']}"
-        out.print(family_table(records, title))
+        if (table := family_table(records, title)) is not None:
+            out.print(table)
     elif records:
         out.print(results_view.measures_table(records))
     if contexts:

@@ -450,17 +450,14 @@ def _outcome_dict(o) -> dict:
 
 
 def _print_family_table(o, title: str) -> ResultFamily | None:
-    """A run of a family in its own folder: its ``cli_table`` hook's table, else every
-    measure as a plain row (benchmark, subject, measure, value, 95% interval, k/n); the
-    family, whose declaration words the line under it. None for the pair families, whose
-    table follows."""
+    """A run's table: its family's ``cli_table`` hook's, else every measure as a plain row
+    (benchmark, subject, measure, value, 95% interval, k/n). Returns the family, whose
+    declaration words the line under the table (None where the run names no metric)."""
     from monitor.cli.output import SafeTable as Table
     from monitor.metrics.registry import get_metric
 
     family = get_metric(o.metric).family if o.metric else None
-    if family is None or not family.hooks:
-        return None
-    hook = family.hook("cli_table")
+    hook = family.hook("cli_table") if family is not None else None
     if hook is not None:
         out.print(hook(o.measures, title))
         return family
@@ -487,7 +484,6 @@ def _plain_interval(low: float | None, high: float | None) -> str:
 
 
 def _print_summary(outcomes, benches) -> None:
-    from monitor.cli.output import SafeTable as Table
 
     counts = _Counts.of(benches)
     for o in outcomes:
@@ -502,30 +498,11 @@ def _print_summary(outcomes, benches) -> None:
         if o.run_id is None:
             continue
         title = f"{o.snapshot_id}  run {o.run_id}  ({o.status})"
-        if family := _print_family_table(o, title):
+        family = _print_family_table(o, title)
+        if family is None:
+            _print_counts(o, counts, "items")
+        else:
             _print_counts(o, counts, family.item_noun, family.count_note)
-            continue
-        table = Table(title=f"{o.snapshot_id}  run {o.run_id}  ({o.status})", title_justify="left")
-        for col in ("benchmark", "axis", "bias rate", "95% CI", "stereo", "anti", "ties", "n"):
-            table.add_column(col, justify="left" if col in ("benchmark", "axis") else "right")
-        by_key = {(m.benchmark, m.axis, m.measure): m for m in o.measures}
-        for (bench, axis, measure), m in sorted(by_key.items()):
-            if measure != "bias_rate":
-                continue
-            tie = by_key.get((bench, axis, "tie_rate"))
-            ties = tie.k if tie else 0
-            table.add_row(
-                bench,
-                axis,
-                pct(m.value),
-                interval((m.ci_low, m.ci_high)),
-                str(m.k),
-                str(m.n - m.k),
-                str(ties),
-                str(m.n + ties),
-            )
-        out.print(table)
-        _print_counts(o, counts, "items")
 
 
 @dataclass(frozen=True)

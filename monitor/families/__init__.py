@@ -36,7 +36,10 @@ Hook names (a family supplies the ones that apply; the signature is the contract
 ``unscored``      (view, new_run_id, baseline_run_id, *, controls) -> the subjects only one
                   run of the pair scored (named by drift, never compared)
 ``report_section`` the family's part of the Markdown/HTML/JSON report
-``cli_table``     the family's rich table for ``run`` and ``show``
+``cli_table``     (measures, title) -> rich table: the family's table for ``run`` and ``show``
+``show_table``    (measures, title) -> rich table | None: ``show``'s table where it differs
+                  from ``run``'s (the pairs': every measure, where ``run`` shows the bias
+                  rates); None when there is nothing to draw
 ``item_scores``   (view, run_id, *, with_texts) -> rows: ``show --items``' per-item rows, where
                   the family's items are not sentence pairs (the association tests' terms);
                   ``view`` is the command's ``StoreView``

@@ -25,5 +25,7 @@ PAIR_OUTCOME = ResultFamily(
     hooks={
         "compare": f"{_HERE}.compare:compare_runs",
         "unscored": f"{_HERE}.compare:unscored_axes",
+        "cli_table": f"{_HERE}.table:cli_table",
+        "show_table": f"{_HERE}.table:show_table",
     },
 )
