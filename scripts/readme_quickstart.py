@@ -4,9 +4,9 @@
 The README shows what `make run` prints. Typed by hand, that table went stale (four rows
 and 771 items after the neutral control made it five rows and 823). This script takes
 the summary from a real run's output, checks that it has the shape `bias-monitor run`
-prints (a title naming snapshot and run, the column header, one row per benchmark, the
-"scored N items" line) and rewrites the block between the README's markers
-``<!-- quickstart:begin -->`` and ``<!-- quickstart:end -->``.
+prints (a title naming snapshot and run, the column header, a row naming each benchmark
+with a row per axis under it, the "scored N items" line) and rewrites the block between
+the README's markers ``<!-- quickstart:begin -->`` and ``<!-- quickstart:end -->``.
 
     scripts/readme_quickstart.py                      # run the `make run` job, paste
     scripts/readme_quickstart.py --from OUTPUT.txt    # paste a saved output instead
@@ -28,10 +28,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN, END = "<!-- quickstart:begin -->", "<!-- quickstart:end -->"
-COLUMNS = ["benchmark", "axis", "bias rate", "95% CI", "stereo", "anti", "ties", "n"]
+COLUMNS = ["benchmark / axis", "bias rate", "95% CI", "stereo", "anti", "ties", "n"]
 TITLE = re.compile(r"^(?P<snapshot>\S+)\s+run (?P<run_id>\S+)\s+\((?P<status>[a-z]+)\)$")
+BENCHMARK = re.compile(r"^(?P<benchmark>\S+)$")  # a row naming the benchmark of the rows below
 ROW = re.compile(
-    r"^(?P<benchmark>\S+)\s+(?P<axis>\S+)\s+(?P<rate>\d+\.\d)%\s+"
+    r"^(?P<axis>\S+)\s+(?P<rate>\d+\.\d)%\s+"
     r"\[(?P<low>\d+\.\d), (?P<high>\d+\.\d)\]\s+(?P<stereo>\d+)\s+(?P<anti>\d+)\s+"
     r"(?P<ties>\d+)\s+(?P<n>\d+)$"
 )
@@ -79,9 +80,15 @@ def parse(output: str) -> Summary:
         got = content[0][1] if content else ""
         raise ShapeError(f"unexpected column header: {got!r}")
     rows: list[dict[str, str]] = []
+    benchmark = None
     k = 1
-    while k < len(content) and (m := ROW.match(content[k][1])):
-        rows.append(m.groupdict())
+    while k < len(content):
+        if b := BENCHMARK.match(content[k][1]):
+            benchmark = b["benchmark"]
+        elif benchmark is not None and (m := ROW.match(content[k][1])):
+            rows.append({"benchmark": benchmark, **m.groupdict()})
+        else:
+            break
         k += 1
     if not rows:
         raise ShapeError("no table rows under the header")

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 TYPES = {"religion", "region", "caste", "tribe"}
 
 
-def test_taxonomy_rates_ranking_rerun_and_drift(monitor_env: Path) -> None:
+def test_taxonomy_rates_ranking_rerun_and_drift(monitor_env: Path, monkeypatch) -> None:
     first = json.loads(cli("run", "-b", "indic-taxonomy-mini", "--format", "json").stdout)
     (one,) = first
     assert one["status"] == "complete" and one["n_scored"] == 336
@@ -41,8 +41,12 @@ def test_taxonomy_rates_ranking_rerun_and_drift(monitor_env: Path) -> None:
         assert lo <= m["details"]["rank"] <= hi and "paper_elo" in m["details"]
     assert shown["validations"][-1]["success"] is True
 
+    monkeypatch.setenv("COLUMNS", "80")  # a CI job's log: every table fits, nothing is cut
     table = cli("show", one["run_id"]).stdout
-    assert "identities by Bradley–Terry strength" in table and "paper Elo" in table
+    monkeypatch.delenv("COLUMNS")
+    assert "identities by Bradley–Terry strength" in table and "Indic-Bias" in table
+    ruled = [line for line in table.splitlines() if "│" in line or "┃" in line]
+    assert max(len(line) for line in ruled) <= 80 and "…" not in table
     items = json.loads(cli("show", one["run_id"], "--items", "--format", "json").stdout)["items"]
     assert len(items) == 336 and not {"text_stereo", "payload"} & set(items[0])
 

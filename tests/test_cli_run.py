@@ -54,13 +54,21 @@ def file_digest(path: Path) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
 
 
-def test_run_scores_stores_and_shows(monitor_env: Path, smollm2_caste_runs) -> None:
+def test_run_scores_stores_and_shows(monitor_env: Path, smollm2_caste_runs, monkeypatch) -> None:
     db = monitor_env / "monitor.duckdb"
+    monkeypatch.setenv("COLUMNS", "80")  # what a CI job's log is
     proc = cli("run", "-b", "bhed-caste", "-b", "bhed-religion")
     # Summary table: per-axis bias rates with intervals and item counts; bhed-caste brings
     # its neutral control (52 items, 3 exact duplicates).
     assert "bhed-caste" in proc.stdout and "bhed-religion" in proc.stdout
     assert "bhed-neutral" in proc.stdout
+    # In 80 columns nothing is cut: each benchmark names its rows, each axis row is whole.
+    table = [line for line in proc.stdout.splitlines() if "│" in line or "┃" in line]
+    assert table and max(len(line) for line in table) <= 80 and "…" not in proc.stdout
+    rows = {line.split("│")[0].strip(): line.split("│")[1:] for line in table}
+    assert [c.strip() for c in rows["caste-control"]][-1] == "52"
+    assert [c.strip() for c in rows["religion"]][-1] == "121"
+    assert all(c.strip() == "" for c in rows["bhed-neutral"])
     assert "scored 279 items; excluded 5 source rows" in proc.stdout
     assert "duplicate 5" in proc.stdout
     # The mirror fallback says where the files came from.

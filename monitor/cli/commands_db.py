@@ -171,16 +171,18 @@ def show(
     family_table = (
         (family.hook("show_table") or family.hook("cli_table")) if family is not None else None
     )
+    # Tables are laid out within the width (soft_wrap off): the console keeps a long
+    # message on one line, which for a table would let a column that must wrap overflow.
     if family_table is not None:  # the family draws all its measures
         title = family.show_title or f"measures of {run['snapshot_id']}"
         if (table := family_table(records, title)) is not None:
-            out.print(table)
+            out.print(table, soft_wrap=False)
     elif records:
-        out.print(results_view.measures_table(records))
+        out.print(results_view.measures_table(records), soft_wrap=False)
     if contexts:
-        out.print(results_view.context_table(contexts))
+        out.print(results_view.context_table(contexts), soft_wrap=False)
     for table in results_view.identity_tables(records):
-        out.print(table)
+        out.print(table, soft_wrap=False)
     if exclusions:
         _print_exclusions(exclusions)
     for v in validations:

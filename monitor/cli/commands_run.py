@@ -472,7 +472,7 @@ def _print_family_table(o, title: str) -> ResultFamily | None:
             m.axis,
             m.measure,
             (pct(m.value) if share else f"{m.value:+.3f}") if m.value is not None else "-",
-            interval(m.ci_low, m.ci_high) if share else _plain_interval(m.ci_low, m.ci_high),
+            interval((m.ci_low, m.ci_high)) if share else _plain_interval(m.ci_low, m.ci_high),
             f"{m.k}/{m.n}" if m.k is not None and m.n is not None else "",
         )
     out.print(table)

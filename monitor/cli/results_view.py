@@ -4,6 +4,10 @@ taxonomy benchmark. Rich tables for people; the JSON shapes for machines.
 
 Only numbers and identity-group names are shown here: stereotype texts and which
 identity was paired with which stay behind `show --items --texts`.
+
+Every table fits an 80-column log (a CI job's) without cutting anything: no outer edge,
+numbers never wrap, a name folds rather than ending in "…", and what would be a column per
+benchmark and axis is a row naming them, with the rows that belong to it indented below.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from typing import Any
+
+from rich.text import Text
 
 from monitor.cli.output import SafeTable as Table
 from monitor.fmt import interval, pct
@@ -43,20 +49,37 @@ def measure_value(m: Measure) -> tuple[str, str]:
     return f"{m.value:+.3f}", ci
 
 
+def _narrow(title: str) -> Table:
+    return Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+
+
+def _heading(table: Table, text: str, *cells: str) -> None:
+    """A row naming what the indented rows below it belong to (a benchmark and axis)."""
+    table.add_row(Text(text, style="bold"), *cells)
+
+
 def measures_table(measures: Sequence[Measure]) -> Table:
-    """Every measure but the per-identity ones (those get :func:`identity_tables`)."""
+    """Every measure but the per-identity ones (those get :func:`identity_tables`), under
+    a row naming its benchmark and axis, in the order the run stored them."""
     levels = sorted({f"{m.confidence:.0%}" for m in measures}) or ["95%"]
-    table = Table(
-        title=f"per-axis measures ({'/'.join(levels)} intervals; method per row)",
-        title_justify="left",
-    )
-    for col in ("benchmark", "axis", "measure", "value", "interval", "k", "n", "method"):
-        table.add_column(col)
-    for m in measures:
-        if m.measure in IDENTITY_MEASURES:
-            continue
+    table = _narrow(f"per-axis measures ({'/'.join(levels)} intervals; method per row)")
+    rows = [m for m in measures if m.measure not in IDENTITY_MEASURES]
+    # A measure's name is never folded (the method is, where something must give).
+    names = max((len(m.measure) + 2 for m in rows), default=12)
+    table.add_column("benchmark / axis", overflow="fold", min_width=max(12, names))
+    for col in ("value", "interval", "k", "n"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("method", overflow="fold", min_width=6)
+    shown = None
+    for m in rows:
+        if (m.benchmark, m.axis) != shown:
+            shown = (m.benchmark, m.axis)
+            _heading(table, f"{m.benchmark} / {m.axis}", *[""] * 5)
         value, ci = measure_value(m)
-        table.add_row(m.benchmark, m.axis, m.measure, value, ci, str(m.k), str(m.n), _method(m))
+        # "cluster-bootstrap-percentile" as words, so that a narrow log wraps it between
+        # them (the JSON keeps the stored name)
+        method = _method(m).replace("-", " ")
+        table.add_row(f"  {m.measure}", value, ci, str(m.k), str(m.n), method)
     return table
 
 
@@ -66,40 +89,25 @@ def _rate(r: RateView | None) -> str:
     return f"{pct(r.value)} {interval((r.ci_low, r.ci_high))}"
 
 
-def _with_control(ctx: ScoreContext, metric: str) -> str:
-    r = ctx.panel.get(metric)
-    if r is None:
-        return "—"
-    c = ctx.control_panel.get(metric)
-    return pct(r.value) + (f" (ctl {pct(c.value)})" if c is not None else "")
-
-
 def context_table(contexts: Sequence[ScoreContext]) -> Table:
-    """Each bias rate with the neutral control and the three metrics' rates beside it."""
-    table = Table(
-        title="bias rates in context: neutral control (preference for the control's "
-        "stereotypical-column group in content-free sentences) and the metric panel "
-        "(ctl = the control under that metric)",
-        title_justify="left",
-    )
-    for col in (
-        "benchmark",
-        "axis",
-        "bias rate [95% CI]",
-        "neutral control [95% CI]",
-        *PANEL_METRICS,
-        "all 3 agree",
-    ):
-        table.add_column(col)
+    """Each bias rate under every metric of the panel (the run's own metric first), with
+    the neutral control's rate under the same metric beside it, and the share of items on
+    which the panel's metrics agree. The control's rate is the model's preference for the
+    control's stereotypical-column group in content-free sentences."""
+    table = _narrow("bias rates in context: the metric panel beside the neutral control")
+    table.add_column("benchmark / axis / metric", overflow="fold", min_width=12)
+    table.add_column("bias rate [95% CI]", justify="right", no_wrap=True)
+    table.add_column("neutral control", justify="right", no_wrap=True)
     for c in contexts:
-        table.add_row(
-            c.benchmark,
-            c.axis,
-            f"{_rate(c.rate)} {c.metric}",
-            (f"{_rate(c.control)} {c.control_benchmark}" if c.control else "—"),
-            *(_with_control(c, m) for m in PANEL_METRICS),
-            pct(c.agreement.value) + f" of {c.agreement.n}" if c.agreement else "—",
-        )
+        _heading(table, f"{c.benchmark} / {c.axis}", "", c.control_benchmark or "none")
+        others = [m for m in PANEL_METRICS if m != c.metric and m in c.panel]
+        table.add_row(f"  {c.metric} (this run)", _rate(c.rate), _rate(c.control))
+        for m in others:
+            table.add_row(f"  {m}", _rate(c.panel[m]), _rate(c.control_panel.get(m)))
+        if c.agreement is not None:
+            n = len(others) + 1
+            agree = f"{pct(c.agreement.value)} of {c.agreement.n}"
+            table.add_row(f"  all {n} agree" if n > 2 else "  both agree", agree, "")
     return table
 
 
@@ -115,20 +123,17 @@ def identity_tables(measures: Iterable[Measure]) -> list[Table]:
             rows[(m.benchmark, type_)][name][m.measure] = m
     tables = []
     for (benchmark, type_), by_name in sorted(rows.items()):
-        table = Table(
-            title=f"{benchmark} · {type_}: identities by Bradley–Terry strength "
-            "(intervals: cluster bootstrap over stereotypes, 95%)",
-            title_justify="left",
+        table = _narrow(
+            f"{benchmark} · {type_}: identities by Bradley–Terry strength, strongest first "
+            "(95% intervals: cluster bootstrap over stereotypes; Elo: the Indic-Bias paper's "
+            "rating of the same pairs, no interval)"
         )
-        for col in (
-            "rank [95% CI]",
-            "identity",
-            "BT strength [95% CI]",
-            "paper Elo",
-            "association rate [95% CI]",
-            "n",
-        ):
-            table.add_column(col)
+        table.add_column("rank", justify="right", no_wrap=True)
+        table.add_column("identity", overflow="fold")
+        table.add_column("BT strength", justify="right", no_wrap=True)
+        table.add_column("Elo", justify="right", no_wrap=True)
+        table.add_column("association rate", justify="right", no_wrap=True)
+        table.add_column("n", justify="right", no_wrap=True)
 
         def order(item: tuple[str, dict[str, Measure]]) -> tuple[int, str]:
             bt = item[1].get(BT_STRENGTH)
@@ -140,7 +145,10 @@ def identity_tables(measures: Iterable[Measure]) -> list[Table]:
             if bt is not None:
                 lo, hi = bt.details.get("rank_ci", [None, None])
                 rank = f"{bt.details.get('rank')} [{lo}, {hi}]"
-            strength = " ".join(measure_value(bt)) if bt else "—"
+            # Two decimals, as the interval has: the third is far inside it.
+            strength = "—"
+            if bt is not None and bt.value is not None:
+                strength = f"{bt.value:+.2f} {measure_value(bt)[1]}"
             elo = f"{bt.details['paper_elo']:.0f}" if bt and "paper_elo" in bt.details else "—"
             table.add_row(
                 rank,
