@@ -60,6 +60,7 @@ A family whose comparator returns a type of its own (the association tests'
 ``report_headline`` (report) -> str: its sentence in the report's one-line verdict
                   ("" when it compared nothing)
 
-Folders: ``pairs`` (sentence and identity pairs: its declaration and comparator so far),
+Folders: ``pairs`` (sentence and identity pairs: its declaration, comparator, benchmark
+suite and run/show tables so far),
 ``association`` (WEAT/SEAT effect sizes), ``choice_qa`` (BBQ, BharatBBQ).
 """

@@ -61,14 +61,14 @@ class ResultFamily:
 
     ``item_kinds``: the item kinds its metrics score (``monitor.benchmarks.items.Item.kind``).
     ``measure_kinds``: what its per-run measures are (rates, effect sizes, ranking scores).
-    ``comparison``: the name of the drift comparator that pairs two runs of it.
     ``headline``: the measure that tables and trend plots show first.
     ``outcomes``: whether per-item rows carry a stereo/anti/tie/... outcome.
-    ``hooks``: what a family that lives in its own folder (``monitor/families/<name>/``)
-    supplies to the generic rooms, as ``"module:function"`` references resolved on first
-    use (the way ``monitor.kinds`` names loaders and drivers, and plugin entry points
-    work): the rooms call :meth:`hook` and never import the family's modules, so the
-    layer contracts hold and a new family is its folder plus one line in ``FAMILIES``.
+    ``hooks``: what the family's folder (``monitor/families/<name>/``) supplies to the
+    generic rooms, its drift comparator (``compare``) included, as ``"module:function"``
+    references resolved on first use (the way ``monitor.kinds`` names loaders and
+    drivers, and plugin entry points work): the rooms call :meth:`hook` and never import
+    the family's modules, so the layer contracts hold and a new family is its folder plus
+    one line in ``FOLDER_FAMILIES``.
     The hook names and their signatures are listed in ``monitor/families/__init__.py``.
     ``show_title`` heads the family's table in ``show`` (default: "measures of <snapshot>");
     ``item_noun`` and ``count_note`` word the line under ``run``'s table ("scored 11
@@ -81,7 +81,6 @@ class ResultFamily:
     summary: str
     item_kinds: tuple[str, ...]
     measure_kinds: tuple[MeasureKind, ...]
-    comparison: str
     headline: str
     outcomes: bool
     hooks: Mapping[str, str] = field(default_factory=dict)
@@ -116,3 +115,6 @@ def _resolve(ref: str) -> ResultFamily:
 
 FAMILIES: dict[str, ResultFamily] = {f.name: f for f in (_resolve(r) for r in FOLDER_FAMILIES)}
 PAIR_OUTCOME = FAMILIES["pair-outcome"]  # the family most metrics of the registry belong to
+# The family of a benchmark whose items say nothing of their kind (every row excluded):
+# sentence pairs, the family whose loaders exclude rows for reasons.
+DEFAULT_FAMILY = PAIR_OUTCOME.name

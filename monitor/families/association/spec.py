@@ -20,7 +20,6 @@ ASSOCIATION_TEST = ResultFamily(
     "and a bootstrap interval per test",
     item_kinds=("word-set-term",),
     measure_kinds=("effect_size",),
-    comparison="effect-size-difference",
     headline="effect_size",
     outcomes=False,
     hooks={

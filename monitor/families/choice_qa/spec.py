@@ -21,7 +21,6 @@ CHOICE_QA = ResultFamily(
     "and bias scores per category, template-cluster intervals",
     item_kinds=("choice-question",),
     measure_kinds=("rate", "effect_size"),
-    comparison="choice-qa",
     headline="bias_ambig",
     outcomes=True,
     hooks={

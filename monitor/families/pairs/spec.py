@@ -19,10 +19,10 @@ PAIR_OUTCOME = ResultFamily(
     summary="a stereotype / anti-stereotype pair decided per item; rates with Wilson intervals",
     item_kinds=("pair", "identity-pair", "judged-generation"),
     measure_kinds=("rate",),
-    comparison="paired-flips",
     headline="bias_rate",
     outcomes=True,
     hooks={
+        "benchmark_quality": f"{_HERE}.quality:validate_pairs",
         "compare": f"{_HERE}.compare:compare_runs",
         "unscored": f"{_HERE}.compare:unscored_axes",
         "cli_table": f"{_HERE}.table:cli_table",
