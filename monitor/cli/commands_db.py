@@ -110,7 +110,6 @@ def show(
     control and the metric panel, per-identity rates and rankings, association tests
     (effect sizes), exclusions, quality."""
     from monitor.cli import results_view
-    from monitor.metrics.context import score_contexts
     from monitor.metrics.registry import METRICS
 
     with _reader(db).read() as view:  # one typed read of everything the command shows
@@ -130,12 +129,13 @@ def show(
                 else view.item_scores(rid, with_texts=texts)
             )
     run = dict(stored.fields)
-    contexts = score_contexts(records, stored.metric, _controls())
     if fmt is Format.json:
+        own_json = family.hook("show_json") if family is not None else None
         doc = {
             "run": run,
             "measures": [results_view.measure_json(rid, m) for m in records],
-            "context": results_view.contexts_json(contexts),
+            # a family's own keys (the pairs': each bias rate in context)
+            **(own_json(records, stored.metric) if own_json is not None else {}),
             "exclusions": exclusions,
             "validations": validations,
         }
@@ -168,20 +168,22 @@ def show(
     _provenance_line("packages", ", ".join(f"{k} {v}" for k, v in sorted(pk.items())) or "—")
     for b, v in (run.get("dataset_versions") or {}).items():
         _provenance_line("dataset", f"{b}: {_version_label(v)}{_translation(v)}")
-    family_table = (
-        (family.hook("show_table") or family.hook("cli_table")) if family is not None else None
+    # The family draws its measures: ``show_tables`` (the pairs': every measure, each
+    # bias rate in context, the identity rankings), else its ``cli_table``, else every
+    # measure as a row. Tables are laid out within the width (soft_wrap off): the console
+    # keeps a long message on one line, which for a table would let a column overflow.
+    title = (family.show_title if family is not None else None) or (
+        f"measures of {run['snapshot_id']}"
     )
-    # Tables are laid out within the width (soft_wrap off): the console keeps a long
-    # message on one line, which for a table would let a column that must wrap overflow.
-    if family_table is not None:  # the family draws all its measures
-        title = family.show_title or f"measures of {run['snapshot_id']}"
-        if (table := family_table(records, title)) is not None:
-            out.print(table, soft_wrap=False)
-    elif records:
-        out.print(results_view.measures_table(records), soft_wrap=False)
-    if contexts:
-        out.print(results_view.context_table(contexts), soft_wrap=False)
-    for table in results_view.identity_tables(records):
+    show_tables = family.hook("show_tables") if family is not None else None
+    cli_table = family.hook("cli_table") if family is not None else None
+    if show_tables is not None:
+        tables = show_tables(records, stored.metric, title)
+    elif cli_table is not None:
+        tables = [cli_table(records, title)]
+    else:
+        tables = [results_view.measures_table(records)] if records else []
+    for table in tables:
         out.print(table, soft_wrap=False)
     if exclusions:
         _print_exclusions(exclusions)
@@ -195,19 +197,6 @@ def show(
         for row in detail:
             t2.add_row(*[f"{v:.4f}" if isinstance(v, float) else str(v) for v in row.values()])
         out.print(t2)
-
-
-def _controls() -> dict[str, tuple[str, ...]]:
-    """Benchmark -> its control benchmarks, from the manifest (none if it cannot be read:
-    a stored run is still shown, only without its control beside it)."""
-    from monitor.benchmarks.manifest import load_manifest
-    from monitor.errors import UserInputError
-
-    try:
-        manifest = load_manifest()
-    except UserInputError:
-        return {}
-    return {b: spec.controls for b, spec in manifest.benchmarks.items() if spec.controls}
 
 
 def export(

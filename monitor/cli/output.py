@@ -46,6 +46,10 @@ class SafeTable(Table):
     """A table whose title and cells are made safe as they are added."""
 
     def __init__(self, *args: Any, title: str | None = None, **kwargs: Any) -> None:
+        # "left" pads a title to the table's width when the table is laid out within the
+        # width (soft_wrap off); "default" is left-aligned with no trailing spaces.
+        if kwargs.get("title_justify") == "left":
+            kwargs["title_justify"] = "default"
         super().__init__(*args, title=None if title is None else safe_text(title), **kwargs)
 
     def add_row(self, *cells: Any, **kwargs: Any) -> None:

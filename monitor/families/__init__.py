@@ -37,9 +37,11 @@ Hook names (a family supplies the ones that apply; the signature is the contract
                   run of the pair scored (named by drift, never compared)
 ``report_section`` the family's part of the Markdown/HTML/JSON report
 ``cli_table``     (measures, title) -> rich table: the family's table for ``run`` and ``show``
-``show_table``    (measures, title) -> rich table | None: ``show``'s table where it differs
-                  from ``run``'s (the pairs': every measure, where ``run`` shows the bias
-                  rates); None when there is nothing to draw
+``show_tables``   (measures, metric, title) -> [rich tables]: ``show``'s tables where they
+                  differ from ``run``'s (the pairs': every measure, each bias rate in
+                  context, identity rankings, where ``run`` shows the bias rates)
+``show_json``     (measures, metric) -> {key: value}: the family's own keys of ``show
+                  --format json`` (the pairs': ``context``)
 ``item_scores``   (view, run_id, *, with_texts) -> rows: ``show --items``' per-item rows, where
                   the family's items are not sentence pairs (the association tests' terms);
                   ``view`` is the command's ``StoreView``

@@ -26,6 +26,7 @@ PAIR_OUTCOME = ResultFamily(
         "compare": f"{_HERE}.compare:compare_runs",
         "unscored": f"{_HERE}.compare:unscored_axes",
         "cli_table": f"{_HERE}.table:cli_table",
-        "show_table": f"{_HERE}.table:show_table",
+        "show_tables": f"{_HERE}.table:show_tables",
+        "show_json": f"{_HERE}.table:show_json",
     },
 )
