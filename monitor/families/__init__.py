@@ -63,6 +63,6 @@ A family whose comparator returns a type of its own (the association tests'
                   ("" when it compared nothing)
 
 Folders: ``pairs`` (sentence and identity pairs: its declaration, comparator, benchmark
-suite and run/show tables so far),
+suite, run/show tables and scoring hooks so far),
 ``association`` (WEAT/SEAT effect sizes), ``choice_qa`` (BBQ, BharatBBQ).
 """

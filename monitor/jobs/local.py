@@ -87,8 +87,9 @@ def _open(ctx: JobContext) -> _LocalScoring | RunOutcome:
     return _LocalScoring(
         ctx,
         backend,
-        # A family in its own folder may score its items itself (same arguments); the
-        # choice-qa family packs an item's options into one forward pass.
+        # Each family scores its items itself (same arguments): the pairs through the
+        # request planners and the metric panel; choice-QA packs an item's options into
+        # one forward pass. A family without the hook gets the planners.
         score=spec.family.hook("score_local") or score_items,
         fingerprint=fingerprint(snapshot, spec.name, spec.version, ctx.benches, options),
         metric=spec.name,

@@ -11,9 +11,10 @@ asks only for keys not stored yet.
 Prompts are built from versioned templates; the template id and the exact text sent are
 stored with every request, so a changed prompt is visible in the record, never silent.
 
-A result family in its own folder brings its own API metric (choice-QA: ``mc-letter``)
-through its ``score_api`` hook, an :class:`ApiScoring` that says how that metric plans and
-reads its requests; the driver asks :func:`api_scoring` and never names a family.
+Every result family brings its API metrics (the pairs': forced choice and sampling, built
+here by :func:`pair_api_scoring`; choice-QA's ``mc-letter``) through its ``score_api``
+hook, an :class:`ApiScoring` that says how that metric plans and reads its requests; the
+driver asks :func:`api_scoring` and never names a family.
 """
 
 from __future__ import annotations
@@ -263,18 +264,24 @@ class ApiScoring:
     score: Callable[[str, Sequence[PlannedRequest], Mapping[str, ResponseRecord]], ScoreRow]
 
 
+def pair_api_scoring(metric: str) -> ApiScoring | None:
+    """The pair family's API metrics, forced choice and sampling (its ``score_api`` hook,
+    ``monitor.families.pairs.scoring``); None for any other metric."""
+    if metric not in (FORCED_CHOICE, SAMPLED_CHOICE):
+        return None
+    return ApiScoring(
+        metric,
+        logprobs=metric == FORCED_CHOICE,
+        fallback=SAMPLED_CHOICE if metric == FORCED_CHOICE else None,
+        templates=TEMPLATES,
+        plan=plan_requests,
+        score=lambda item_id, planned, records: score_item(metric, item_id, planned, records),
+    )
+
+
 def api_scoring(metric: str) -> ApiScoring | None:
-    """The pair family's forced choice or sampling, or what the metric's own family
-    supplies through its ``score_api`` hook; None for a metric no chat API can score."""
-    if metric in (FORCED_CHOICE, SAMPLED_CHOICE):
-        return ApiScoring(
-            metric,
-            logprobs=metric == FORCED_CHOICE,
-            fallback=SAMPLED_CHOICE if metric == FORCED_CHOICE else None,
-            templates=TEMPLATES,
-            plan=plan_requests,
-            score=lambda item_id, planned, records: score_item(metric, item_id, planned, records),
-        )
+    """How a chat API scores ``metric``: what the metric's family supplies through its
+    ``score_api`` hook; None for a metric no chat API can score."""
     spec = METRICS.get(metric)
     hook = spec.family.hook("score_api") if spec is not None else None
     return hook(metric) if hook is not None else None

@@ -23,6 +23,8 @@ PAIR_OUTCOME = ResultFamily(
     outcomes=True,
     hooks={
         "benchmark_quality": f"{_HERE}.quality:validate_pairs",
+        "score_local": f"{_HERE}.scoring:score_local",
+        "score_api": f"{_HERE}.scoring:score_api",
         "compare": f"{_HERE}.compare:compare_runs",
         "unscored": f"{_HERE}.compare:unscored_axes",
         "cli_table": f"{_HERE}.table:cli_table",
