@@ -13,11 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from monitor.benchmarks import taxonomy
-from monitor.benchmarks.errata import ErrataFile, apply_errata, load_errata
+from monitor.benchmarks.errata import ErrataFile, load_errata
 from monitor.benchmarks.fetch import read_verified
 from monitor.benchmarks.items import BenchmarkVersion, LoadedBenchmark
 from monitor.benchmarks.manifest import BenchmarkManifest, BenchmarkSpec, load_manifest
-from monitor.benchmarks.parse import check_row_count, id_namespace, parse_rows, read_table
 from monitor.errors import UserInputError
 
 
@@ -68,17 +67,20 @@ def _resolve_errata(errata: str, errata_file: Path | None) -> ErrataFile | None:
     return loaded
 
 
-# Formats whose parser lives in a family folder (``monitor/families/<name>/items.py``,
-# the family's ``load`` hook), named as references so this room never imports the folder,
-# with what their items are called (errata edit sentence-pair rows, never these).
-FAMILY_LOADERS = {
+# Every manifest format's loader: the ``load`` hook of a family folder
+# (``monitor/families/<name>/items.py``), named as references so this room never imports
+# the folder, with what its items are called where errata cannot edit them (errata edit
+# sentence-pair rows only; None: the loader takes the errata and the data folder).
+FAMILY_LOADERS: dict[str, tuple[str, str | None]] = {
+    "indian-bhed": ("monitor.families.pairs.items:load", None),
+    "crows-pairs": ("monitor.families.pairs.items:load", None),
+    "indic-taxonomy": ("monitor.families.pairs.items:load", None),
     "bbq-jsonl": ("monitor.families.choice_qa.items:load", "choice questions"),
     "bharatbbq-csv": ("monitor.families.choice_qa.items:load", "choice questions"),
     "weat-json": ("monitor.families.association.items:load", "word-set benchmarks"),
     "sochindi-weat": ("monitor.families.association.items:load", "word-set benchmarks"),
     "sochindi-seat": ("monitor.families.association.items:load", "word-set benchmarks"),
 }
-CSV_OPTIONS = {"indian-bhed": frozenset({"strip_sentences"}), "crows-pairs": frozenset()}
 
 
 def _load_one(
@@ -89,92 +91,20 @@ def _load_one(
     options: Mapping[str, Any] | None = None,
 ) -> LoadedBenchmark:
     data = read_verified(spec, data_dir)
-    name = f"{spec.id} ({spec.path})"
     version = BenchmarkVersion(
         benchmark=spec.id,
         source_commit=manifest.source_of(spec).commit,
         sha256=spec.sha256,
         errata_version=corrections.version if corrections is not None else "none",
     )
-    if spec.format in FAMILY_LOADERS:
-        ref, noun = FAMILY_LOADERS[spec.format]
-        if corrections is not None and corrections.for_benchmark(spec.id):
-            raise UserInputError(f"errata for {spec.id}: {noun} take no errata")
-        module, _, attr = ref.partition(":")
-        return getattr(importlib.import_module(module), attr)(spec, data, version, options)
-    if spec.format == "indic-taxonomy":
-        return _load_taxonomy(spec, data, version, data_dir, name)
-    unknown = sorted(set(spec.options) - CSV_OPTIONS.get(spec.format, frozenset()))
-    if unknown:
-        raise UserInputError(f"{name}: unknown option(s) {', '.join(unknown)}")
-    rows = read_table(data, spec.format, name=name)
-    check_row_count(rows, spec.rows, name=name)
-    errata_by_row: dict[int, tuple[str, ...]] = {}
-    if corrections is not None:
-        rows, errata_by_row = apply_errata(rows, corrections.for_benchmark(spec.id), name=name)
-    parsed = parse_rows(
-        rows,
-        spec.format,
-        version=version,
-        axis=spec.axis,
-        region=spec.region,
-        errata_by_row=errata_by_row,
-        # A normalisation of the input like an erratum: the raw file (errata none) keeps it.
-        strip_sentences=bool(spec.options.get("strip_sentences")) and corrections is not None,
-    )
-    return LoadedBenchmark(
-        benchmark=spec.id,
-        axis=spec.axis,
-        region=spec.region,
-        version=version,
-        items=parsed.items,
-        exclusions=parsed.exclusions,
-        source_rows=len(rows),
-        language=spec.language,
-        reference_rows=parsed.reference_rows,
-        sampling=dict(spec.options),
-    )
-
-
-def _load_taxonomy(
-    spec: BenchmarkSpec,
-    data: bytes,
-    version: BenchmarkVersion,
-    data_dir: Path | None,
-    name: str,
-) -> LoadedBenchmark:
-    missing = [c for c in taxonomy.COMPANIONS if c not in spec.companions]
-    if missing:
-        raise UserInputError(f"{name}: the manifest lacks companion file(s) {', '.join(missing)}")
-    options = taxonomy.TaxonomyOptions.from_options(spec.options, name=name)
-    parsed = taxonomy.read_taxonomy(
-        data,
-        read_verified(spec.companion_spec("identities"), data_dir),
-        read_verified(spec.companion_spec("tribe_pairs"), data_dir),
-        name=name,
-    )
-    check_row_count(parsed.stereotypes, spec.rows, name=name)
-    templates = taxonomy.load_templates()
-    built = taxonomy.build_items(
-        parsed,
-        templates,
-        options,
-        version=version,
-        namespace=id_namespace(version),
-        region=spec.region,
-    )
-    return LoadedBenchmark(
-        benchmark=spec.id,
-        axis=spec.axis,
-        region=spec.region,
-        version=version,
-        items=built.items,
-        exclusions=built.exclusions,
-        source_rows=len(parsed.stereotypes),
-        language=spec.language,
-        not_sampled=built.not_sampled,
-        sampling={**options.as_dict(), "templates_version": templates.version},
-    )
+    ref, noun = FAMILY_LOADERS[spec.format]
+    module, _, attr = ref.partition(":")
+    loader = getattr(importlib.import_module(module), attr)
+    if noun is None:  # sentence pairs: the errata edit them; the taxonomy has companions
+        return loader(spec, data, version, options, errata=corrections, data_dir=data_dir)
+    if corrections is not None and corrections.for_benchmark(spec.id):
+        raise UserInputError(f"errata for {spec.id}: {noun} take no errata")
+    return loader(spec, data, version, options)
 
 
 def load_taxonomy(

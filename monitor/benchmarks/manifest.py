@@ -29,9 +29,10 @@ GitCommit = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")]
 BenchmarkId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*$")]
 HttpUrl = Annotated[str, StringConstraints(pattern=r"^https?://\S+$")]
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
-# Sentence-pair CSVs and the Indic-Bias taxonomy (identity pairs) are parsed in this room;
-# word sets for association tests and choice questions (BBQ, BharatBBQ) in their family
-# folders (``monitor.families``; ``monitor.benchmarks.load.FAMILY_LOADERS``).
+# Each format is loaded by its family folder's ``load`` hook (``monitor.families``;
+# ``monitor.benchmarks.load.FAMILY_LOADERS``): sentence-pair CSVs and the Indic-Bias
+# taxonomy by the pairs' (whose parsers are still this room's ``parse`` and ``taxonomy``),
+# word sets by the association tests', BBQ and BharatBBQ by choice-QA's.
 Format = Literal[
     "indian-bhed",
     "crows-pairs",

@@ -21,7 +21,8 @@ Hook names (a family supplies the ones that apply; the signature is the contract
 ``load``          (spec, data, version, options) -> LoadedBenchmark: parse a pinned
                   benchmark file (its verified bytes); ``monitor.benchmarks.load`` names it
                   per manifest format in ``FAMILY_LOADERS`` and passes ``load_benchmarks``'
-                  ``options`` (e.g. ``{"size": "mini"}``)
+                  ``options`` (e.g. ``{"size": "mini"}``); a format whose rows errata edit
+                  (sentence pairs) also gets ``errata=`` and ``data_dir=`` (companion files)
 ``benchmark_quality`` (loaded, *, expected_rows) -> SuiteResult: the family's benchmark-data
                   suite (``monitor.quality.suites``), run by ``validate_benchmark`` whenever a
                   benchmark of its item kinds is fetched or imported

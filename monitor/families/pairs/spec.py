@@ -22,6 +22,7 @@ PAIR_OUTCOME = ResultFamily(
     headline="bias_rate",
     outcomes=True,
     hooks={
+        "load": f"{_HERE}.items:load",
         "benchmark_quality": f"{_HERE}.quality:validate_pairs",
         "score_local": f"{_HERE}.scoring:score_local",
         "score_api": f"{_HERE}.scoring:score_api",

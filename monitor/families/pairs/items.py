@@ -1,0 +1,112 @@
+"""The pair family's loader (its ``load`` hook): sentence-pair CSVs (Indian-BhED, CrowS-
+Pairs, and translations of them) and the Indic-Bias taxonomy (identity pairs), from a
+verified file to items and exclusions.
+
+Sentence pairs are the one kind of item errata edit (``data/errata.toml``), so this
+loader takes the errata and the data folder (the taxonomy's companion files); the
+parsers themselves are ``monitor.benchmarks.parse`` and ``monitor.benchmarks.taxonomy``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from monitor.benchmarks import taxonomy
+from monitor.benchmarks.errata import ErrataFile, apply_errata
+from monitor.benchmarks.fetch import read_verified
+from monitor.benchmarks.items import BenchmarkVersion, LoadedBenchmark
+from monitor.benchmarks.manifest import BenchmarkSpec
+from monitor.benchmarks.parse import check_row_count, id_namespace, parse_rows, read_table
+from monitor.errors import UserInputError
+
+CSV_OPTIONS = {"indian-bhed": frozenset({"strip_sentences"}), "crows-pairs": frozenset()}
+
+
+def load(
+    spec: BenchmarkSpec,
+    data: bytes,
+    version: BenchmarkVersion,
+    options: Mapping[str, Any] | None = None,
+    *,
+    errata: ErrataFile | None = None,
+    data_dir: Path | None = None,
+) -> LoadedBenchmark:
+    """The family's ``load`` hook: a pinned pair file with ``errata`` applied (None: the
+    raw file). ``options`` (``load_benchmarks``' own, e.g. a choice-question size) do
+    not apply to pairs, whose options come from the manifest entry only."""
+    name = f"{spec.id} ({spec.path})"
+    if spec.format == "indic-taxonomy":
+        return _load_taxonomy(spec, data, version, data_dir, name)
+    unknown = sorted(set(spec.options) - CSV_OPTIONS.get(spec.format, frozenset()))
+    if unknown:
+        raise UserInputError(f"{name}: unknown option(s) {', '.join(unknown)}")
+    rows = read_table(data, spec.format, name=name)
+    check_row_count(rows, spec.rows, name=name)
+    errata_by_row: dict[int, tuple[str, ...]] = {}
+    if errata is not None:
+        rows, errata_by_row = apply_errata(rows, errata.for_benchmark(spec.id), name=name)
+    parsed = parse_rows(
+        rows,
+        spec.format,
+        version=version,
+        axis=spec.axis,
+        region=spec.region,
+        errata_by_row=errata_by_row,
+        # A normalisation of the input like an erratum: the raw file (errata none) keeps it.
+        strip_sentences=bool(spec.options.get("strip_sentences")) and errata is not None,
+    )
+    return LoadedBenchmark(
+        benchmark=spec.id,
+        axis=spec.axis,
+        region=spec.region,
+        version=version,
+        items=parsed.items,
+        exclusions=parsed.exclusions,
+        source_rows=len(rows),
+        language=spec.language,
+        reference_rows=parsed.reference_rows,
+        sampling=dict(spec.options),
+    )
+
+
+def _load_taxonomy(
+    spec: BenchmarkSpec,
+    data: bytes,
+    version: BenchmarkVersion,
+    data_dir: Path | None,
+    name: str,
+) -> LoadedBenchmark:
+    missing = [c for c in taxonomy.COMPANIONS if c not in spec.companions]
+    if missing:
+        raise UserInputError(f"{name}: the manifest lacks companion file(s) {', '.join(missing)}")
+    options = taxonomy.TaxonomyOptions.from_options(spec.options, name=name)
+    parsed = taxonomy.read_taxonomy(
+        data,
+        read_verified(spec.companion_spec("identities"), data_dir),
+        read_verified(spec.companion_spec("tribe_pairs"), data_dir),
+        name=name,
+    )
+    check_row_count(parsed.stereotypes, spec.rows, name=name)
+    templates = taxonomy.load_templates()
+    built = taxonomy.build_items(
+        parsed,
+        templates,
+        options,
+        version=version,
+        namespace=id_namespace(version),
+        region=spec.region,
+    )
+    return LoadedBenchmark(
+        benchmark=spec.id,
+        axis=spec.axis,
+        region=spec.region,
+        version=version,
+        items=built.items,
+        exclusions=built.exclusions,
+        source_rows=len(parsed.stereotypes),
+        language=spec.language,
+        not_sampled=built.not_sampled,
+        sampling={**options.as_dict(), "templates_version": templates.version},
+    )
