@@ -16,7 +16,6 @@ from dataclasses import asdict
 from typing import Any
 
 from rich.table import Table as RichTable
-from rich.text import Text
 
 from monitor.cli.output import SafeTable as Table
 from monitor.cli.results_view import heading, measure_value, measures_table, narrow
@@ -38,9 +37,7 @@ def cli_table(measures: Sequence[Any], title: str) -> RichTable:
     Laid out as the association tests' table is, so that an 80-column log (a CI job's)
     cuts nothing: no outer edge, numbers never wrap, and only a long name folds. With a
     column each, benchmark and axis were cut to "bhed-reli…" and "caste-con…" there."""
-    from monitor.cli.output import SafeTable as Table
-
-    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    table = narrow(title)
     table.add_column("benchmark / axis", justify="left", overflow="fold", min_width=8)
     for col in ("bias rate", "95% CI", "stereo", "anti", "ties", "n"):
         table.add_column(col, justify="right", no_wrap=True)
@@ -51,7 +48,7 @@ def cli_table(measures: Sequence[Any], title: str) -> RichTable:
             continue
         if bench != benchmark:
             benchmark = bench
-            table.add_row(Text(bench, style="bold"), *[""] * 6)
+            heading(table, bench, *[""] * 6)
         tie = by_key.get((bench, axis, "tie_rate"))
         ties = tie.k if tie else 0
         table.add_row(
