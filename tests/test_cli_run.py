@@ -83,6 +83,18 @@ def test_run_scores_stores_and_shows(monitor_env: Path, smollm2_caste_runs, monk
     assert run["environment"]["packages"]["torch"].startswith("2.13.0")
     assert run["dataset_versions"]["bhed-caste"]["sha256"].startswith("ea3594374e4e")
     assert run["git_commit"]
+    # The table a person reads, in 80 columns: the run id whole on a line of its own (it is
+    # what `show` takes), its snapshot, status and counts below it; a wide terminal gets
+    # one row per run.
+    listed = cli("runs", "list").stdout.splitlines()
+    assert listed[0] == run["run_id"] and max(len(line) for line in listed) <= 80
+    assert "smollm2-135m-instruct-q4 · cll v" in listed[1] and "complete" in listed[1]
+    assert "279 scored, 5 excluded" in " ".join(listed[1:])
+    monkeypatch.setenv("COLUMNS", "200")
+    (row,) = [line for line in cli("runs", "list").stdout.splitlines() if run["run_id"] in line]
+    cells = [c.strip() for c in row.strip("│").split("│")]
+    assert cells[0] == run["run_id"] and cells[3] == "complete" and cells[5:7] == ["279", "5"]
+    monkeypatch.setenv("COLUMNS", "80")
 
     shown = json.loads(cli("show", run["run_id"][:20], "--format", "json").stdout)
     rates = {m["axis"]: m for m in shown["measures"] if m["measure"] == "bias_rate"}
