@@ -88,8 +88,14 @@ def test_run_scores_stores_and_shows(monitor_env: Path, smollm2_caste_runs, monk
     # one row per run.
     listed = cli("runs", "list").stdout.splitlines()
     assert listed[0] == run["run_id"] and max(len(line) for line in listed) <= 80
-    assert "smollm2-135m-instruct-q4 · cll v" in listed[1] and "complete" in listed[1]
-    assert "279 scored, 5 excluded" in " ".join(listed[1:])
+    words = " ".join(listed[1:])
+    assert listed[1].startswith("  snapshot smollm2-135m-instruct-q4 · metric cll v")
+    assert "status complete" in words and "scored 279 · excluded 5" in words
+    # `snapshots list` and `data list` the same way: every id whole, on its own line
+    snaps = cli("snapshots", "list").stdout.splitlines()
+    assert "smollm2-135m-instruct-q4" in snaps and max(len(line) for line in snaps) <= 80
+    data = cli("data", "list").stdout.splitlines()
+    assert "indic-taxonomy-mini" in data and max(len(line) for line in data) <= 80
     monkeypatch.setenv("COLUMNS", "200")
     (row,) = [line for line in cli("runs", "list").stdout.splitlines() if run["run_id"] in line]
     cells = [c.strip() for c in row.strip("│").split("│")]

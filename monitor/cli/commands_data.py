@@ -116,18 +116,19 @@ def list_cmd(
     if fmt is Format.json:
         print_json(rows)
         return
-    from monitor.cli.output import SafeTable as Table
+    from monitor.cli.output import print_listing
 
-    table = Table()
-    for col in ("id", "axis", "region", "rows", "default", "source"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(
-            r["id"],
-            r["axis"],
-            r["region"],
-            str(r["rows"]),
-            "yes" if r["default"] else "",
-            f"{r['source']}@{r['commit'][:12]}",
-        )
-    out.print(table)
+    print_listing(
+        ("id", "axis", "region", "rows", "default", "source"),
+        [
+            (
+                r["id"],
+                r["axis"],
+                r["region"],
+                str(r["rows"]),
+                "yes" if r["default"] else "",
+                f"{r['source']}@{r['commit'][:12]}",
+            )
+            for r in rows
+        ],
+    )

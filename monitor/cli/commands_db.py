@@ -55,47 +55,25 @@ def runs_list(
     if fmt is Format.json:
         print_json(runs)
         return
-    from monitor.cli.output import SafeTable as Table
-    from monitor.cli.output import output_width
-    from monitor.cli.output_drift import wrap
+    from monitor.cli.output import print_listing
 
-    columns = ("run_id", "snapshot", "metric", "status", "started", "scored", "excluded")
-    rows = [
-        (
-            r["run_id"],
-            r["snapshot_id"],
-            f"{r['metric']} v{r['metric_version']}",
-            r["status"],
-            str(r["started_at"])[:19],
-            str(r.get("n_scored") or "—"),
-            str(r.get("n_excluded") or "—"),
-            r["trigger"],
-        )
-        for r in runs
-    ]
-    header = (*columns, "trigger")
-    natural = sum(max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(header))
-    width = output_width()
-    # A run id is shown whole, on one line: a shortened id cannot be pasted into `show`.
-    # Where the table is wider than the output (an 80-column log: a run id alone is ~50),
-    # each run is its id on a line, then the rest in words below it, wrapped.
-    if natural + 3 * len(header) + 1 <= width:
-        table = Table()
-        for col in header:
-            table.add_column(col, no_wrap=True)
-        for row in rows:
-            table.add_row(*row)
-        out.print(table)
-        return
-    for run_id, snap, metric, state, started, scored, excluded, trigger in rows:
-        out.print(run_id, markup=False)
-        left_out = "none excluded" if excluded == "—" else f"{excluded} excluded"
-        detail = (
-            f"{snap} · {metric} · {state} · started {started} · {scored} scored, "
-            f"{left_out} · {trigger}"
-        )
-        for line in wrap(detail, width - 2):
-            out.print(f"  {line}", markup=False)
+    # The run id is shown whole: it is what `show`, `drift` and `export` take.
+    print_listing(
+        ("run_id", "snapshot", "metric", "status", "started", "scored", "excluded", "trigger"),
+        [
+            (
+                r["run_id"],
+                r["snapshot_id"],
+                f"{r['metric']} v{r['metric_version']}",
+                r["status"],
+                str(r["started_at"])[:19],
+                str(r.get("n_scored") or "—"),
+                str(r.get("n_excluded") or "—"),
+                r["trigger"],
+            )
+            for r in runs
+        ],
+    )
 
 
 def show(

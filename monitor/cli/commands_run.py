@@ -575,18 +575,19 @@ def snapshots_list(
             ]
         )
         return
-    from monitor.cli.output import SafeTable as Table
+    from monitor.cli.output import print_listing
 
-    table = Table()
-    for col in ("id", "kind", "default", "metrics", "revision", "folder"):
-        table.add_column(col)
-    for s in sorted(snaps.values(), key=lambda s: s.id):
-        table.add_row(
-            s.id,
-            s.kind,
-            "yes" if s.default else "",
-            ", ".join(metrics(s)),
-            s.revision_label,
-            str(s.file.parent) if s.file else "",
-        )
-    out.print(table)
+    print_listing(
+        ("id", "kind", "default", "metrics", "revision", "folder"),
+        [
+            (
+                s.id,
+                s.kind,
+                "yes" if s.default else "",
+                ", ".join(metrics(s)),
+                s.revision_label,
+                str(s.file.parent) if s.file else "",
+            )
+            for s in sorted(snaps.values(), key=lambda s: s.id)
+        ],
+    )

@@ -14,7 +14,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import date, datetime
 from enum import StrEnum
@@ -174,3 +174,28 @@ def _plain_progress(label: str, total: int) -> Callable[[int], None]:
 
     err.print(f"{label}: {total} items to score")
     return advance
+
+
+def print_listing(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """A listing whose first column is an id a user types into another command (a run,
+    a snapshot, a benchmark): a table where it fits the output's width, every cell on
+    one line; otherwise each entry is its id on a line of its own, then the other
+    columns as "name value" words below it, wrapped. A table squeezed into an 80-column
+    log cut the ids ("gemma-3-27…") or shrank every other column to a letter a line."""
+    import textwrap
+
+    natural = sum(max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header))
+    width = output_width()
+    if natural + 3 * len(header) + 1 <= width:
+        table = SafeTable()
+        for col in header:
+            table.add_column(col, no_wrap=True)
+        for row in rows:
+            table.add_row(*row)
+        out.print(table)
+        return
+    for row in rows:
+        out.print(row[0], markup=False)
+        words = " · ".join(f"{h} {v}" for h, v in zip(header[1:], row[1:], strict=True) if v)
+        for line in textwrap.wrap(words, width=max(width - 2, 20), break_on_hyphens=False):
+            out.print(f"  {line}", markup=False)
