@@ -182,7 +182,7 @@ def print_listing(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     one line; otherwise each entry is its id on a line of its own, then the other
     columns as "name value" words below it, wrapped. A table squeezed into an 80-column
     log cut the ids ("gemma-3-27…") or shrank every other column to a letter a line."""
-    import textwrap
+    from monitor.cli.output_drift import wrap
 
     natural = sum(max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header))
     width = output_width()
@@ -197,5 +197,5 @@ def print_listing(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     for row in rows:
         out.print(row[0], markup=False)
         words = " · ".join(f"{h} {v}" for h, v in zip(header[1:], row[1:], strict=True) if v)
-        for line in textwrap.wrap(words, width=max(width - 2, 20), break_on_hyphens=False):
+        for line in wrap(words, width - 2, fold=True):  # a long pin folds, never cut
             out.print(f"  {line}", markup=False)
