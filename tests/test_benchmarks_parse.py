@@ -11,19 +11,17 @@ import io
 
 import pytest
 
-from monitor.benchmarks.items import BenchmarkVersion, make_item_id
-from monitor.benchmarks.parse import (
+from monitor.benchmarks.items import BenchmarkVersion, check_row_count, id_namespace, make_item_id
+from monitor.errors import DataIntegrityError
+from monitor.families.pairs.parse import (
     TargetError,
-    check_row_count,
     diff_targets,
     fill_template,
-    id_namespace,
     mask_spans,
     parse_rows,
     parse_targets,
     read_table,
 )
-from monitor.errors import DataIntegrityError
 
 VERSION = BenchmarkVersion("toy", "a" * 40, "b" * 64, "none")
 BHED_HEADER = ["", "Target_Stereotypical", "Target_Anti-Stereotypical", "Sentence"]

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from monitor.benchmarks import taxonomy
 from monitor.benchmarks.fetch import fetch
 from monitor.benchmarks.load import load_benchmarks
 from monitor.benchmarks.manifest import load_manifest
+from monitor.families.pairs import taxonomy
 from monitor.quality.benchmark_suite import validate_benchmark
 
 VARIANTS = ["indic-taxonomy-mini", "indic-taxonomy", "indic-taxonomy-full"]

@@ -13,10 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from monitor.benchmarks.fetch import fetch
-from monitor.benchmarks.indic_official import load_official
-from monitor.benchmarks.load import load_taxonomy
 from monitor.benchmarks.manifest import load_manifest
 from monitor.errors import DataIntegrityError, UserInputError
+from monitor.families.pairs.indic_official import load_official
+from monitor.families.pairs.items import load_taxonomy
 from monitor.metrics import judged
 from monitor.scoring.api_tasks import STEREO_FIRST, plan_item
 

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from monitor.benchmarks.items import Exclusion, Item, LoadedBenchmark, make_item_id
+from monitor.benchmarks.items import Exclusion, Item, LoadedBenchmark, id_namespace, make_item_id
 from monitor.benchmarks.load import load_benchmarks
 from monitor.benchmarks.manifest import load_manifest
-from monitor.benchmarks.parse import id_namespace, mask_spans, parse_targets, read_table
+from monitor.families.pairs.parse import mask_spans, parse_targets, read_table
 from monitor.quality.benchmark_suite import validate_benchmark
 
 BHED = ["bhed-caste", "bhed-religion", "bhed-gender", "bhed-race"]

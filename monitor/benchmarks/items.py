@@ -10,8 +10,11 @@ from __future__ import annotations
 import hashlib
 import json
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from monitor.errors import DataIntegrityError
 
 
 def normalise_text(text: str) -> str:
@@ -135,6 +138,24 @@ def source_version(label: str) -> str:
     diff (``dataset_versions``) as a measurement change.
     """
     return label.split(":errata-", 1)[0]
+
+
+def id_namespace(version: BenchmarkVersion) -> str:
+    """What an item id is hashed over besides the pair: source commit and file, not errata.
+
+    Leaving the errata version out means an erratum changes the ids of the rows it
+    touches and no others, so runs before and after an errata release still pair on
+    every untouched item. The errata version stays in ``BenchmarkVersion`` for provenance.
+    """
+    return f"{version.benchmark}@{version.source_commit[:12]}:{version.sha256[:12]}"
+
+
+def check_row_count(rows: Sequence[object], expected: int, *, name: str) -> None:
+    """The manifest pins a row count: a different count means a different or damaged file."""
+    if len(rows) != expected:
+        raise DataIntegrityError(
+            f"{name}: parsed {len(rows)} data rows, but the manifest expects {expected}"
+        )
 
 
 @dataclass

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from monitor.benchmarks import taxonomy
 from monitor.benchmarks.errata import ErrataFile, load_errata
 from monitor.benchmarks.fetch import read_verified
 from monitor.benchmarks.items import BenchmarkVersion, LoadedBenchmark
@@ -105,20 +104,3 @@ def _load_one(
     if corrections is not None and corrections.for_benchmark(spec.id):
         raise UserInputError(f"errata for {spec.id}: {noun} take no errata")
     return loader(spec, data, version, options)
-
-
-def load_taxonomy(
-    manifest: BenchmarkManifest | None = None,
-    benchmark: str = "indic-taxonomy",
-    data_dir: Path | None = None,
-) -> taxonomy.Taxonomy:
-    """The pinned Indic-Bias taxonomy (identity lists and tribe comparators), for building
-    identity pairs from other templates (``monitor.benchmarks.indic_official``)."""
-    manifest = manifest if manifest is not None else load_manifest()
-    spec = manifest.select([benchmark], controls=False)[0]
-    return taxonomy.read_taxonomy(
-        read_verified(spec, data_dir),
-        read_verified(spec.companion_spec("identities"), data_dir),
-        read_verified(spec.companion_spec("tribe_pairs"), data_dir),
-        name=spec.id,
-    )

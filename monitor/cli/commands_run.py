@@ -420,15 +420,13 @@ def _official(manifest, folder: Path, tasks, partners: int, limit: int | None, s
     """The official Indic-Bias templates from a downloaded copy; identity partners come
     from the pinned taxonomy, fetched (or imported from the mirror) like any benchmark."""
     from monitor.benchmarks.fetch import fetch
-    from monitor.benchmarks.indic_official import load_official
-    from monitor.benchmarks.load import load_taxonomy
+    from monitor.metrics.families import PAIR_OUTCOME
 
     fetch(manifest, ["indic-taxonomy"], on_event=lambda m: err.print(m))
-    tax = load_taxonomy(manifest)
-    return load_official(
+    return PAIR_OUTCOME.hook("official_templates")(
+        manifest,
         folder,
         tasks or ["plausibility", "judgement"],
-        tax,
         partners=partners,
         limit=limit,
         seed=seed,

@@ -23,6 +23,10 @@ Hook names (a family supplies the ones that apply; the signature is the contract
                   per manifest format in ``FAMILY_LOADERS`` and passes ``load_benchmarks``'
                   ``options`` (e.g. ``{"size": "mini"}``); a format whose rows errata edit
                   (sentence pairs) also gets ``errata=`` and ``data_dir=`` (companion files)
+``official_templates`` (manifest, folder, tasks, *, partners, limit, seed) -> [LoadedBenchmark]:
+                  benchmarks read from a copy of a gated dataset the user downloaded
+                  (``run --indic-bias DIR``: the official Indic-Bias templates, the pairs'),
+                  with what the pinned manifest adds (the taxonomy's identities)
 ``benchmark_quality`` (loaded, *, expected_rows) -> SuiteResult: the family's benchmark-data
                   suite (``monitor.quality.suites``), run by ``validate_benchmark`` whenever a
                   benchmark of its item kinds is fetched or imported

@@ -43,11 +43,11 @@ from monitor.benchmarks.items import (
     Exclusion,
     Item,
     LoadedBenchmark,
+    id_namespace,
     make_content_id,
     normalise_text,
 )
 from monitor.benchmarks.manifest import BenchmarkSpec
-from monitor.benchmarks.parse import id_namespace
 from monitor.errors import DataIntegrityError
 
 ITEM_KIND = "word-set-term"

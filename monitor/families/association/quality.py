@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from monitor.benchmarks.items import LoadedBenchmark, make_content_id
-from monitor.benchmarks.parse import id_namespace
+from monitor.benchmarks.items import LoadedBenchmark, id_namespace, make_content_id
 from monitor.quality.suites import Check, CheckedFrame, SuiteResult, run_suite
 
 if TYPE_CHECKING:

@@ -57,10 +57,10 @@ from monitor.benchmarks.items import (
     Exclusion,
     Item,
     LoadedBenchmark,
+    id_namespace,
     make_content_id,
 )
 from monitor.benchmarks.manifest import BenchmarkManifest
-from monitor.benchmarks.parse import id_namespace
 from monitor.errors import DataIntegrityError, UserInputError
 from monitor.families.choice_qa.items import (
     KIND,

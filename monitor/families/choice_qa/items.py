@@ -63,10 +63,11 @@ from monitor.benchmarks.items import (
     Exclusion,
     Item,
     LoadedBenchmark,
+    check_row_count,
+    id_namespace,
     make_content_id,
 )
 from monitor.benchmarks.manifest import BenchmarkSpec
-from monitor.benchmarks.parse import check_row_count, id_namespace
 from monitor.errors import DataIntegrityError, UserInputError
 
 KIND = "choice-question"

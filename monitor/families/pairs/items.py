@@ -4,7 +4,7 @@ verified file to items and exclusions.
 
 Sentence pairs are the one kind of item errata edit (``data/errata.toml``), so this
 loader takes the errata and the data folder (the taxonomy's companion files); the
-parsers themselves are ``monitor.benchmarks.parse`` and ``monitor.benchmarks.taxonomy``.
+parsers themselves are ``monitor.families.pairs.parse`` and ``monitor.families.pairs.taxonomy``.
 """
 
 from __future__ import annotations
@@ -13,13 +13,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from monitor.benchmarks import taxonomy
 from monitor.benchmarks.errata import ErrataFile, apply_errata
 from monitor.benchmarks.fetch import read_verified
-from monitor.benchmarks.items import BenchmarkVersion, LoadedBenchmark
-from monitor.benchmarks.manifest import BenchmarkSpec
-from monitor.benchmarks.parse import check_row_count, id_namespace, parse_rows, read_table
+from monitor.benchmarks.items import (
+    BenchmarkVersion,
+    LoadedBenchmark,
+    check_row_count,
+    id_namespace,
+)
+from monitor.benchmarks.manifest import BenchmarkManifest, BenchmarkSpec, load_manifest
 from monitor.errors import UserInputError
+from monitor.families.pairs import taxonomy
+from monitor.families.pairs.indic_official import load_official
+from monitor.families.pairs.parse import parse_rows, read_table
 
 CSV_OPTIONS = {"indian-bhed": frozenset({"strip_sentences"}), "crows-pairs": frozenset()}
 
@@ -110,3 +116,37 @@ def _load_taxonomy(
         not_sampled=built.not_sampled,
         sampling={**options.as_dict(), "templates_version": templates.version},
     )
+
+
+def load_taxonomy(
+    manifest: BenchmarkManifest | None = None,
+    benchmark: str = "indic-taxonomy",
+    data_dir: Path | None = None,
+) -> taxonomy.Taxonomy:
+    """The pinned Indic-Bias taxonomy (identity lists and tribe comparators), for building
+    identity pairs from other templates (``monitor.families.pairs.indic_official``)."""
+    manifest = manifest if manifest is not None else load_manifest()
+    spec = manifest.select([benchmark], controls=False)[0]
+    return taxonomy.read_taxonomy(
+        read_verified(spec, data_dir),
+        read_verified(spec.companion_spec("identities"), data_dir),
+        read_verified(spec.companion_spec("tribe_pairs"), data_dir),
+        name=spec.id,
+    )
+
+
+def official_templates(
+    manifest: BenchmarkManifest,
+    folder: Path,
+    tasks: list[str],
+    *,
+    partners: int,
+    limit: int | None,
+    seed: int,
+    data_dir: Path | None = None,
+) -> list[LoadedBenchmark]:
+    """The family's ``official_templates`` hook (``run --indic-bias DIR``): the requested
+    tasks of a user's downloaded copy of the official Indic-Bias templates, each identity
+    paired with partners from the pinned taxonomy (which the caller has fetched)."""
+    tax = load_taxonomy(manifest, data_dir=data_dir)
+    return load_official(folder, tasks, tax, partners=partners, limit=limit, seed=seed)

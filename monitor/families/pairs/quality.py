@@ -18,14 +18,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from monitor.benchmarks.items import Item, LoadedBenchmark, expected_item_id
-from monitor.benchmarks.parse import id_namespace, mask_spans
+from monitor.benchmarks.items import Item, LoadedBenchmark, expected_item_id, id_namespace
+from monitor.families.pairs.parse import mask_spans
 from monitor.quality.suites import Check, CheckedFrame, SuiteResult, run_suite
 
 if TYPE_CHECKING:
     import pandas as pd
 
-# Exclusion reasons the pair loaders (monitor/benchmarks/parse.py, taxonomy.py) may record.
+# Exclusion reasons the pair parsers (``parse.py``, ``taxonomy.py`` beside this) may record.
 # A new reason must be added here on purpose: an unknown one means rows are dropped for an
 # unreviewed cause.
 KNOWN_EXCLUSION_REASONS: frozenset[str] = frozenset(

@@ -23,6 +23,7 @@ PAIR_OUTCOME = ResultFamily(
     outcomes=True,
     hooks={
         "load": f"{_HERE}.items:load",
+        "official_templates": f"{_HERE}.items:official_templates",
         "benchmark_quality": f"{_HERE}.quality:validate_pairs",
         "score_local": f"{_HERE}.scoring:score_local",
         "score_api": f"{_HERE}.scoring:score_api",

@@ -42,10 +42,10 @@ from monitor.benchmarks.items import (
     Item,
     LoadedBenchmark,
     content_pair_id,
+    id_namespace,
 )
-from monitor.benchmarks.parse import id_namespace
-from monitor.benchmarks.taxonomy import KIND, TYPES, Taxonomy, mentions
 from monitor.errors import DataIntegrityError, UserInputError
+from monitor.families.pairs.taxonomy import KIND, TYPES, Taxonomy, mentions
 
 TASKS = ("plausibility", "plausibility-none", "judgement", "judgement-none", "generation")
 CONFIG_OF = {

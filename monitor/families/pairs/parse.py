@@ -20,6 +20,7 @@ from monitor.benchmarks.items import (
     Exclusion,
     Item,
     content_pair_id,
+    id_namespace,
     make_item_id,
     normalise_text,
 )
@@ -94,14 +95,6 @@ def read_table(data: bytes | str, fmt: str, *, name: str) -> list[dict[str, str]
     return rows
 
 
-def check_row_count(rows: Sequence[object], expected: int, *, name: str) -> None:
-    """The manifest pins a row count: a different count means a different or damaged file."""
-    if len(rows) != expected:
-        raise DataIntegrityError(
-            f"{name}: parsed {len(rows)} data rows, but the manifest expects {expected}"
-        )
-
-
 def parse_targets(cell: str, *, side: str) -> tuple[str, ...]:
     """A target cell is a Python list literal of non-empty strings, e.g. ``"['a', 'Chinese']"``.
 
@@ -163,16 +156,6 @@ def diff_targets(text_a: str, text_b: str) -> tuple[tuple[str, ...], tuple[str, 
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
-def id_namespace(version: BenchmarkVersion) -> str:
-    """What an item id is hashed over besides the pair: source commit and file, not errata.
-
-    Leaving the errata version out means an erratum changes the ids of the rows it
-    touches and no others, so runs before and after an errata release still pair on
-    every untouched item. The errata version stays in ``BenchmarkVersion`` for provenance.
-    """
-    return f"{version.benchmark}@{version.source_commit[:12]}:{version.sha256[:12]}"
 
 
 class _Collector:
@@ -382,7 +365,7 @@ def parse_rows(
     strip_sentences: bool = False,
 ) -> ParsedRows:
     """Dispatch on the manifest's ``format`` (CSV formats; the taxonomy is JSON and is
-    read by ``monitor.benchmarks.taxonomy``)."""
+    read by ``monitor.families.pairs.taxonomy``)."""
     if fmt == "indian-bhed":
         return parse_indian_bhed(
             rows,
