@@ -146,6 +146,30 @@ def test_terminal_lines_at_80_columns(stored):
     assert "MDE in percentage points" not in text and "values and Δ in points" in text
 
 
+def test_table_wide_has_a_row_per_measure_and_its_reason(stored):
+    """``--format table-wide`` drew only the pair and association tables, so a choice-QA
+    comparison printed nothing but the FDR note."""
+    r = drift(
+        "--snapshot",
+        "qa-moved",
+        "--baseline-snapshot",
+        "qa-base",
+        "--format",
+        "table-wide",
+        columns=200,
+    )
+    assert r.exit_code == 0
+    base, moved = stored["runs"]["base"], stored["runs"]["moved"]
+    lines = r.output.splitlines()
+    assert lines[0].startswith(f"choice-qa: {base} → {moved}")
+    rows = [x for x in lines if x.startswith("│ bharatbbq-caste/caste")]
+    assert len(rows) == 4, lines
+    (amb,) = [x for x in rows if "bias_ambig (s_AMB)" in x]
+    assert "regression" in amb
+    assert any(x.startswith("bharatbbq-caste/caste bias_ambig: regression: ") for x in lines), lines
+    assert f"what changed {base} → {moved}: " in r.output
+
+
 def test_report_has_the_family_section_answer_first(stored, tmp_path):
     from monitor.report.json_out import read_json
 

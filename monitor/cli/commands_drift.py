@@ -14,7 +14,7 @@ from monitor.cli.commands_db import DbOpt, FmtOpt, _reader, _store
 from monitor.cli.commands_snapshots import SnapshotsDirOpt, check_snapshot_names, use_snapshots_dir
 from monitor.cli.output import Format, err, out, print_json
 from monitor.errors import UserInputError
-from monitor.fmt import interval, pct, pvalue
+from monitor.fmt import interval, pct
 
 
 class DriftFormat(StrEnum):
@@ -200,73 +200,9 @@ def drift(
 
 
 def _drift_json(result, show_flips: bool, snapshot_of: dict[str, str]) -> dict:
-    def comp(c):
-        d = {
-            "benchmark": c.benchmark,
-            "axis": c.axis,
-            "new_run_id": c.new_run_id,
-            "baseline_run_id": c.baseline_run_id,
-            "snapshot_id": snapshot_of.get(c.new_run_id),
-            "baseline_snapshot_id": snapshot_of.get(c.baseline_run_id),
-            "items_both": c.items_both,
-            "n_paired": c.n_paired,
-            "rate_old": c.rate_old.__dict__,
-            "rate_new": c.rate_new.__dict__,
-            "delta": c.paired.delta,
-            "delta_ci": [c.paired.ci_low, c.paired.ci_high],
-            "delta_ci_method": c.paired.method,
-            "confidence": c.paired.confidence,
-            "to_anti": c.b,
-            "to_stereo": c.c,
-            "p_mcnemar": c.p_value,
-            "p_bh": c.p_adjusted,
-            "noise_floor": c.noise.upper if c.noise else None,
-            "verdict": c.verdict.label,
-            "flagged": c.flagged,  # what --fail-on any fails on; a control never is
-            "reason": c.verdict.reason,
-            # The smallest rate change this comparison detects with 80% power (a
-            # proportion), at the paired n after the design effect (mde_n).
-            "mde": c.detectable.mde if c.detectable else None,
-            "mde_n": c.detectable.n_effective if c.detectable else None,
-            "control": None
-            if c.control is None
-            else {
-                "benchmark": c.control.benchmark,
-                "axis": c.control.axis,
-                "rate_old": c.control.rate_old.value,
-                "rate_new": c.control.rate_new.value,
-            },
-            "attribution": c.attribution,
-            "provenance_diff": [f.__dict__ for f in c.provenance.changes if f.category != "run"],
-        }
-        if show_flips:
-            d["flipped_to_anti"] = list(c.flipped_to_anti)
-            d["flipped_to_stereo"] = list(c.flipped_to_stereo)
-        return d
-
     from monitor.cli.output_family import family_json
 
-    def details(c):
-        # What each comparison could have detected and the noise it was judged against.
-        # Kept beside "comparisons" (same order) so that those entries read as before.
-        return {
-            "new_run_id": c.new_run_id,
-            "baseline_run_id": c.baseline_run_id,
-            "benchmark": c.benchmark,
-            "axis": c.axis,
-            "role": c.role,
-            "mde": c.detectable.__dict__ if c.detectable else None,
-            "flip_rate": c.flip_rate,
-            "noise": _noise_json(c),
-            "clusters": c.clusters.__dict__ if c.clusters else None,
-            "delta_ci_clustered": list(c.delta_ci_clustered) if c.delta_ci_clustered else None,
-            "delta_test": c.delta_test.__dict__ if c.delta_test else None,
-            "configuration_changes": [
-                {"label": label, "old": old, "new": new}
-                for label, old, new in c.configuration_changes
-            ],
-            "summary": c.summary,
-        }
+    generic = _generic(result, "drift_json")
 
     def pair(p):
         d = dict(p.__dict__)
@@ -279,31 +215,17 @@ def _drift_json(result, show_flips: bool, snapshot_of: dict[str, str]) -> dict:
         "confidence": result.confidence,
         "fdr_note": result.fdr_note(),
         "pairs": [pair(p) for p in result.pairs],
-        "comparisons": [comp(c) for c in result.axes],
-        # Axes only one run of a pair scored: never compared, never a verdict.
-        "unscored": [
-            {
-                "new_run_id": u.new_run_id,
-                "baseline_run_id": u.baseline_run_id,
-                "benchmark": u.benchmark,
-                "axis": u.axis,
-                "missing": u.missing,
-                "status": u.words,
-            }
-            for u in result.unscored
-        ],
-        # Families whose comparisons have a JSON shape of their own (association tests).
+        # Families whose comparisons have a JSON shape of their own (the pairs' axes,
+        # association tests): their keys, always present, in the registry's order.
         **{
             k: v
             for hook, mine in _family_hooks(result, "drift_json")
-            for k, v in hook(mine, snapshot_of).items()
+            for k, v in hook(mine, snapshot_of, drift=result, show_flips=show_flips).items()
         },
-        "comparison_details": [details(c) for c in result.axes],
-        # Families in their own folder: one generic list (absent when there are none,
-        # so the other families' JSON reads as before).
+        # The other families: one generic list (absent when there are none).
         **(
-            {"family_comparisons": [family_json(c, snapshot_of) for c in result.family_comparisons]}
-            if result.family_comparisons
+            {"family_comparisons": [family_json(c, snapshot_of) for c in generic]}
+            if generic
             else {}
         ),
     }
@@ -321,34 +243,22 @@ def _family_hooks(result, name: str) -> list[tuple[Callable[..., Any], list]]:
     ]
 
 
-def _noise_json(c) -> dict | None:
-    """The repeat groups a comparison was judged against, each as a distribution."""
-    ctx = c.noise_context
-    if ctx is None:
-        return None
-    return {
-        "unknown": ctx.unknown,
-        "rate_bound": ctx.rate_bound,
-        "sides": [
-            {
-                "side": s.side,
-                "group": s.group_key,
-                "description": s.description,
-                "run_ids": list(s.run_ids),
-                "pair_flip_rates": list(s.floor.pair_rates),
-                "flip_floor": s.floor.upper,
-                "bias_rates": list(s.rates),
-            }
-            for s in ctx.sides
-        ],
-    }
+def _generic(result, name: str) -> list:
+    """The comparisons of families without hook ``name``: generic records
+    (``records.FamilyComparison``) that ``cli.output_family`` draws for any family."""
+    from monitor.metrics.families import FAMILIES
+
+    return [c for f in FAMILIES.values() if f.hook(name) is None for c in result.of_family(f.name)]
 
 
 def _drift_lines(result, show_flips: bool, snapshot_of: dict[str, str]) -> None:
-    """The default output (``cli.output_drift``): per pair, the two runs named once, then
-    one line per axis, every line within the terminal's or COLUMNS' width."""
+    """The default output: the count of flags, then each family's comparisons (its
+    ``drift_lines`` hook, or ``cli.output_family`` for generic records), per pair of runs
+    named once, every line within the terminal's or COLUMNS' width."""
     from monitor.cli.output import output_width
-    from monitor.cli.output_drift import legend, pair_block, provenance_lines, wrap
+    from monitor.cli.output_drift import wrap
+    from monitor.cli.output_family import family_lines
+    from monitor.metrics.families import FAMILIES
 
     width = output_width()
     level = f"{100 * result.confidence:g}%"
@@ -357,49 +267,27 @@ def _drift_lines(result, show_flips: bool, snapshot_of: dict[str, str]) -> None:
             err.print(f"{p.snapshot_id}: run {p.new_run_id} has no baseline ({p.reason})")
     tested = sum(1 for c in result.comparisons if c.p_value is not None)
     flagged = sum(1 for c in result.comparisons if c.verdict.flagged)
-    # Pair axes are rates; the families and association tests name their units in their
-    # own headings (d is not in points).
-    units = "; Δ and MDE in percentage points" if result.axes else ""
+    # A family whose Δ and MDE share one unit says so here (the pairs': percentage
+    # points); the others name their units in their own headings (d is not in points).
+    units = "".join(
+        f"; {f.drift_units}"
+        for f in FAMILIES.values()
+        if f.drift_units and result.of_family(f.name)
+    )
     lines = wrap(
         f"drift: {flagged} flagged of {tested} paired tests (BH at {result.alpha:g}; "
         f"{level} intervals{units})",
         width,
     )
-    used: set[str] = set()
-    for p in result.pairs:
-        if p.baseline_run_id is None:
-            continue
-        mine = [
-            c
-            for c in result.axes
-            if (c.new_run_id, c.baseline_run_id) == (p.new_run_id, p.baseline_run_id)
-        ]
-        unscored = [
-            u
-            for u in result.unscored
-            if (u.new_run_id, u.baseline_run_id) == (p.new_run_id, p.baseline_run_id)
-        ]
-        if not mine and not unscored:
-            continue
-        block, codes = pair_block(p, mine, unscored, snapshot_of, width=width, level=level)
-        used |= codes
-        lines += ["", *block]
-        if mine:
-            lines += provenance_lines(mine[0], width)
-    lines += legend(used, width)
-    from monitor.cli.output_family import family_lines
-
-    lines += family_lines(result.family_comparisons, snapshot_of, width)
-    for hook, mine in _family_hooks(result, "drift_lines"):
-        lines += hook(mine, snapshot_of, width, level)
+    for family in FAMILIES.values():
+        mine = result.of_family(family.name)
+        hook = family.hook("drift_lines")
+        if hook is not None:
+            lines += hook(mine, snapshot_of, width, level, drift=result, show_flips=show_flips)
+        elif mine:
+            lines += family_lines(mine, snapshot_of, width)
     for line in lines:
         out.print(line, markup=False)
-    if show_flips:
-        for c in result.axes:
-            for words, ids in (("to anti", c.flipped_to_anti), ("to stereo", c.flipped_to_stereo)):
-                if ids:
-                    for line in wrap(f"{c.benchmark}/{c.axis} {words}: {', '.join(ids)}", width):
-                        out.print(line, markup=False)
     for line in wrap(
         "flagged: BH-adjusted p below the false discovery rate and beyond the noise of repeat "
         "runs; MDE: the smallest change detectable with 80% power. Reasons, p-values and "
@@ -410,77 +298,34 @@ def _drift_lines(result, show_flips: bool, snapshot_of: dict[str, str]) -> None:
 
 
 def _drift_table(result, show_flips: bool) -> None:
-    from monitor.cli.output import SafeTable as Table
+    """``--format table-wide``: each family's table (its ``drift_table`` hook, or the
+    generic one), then the FDR note and what changed between each pair of runs."""
+    from monitor.cli.output_family import family_table
+    from monitor.metrics.families import FAMILIES
 
     for p in result.pairs:
         if p.baseline_run_id is None:
             err.print(f"{p.snapshot_id}: run {p.new_run_id} has no baseline ({p.reason})")
     level = f"{100 * result.confidence:g}%"
-    table = Table(
-        title=f"drift (paired exact McNemar; p(BH) over all tests shown; {level} intervals)",
-        title_justify="left",
-    )
-    for col in (
-        "new run",
-        "baseline",
-        "benchmark/axis",
-        "old",
-        "new",
-        f"Δ [{level} CI]",
-        "MDE",
-        "b/c",
-        "p",
-        "p(BH)",
-        "verdict",
-    ):
-        whole = col in ("new run", "baseline")  # ids are shown whole, on one line
-        width = max((len(c.new_run_id) for c in result.axes), default=0)
-        table.add_column(col, no_wrap=whole, min_width=width if whole else None)
-    for c in result.axes:
-        d = c.paired
-        low, high = c.delta_ci_clustered or (d.ci_low, d.ci_high)  # clusters widen it
-        delta = "—" if d.delta is None else f"{100 * d.delta:+.1f} {interval((low, high))}"
-        table.add_row(
-            c.new_run_id,
-            c.baseline_run_id,
-            f"{c.benchmark}/{c.axis}",
-            f"{pct(c.rate_old.value)} {interval((c.rate_old.ci_low, c.rate_old.ci_high))}",
-            f"{pct(c.rate_new.value)} {interval((c.rate_new.ci_low, c.rate_new.ci_high))}",
-            delta,
-            "—"
-            if c.detectable is None or c.detectable.mde is None
-            else f"±{100 * c.detectable.mde:.1f}",
-            f"{c.b}/{c.c}",
-            pvalue(c.p_value),
-            pvalue(c.p_adjusted),
-            f"{c.verdict.label}: {c.verdict.reason}",
-        )
-    if result.axes:
-        out.print(table)
-    for hook, mine in _family_hooks(result, "drift_table"):
-        hook(mine, level)
+    for family in FAMILIES.values():
+        mine = result.of_family(family.name)
+        hook = family.hook("drift_table")
+        if hook is not None:
+            hook(mine, level, drift=result, show_flips=show_flips)
+        elif mine:
+            family_table(mine, level)
     out.print(result.fdr_note())
-    for c in result.axes:
-        if c.summary:
-            out.print(
-                f"{c.benchmark}/{c.axis} {c.baseline_run_id} → {c.new_run_id}: {c.summary}",
-                markup=False,
-            )
     seen = set()
-    for c in [*result.axes, *result.own_types]:
+    for c in (c for f in FAMILIES.values() for c in result.of_family(f.name)):
         key = (c.baseline_run_id, c.new_run_id)
         if key in seen:
             continue
         seen.add(key)
-        changes = [f for f in c.provenance.changes if f.category != "run"]
         out.print(f"what changed {c.baseline_run_id} → {c.new_run_id}: {c.attribution}")
-        for f in changes:
-            out.print(f"  [{f.category}] {f.field}: {f.old!s:.60} → {f.new!s:.60}")
-    if show_flips:
-        for c in result.axes:
-            if c.b or c.c:
-                out.print(f"{c.benchmark}/{c.axis} to anti: {', '.join(c.flipped_to_anti)}")
-                out.print(f"{c.benchmark}/{c.axis} to stereo: {', '.join(c.flipped_to_stereo)}")
+        provenance = getattr(c, "provenance", None)  # generic records carry the words only
+        for f in provenance.changes if provenance is not None else ():
+            if f.category != "run":
+                out.print(f"  [{f.category}] {f.field}: {f.old!s:.60} → {f.new!s:.60}")
 
 
 def report(

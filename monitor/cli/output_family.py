@@ -3,7 +3,8 @@
 The records are generic (``monitor.records.FamilyComparison``): this module renders any
 family's the same way and knows none of them. Per compared pair, one line per compared
 measure (benchmark/axis, measure, old → new, Δ with its interval, MDE, verdict), and under
-it the change in words, every line within the output width.
+it the change in words, every line within the output width; ``--format table-wide`` gets
+one table row per measure with its p-values (``family_table``).
 """
 
 from __future__ import annotations
@@ -71,3 +72,53 @@ def family_json(c: FamilyComparison, snapshot_of: dict[str, str]) -> dict[str, A
     d["snapshot_id"] = snapshot_of.get(c.new_run_id)
     d["baseline_snapshot_id"] = snapshot_of.get(c.baseline_run_id)
     return d
+
+
+def family_table(comparisons: Sequence[FamilyComparison], level: str) -> None:
+    """``drift --format table-wide`` for any family's generic records: per compared pair of
+    runs (named in the title, whole) one row per measure with its p-values and verdict,
+    then per measure the verdict's reason (the change in words, the test, the noise: long
+    sentences, which in a cell would squeeze the other columns to a word a line)."""
+    from monitor.cli.output import SafeTable as Table
+    from monitor.cli.output import out
+    from monitor.fmt import pvalue
+
+    for (new, base), mine in by_pair(comparisons).items():
+        table = Table(
+            title=f"{mine[0].family}: {base} → {new} (p(BH) over all tests shown; {level} "
+            "intervals)",
+            title_justify="left",
+        )
+        for col in (
+            "benchmark/axis",
+            "measure",
+            "old",
+            "new",
+            f"Δ [{level} CI]",
+            "MDE",
+            "p",
+            "p(BH)",
+            "verdict",
+        ):
+            table.add_column(col)
+        for c in mine:
+            delta = "—" if c.delta is None else _num(c, c.delta)
+            if c.delta is not None and c.ci_low is not None and c.ci_high is not None:
+                delta += f" [{_num(c, c.ci_low)}, {_num(c, c.ci_high)}]"
+            table.add_row(
+                f"{c.benchmark}/{c.axis}",
+                f"{c.measure} ({c.label})" if c.label else c.measure,
+                _num(c, c.value_old, c.signed),
+                _num(c, c.value_new, c.signed),
+                delta,
+                "—" if c.mde is None else _num(c, c.mde, sign=False),
+                pvalue(c.p_value),
+                pvalue(c.p_adjusted),
+                c.verdict.label,
+            )
+        out.print(table)
+        for c in mine:  # the reason says the change in words, then the test and the noise
+            out.print(
+                f"{c.benchmark}/{c.axis} {c.measure}: {c.verdict.label}: {c.verdict.reason}",
+                markup=False,
+            )

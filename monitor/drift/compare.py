@@ -119,6 +119,11 @@ class AxisComparison:
     control: ControlRates | None = None
 
     @property
+    def family(self) -> str:
+        """The result family whose comparator builds it (``DriftResult.of_family``)."""
+        return "pair-outcome"
+
+    @property
     def flagged(self) -> bool:
         """Drift flagged it: a regression or an improvement (BH and the noise cleared)."""
         return self.verdict.flagged

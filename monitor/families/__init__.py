@@ -53,13 +53,19 @@ Hook names (a family supplies the ones that apply; the signature is the contract
 ``importers``     () -> {name: (entry, default suffix, help)}: ``bias-monitor import <name>``,
                   published per-item predictions as runs (the CLI names the commands)
 
-A family whose comparator returns a type of its own (the association tests'
-``EffectComparison``, not ``records.FamilyComparison``) draws it with these:
+A family whose comparator returns a type of its own (the pairs' ``AxisComparison``, the
+association tests' ``EffectComparison``, not ``records.FamilyComparison``) draws it with
+these; each also gets ``drift=`` (drift's whole ``DriftResult``: the compared pairs of runs
+with their roles, the subjects only one run scored) and ``show_flips=`` (``drift
+--show-flips``: list the ids of the items whose answer moved):
 
-``drift_lines``   (comparisons, snapshot_of, width, level) -> lines: ``drift``'s default output
-``drift_table``   (comparisons, level) -> None: prints ``drift --format table-wide``'s table
-``drift_json``    (comparisons, snapshot_of) -> {key: value}: its keys of ``drift --format
-                  json`` (called with no comparisons too, so its keys are always there)
+``drift_lines``   (comparisons, snapshot_of, width, level, *, drift, show_flips) -> lines:
+                  ``drift``'s default output
+``drift_table``   (comparisons, level, *, drift, show_flips) -> None: prints its part of
+                  ``drift --format table-wide``
+``drift_json``    (comparisons, snapshot_of, *, drift, show_flips) -> {key: value}: its keys
+                  of ``drift --format json`` (called with no comparisons too, so its keys
+                  are always there)
 ``report_input``  (view, comparisons, *, since, flags, new_runs) -> {field: value}: its
                   fields of ``ReportInput`` (``monitor.report.input``)
 ``report_block``  (report, *, fmt, max_rows, env) -> str: its report section in Markdown
@@ -67,7 +73,7 @@ A family whose comparator returns a type of its own (the association tests'
 ``report_headline`` (report) -> str: its sentence in the report's one-line verdict
                   ("" when it compared nothing)
 
-Folders: ``pairs`` (sentence and identity pairs: its declaration, comparator, benchmark
-suite, run/show tables and scoring hooks so far),
+Folders: ``pairs`` (sentence and identity pairs: its declaration, parsers and loader,
+comparator, benchmark suite, run/show tables, drift output and scoring hooks so far),
 ``association`` (WEAT/SEAT effect sizes), ``choice_qa`` (BBQ, BharatBBQ).
 """

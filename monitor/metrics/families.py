@@ -75,6 +75,8 @@ class ResultFamily:
     terms; ...; d > 0: ...").
     ``sized``: its loader takes ``run --size mini|default|full`` (a stratified subset);
     ``run`` refuses ``--size`` when no benchmark of the run is of such a family.
+    ``drift_units``: what its Δ and MDE are in, said once in ``drift``'s first line when
+    it was compared ("Δ and MDE in percentage points"); empty where its lines say it.
     """
 
     name: str
@@ -88,6 +90,7 @@ class ResultFamily:
     item_noun: str = "items"
     count_note: str = ""
     sized: bool = False
+    drift_units: str = ""
 
     def hook(self, name: str) -> Callable[..., Any] | None:
         """The family's ``name`` hook, imported on first use; None where it has none."""

@@ -84,9 +84,15 @@ def cli_table(measures: Iterable[Any], title: str) -> RichTable:
     return table
 
 
-def drift_json(comparisons: Iterable[Any], snapshot_of: dict[str, str]) -> dict[str, Any]:
+def drift_json(
+    comparisons: Iterable[Any],
+    snapshot_of: dict[str, str],
+    *,
+    drift: Any = None,
+    show_flips: bool = False,
+) -> dict[str, Any]:
     """The ``drift_json`` hook: the family's entries of ``drift --format json`` (always
-    present, empty when no association test was compared)."""
+    present, empty when no association test was compared). Terms have no flips to list."""
     return {"association_tests": [effect_comparison_json(c) for c in comparisons]}
 
 
@@ -116,7 +122,9 @@ def effect_comparison_json(c: Any) -> dict[str, Any]:
     }
 
 
-def drift_table(comparisons: Iterable[Any], level: str) -> None:
+def drift_table(
+    comparisons: Iterable[Any], level: str, *, drift: Any = None, show_flips: bool = False
+) -> None:
     """The ``drift_table`` hook (``--format table-wide``): one row per compared test."""
     from monitor.cli.output import SafeTable as Table
 
@@ -159,7 +167,13 @@ def drift_table(comparisons: Iterable[Any], level: str) -> None:
 
 
 def drift_lines(
-    comparisons: Iterable[Any], snapshot_of: dict[str, str], width: int, level: str
+    comparisons: Iterable[Any],
+    snapshot_of: dict[str, str],
+    width: int,
+    level: str,
+    *,
+    drift: Any = None,
+    show_flips: bool = False,
 ) -> list[str]:
     """The ``drift_lines`` hook: drift's association tests in the default output, within
     ``width`` (an 80-column log): per compared pair the two runs named once, then one line

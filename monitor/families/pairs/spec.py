@@ -32,5 +32,9 @@ PAIR_OUTCOME = ResultFamily(
         "cli_table": f"{_HERE}.table:cli_table",
         "show_tables": f"{_HERE}.table:show_tables",
         "show_json": f"{_HERE}.table:show_json",
+        "drift_lines": f"{_HERE}.drift_output:drift_lines",
+        "drift_table": f"{_HERE}.drift_output:drift_table",
+        "drift_json": f"{_HERE}.drift_output:drift_json",
     },
+    drift_units="Δ and MDE in percentage points",
 )
