@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from monitor.benchmarks.items import Item
+from monitor.families.pairs.identity import ASSOCIATION_RATE, BT_STRENGTH
 from monitor.metrics.context import score_contexts
-from monitor.metrics.identity import ASSOCIATION_RATE, BT_STRENGTH
 from monitor.metrics.intervals import axis_measures
 from monitor.metrics.panel import AGREEMENT, panel_measures, rate_name
 from monitor.metrics.registry import get_metric, run_measures

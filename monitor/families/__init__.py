@@ -30,7 +30,9 @@ Hook names (a family supplies the ones that apply; the signature is the contract
 ``benchmark_quality`` (loaded, *, expected_rows) -> SuiteResult: the family's benchmark-data
                   suite (``monitor.quality.suites``), run by ``validate_benchmark`` whenever a
                   benchmark of its item kinds is fetched or imported
-``measures``      (rows, items_by_id) -> list[Measure]: a run's measures from stored rows
+``measures``      (rows, items_by_id, *, aggregate) -> list[Measure]: a run's measures from
+                  stored rows, given its metric spec's own per-axis ``aggregate``, which
+                  the family adds to or refines (a family without the hook keeps it)
 ``score_local``   (ctx, plan) -> rows: score items with a local/causal backend
 ``score_api``     (metric) -> ``monitor.scoring.api_tasks.ApiScoring`` | None: how the chat
                   API driver plans and reads the family's API metric (its requests per item,

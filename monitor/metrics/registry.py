@@ -22,9 +22,7 @@ from monitor.errors import UserInputError
 from monitor.metrics import (
     caste_study,
     consistency,
-    identity,
     judged,
-    panel,
     sampled_study,
 )
 from monitor.metrics.aul import AUL, AUL_VERSION
@@ -32,7 +30,6 @@ from monitor.metrics.cll import CLL, CLL_VERSION, ULL, ULL_VERSION
 from monitor.metrics.cll_reference import (
     CLL_REFERENCE,
     CLL_REFERENCE_VERSION,
-    after_exclusions_measures,
 )
 from monitor.metrics.families import (
     CHOICE_PROBABILITIES,
@@ -217,29 +214,18 @@ def metric_info(name: str) -> tuple[str, str, str]:
 def run_measures(
     spec: MetricSpec, rows: Iterable[ScoreRow], items: Sequence[Item]
 ) -> list[Measure]:
-    """A run's measures from its stored rows: the spec's own aggregation, then what its
-    result family adds for particular items and rows:
-
-    * identity pairs (``identity-pair`` items): cluster-bootstrap intervals on the
-      identity-type bias rates, per-identity association rates and a Bradley–Terry
-      ranking (``monitor.metrics.identity``);
-    * rows carrying the metric panel: the other causal metrics' rates and their
-      agreement (``monitor.metrics.panel``);
-    * rows kept only because the reproduced code scores them: the rate without them
-      (``cll_reference.after_exclusions_measures``).
-
-    A family that lives in its own folder and has a ``measures`` hook aggregates its runs
-    itself, from the rows and the items' payloads (``ResultFamily.hook``), after the
-    spec's own aggregate (choice-QA: ``mc-letter``'s refusal/other/rotation rates; none
-    for ``mc-loglik`` or ``mc-imported``) and instead of the pair family's additions.
+    """A run's measures from its stored rows: the spec's own aggregation (per axis), then
+    what its result family's ``measures`` hook adds or refines from the rows and the
+    items' payloads (``ResultFamily.hook``): the pairs' metric panel, identity-pair
+    clusters and rankings and the rate without reference-only rows; the choice
+    questions' BBQ measures. A family without the hook (association tests, whose spec
+    aggregates everything) keeps the spec's measures.
     """
     rows = list(rows)
     by_id = {it.item_id: it for it in items}
     item_axis = {i: (it.benchmark, it.axis) for i, it in by_id.items()}
-    if (family_measures := spec.family.hook("measures")) is not None:
-        return spec.aggregate(rows, item_axis) + family_measures(rows, by_id)
-    measures = spec.aggregate(rows, item_axis) + panel.panel_measures(rows, item_axis)
-    measures = identity.identity_measures(measures, rows, by_id)
-    reference_rows = {i for i, it in by_id.items() if it.payload.get("reference_row")}
-    measures += after_exclusions_measures(rows, item_axis, reference_rows)
-    return measures
+    aggregate = spec.aggregate(rows, item_axis)
+    family_measures = spec.family.hook("measures")
+    if family_measures is None:
+        return aggregate
+    return family_measures(rows, by_id, aggregate=aggregate)

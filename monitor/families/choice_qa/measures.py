@@ -139,6 +139,15 @@ def row_choice(row: ScoreRow, key: str = "choice") -> int | None:
     return int(value) if value is not None else None
 
 
+def run_measures(
+    rows: Iterable[ScoreRow], items_by_id: Mapping[str, Item], *, aggregate: list[Measure]
+) -> list[Measure]:
+    """The family's ``measures`` hook: the metric spec's own ``aggregate`` (``mc-letter``'s
+    refusal/other/rotation rates; empty for ``mc-loglik`` and ``mc-imported``), then the
+    BBQ measures (``choice_measures``)."""
+    return aggregate + choice_measures(rows, items_by_id)
+
+
 def choice_measures(
     rows: Iterable[ScoreRow],
     items_by_id: Mapping[str, Item],
@@ -146,8 +155,8 @@ def choice_measures(
     choice_key: str = "choice",
     prefix: str = "",
 ) -> list[Measure]:
-    """The family's ``measures`` hook: the BBQ measures per category and overall, plus the
-    BharatBBQ authors' numbers (``reference_*``) for bharatbbq benchmarks.
+    """The BBQ measures per category and overall, plus the BharatBBQ authors' numbers
+    (``reference_*``) for bharatbbq benchmarks.
 
     ``choice_key``/``prefix`` let a metric add the accuracies of another choice it keeps
     (``mc-loglik``'s length-normalised choice: ``choice_key="choice_norm"``,

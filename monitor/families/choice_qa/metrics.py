@@ -3,7 +3,7 @@ in ``FOLDER_METRICS``) through :func:`metric_specs`.
 
 Pure data. A choice-qa run's accuracy and bias scores need the items' payloads (label,
 target, polarity ...), so ``registry.run_measures`` calls the family's ``measures`` hook
-(``measures.choice_measures``) after the spec's own ``aggregate``, which is empty except
+(``measures.run_measures``) with the spec's own ``aggregate``, which is empty except
 for the chat API metrics' refusal/other/rotation rates (``letter_measures``).
 """
 

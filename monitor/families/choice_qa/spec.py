@@ -27,7 +27,7 @@ CHOICE_QA = ResultFamily(
         "load": f"{_HERE}.items:load",
         "benchmark_quality": f"{_HERE}.quality:validate_choice_questions",
         "score_local": f"{_HERE}.scoring:score_local",
-        "measures": f"{_HERE}.measures:choice_measures",
+        "measures": f"{_HERE}.measures:run_measures",
         "importers": f"{_HERE}.import_commands:importers",
         "score_api": f"{_HERE}.api_choice:api_scoring",
         "compare": f"{_HERE}.compare:compare_choice_qa",

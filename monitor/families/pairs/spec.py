@@ -25,6 +25,7 @@ PAIR_OUTCOME = ResultFamily(
         "load": f"{_HERE}.items:load",
         "official_templates": f"{_HERE}.items:official_templates",
         "benchmark_quality": f"{_HERE}.quality:validate_pairs",
+        "measures": f"{_HERE}.measures:pair_measures",
         "score_local": f"{_HERE}.scoring:score_local",
         "score_api": f"{_HERE}.scoring:score_api",
         "compare": f"{_HERE}.compare:compare_runs",

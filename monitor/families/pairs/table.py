@@ -19,9 +19,9 @@ from rich.table import Table as RichTable
 
 from monitor.cli.output import SafeTable as Table
 from monitor.cli.results_view import heading, measure_value, measures_table, narrow
+from monitor.families.pairs.identity import ASSOCIATION_RATE, BT_STRENGTH
 from monitor.fmt import interval, pct
 from monitor.metrics.context import RateView, ScoreContext, score_contexts
-from monitor.metrics.identity import ASSOCIATION_RATE, BT_STRENGTH
 from monitor.metrics.panel import PANEL_METRICS
 from monitor.records import Measure
 
