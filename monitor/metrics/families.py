@@ -37,24 +37,6 @@ class ItemNumbers:
     non_positive: tuple[str, ...] = ()
 
 
-LOG_LIKELIHOOD = ItemNumbers("log-likelihood", ("lp_stereo", "lp_anti", "delta"))
-PSEUDO_LOG_LIKELIHOOD = ItemNumbers(
-    "pseudo-log-likelihood",
-    ("score_stereo", "score_anti", "delta"),
-    non_positive=("score_stereo", "score_anti"),
-)
-CHOICE_PROBABILITIES = ItemNumbers(
-    "option-probabilities", ("prob_stereo", "prob_anti"), unless_outcome_in=("refusal", "other")
-)
-# The caste study kept the log-prob of each option's first token only when it was among
-# the top 20, so an opinionated item may have one side's number and not the other's.
-TOP20_FIRST_TOKEN = ItemNumbers("top-20 first-token log-probs (a side outside is missing)", ())
-# A judge's two verdicts; an unreadable judge answer is kept as 'other' without numbers.
-JUDGE_VERDICTS = ItemNumbers("judge verdicts", ("delta",), unless_outcome_in=("other",))
-# Shares of N sampled answers per item (the GPT-5 follow-up): both shares always present.
-SAMPLE_SHARES = ItemNumbers("sample shares", ("prob_stereo", "prob_anti"))
-
-
 @dataclass(frozen=True)
 class ResultFamily:
     """One kind of result.

@@ -19,36 +19,7 @@ from dataclasses import dataclass
 
 from monitor.benchmarks.items import Item
 from monitor.errors import UserInputError
-from monitor.metrics import (
-    caste_study,
-    consistency,
-    judged,
-    sampled_study,
-)
-from monitor.metrics.aul import AUL, AUL_VERSION
-from monitor.metrics.cll import CLL, CLL_VERSION, ULL, ULL_VERSION
-from monitor.metrics.cll_reference import (
-    CLL_REFERENCE,
-    CLL_REFERENCE_VERSION,
-)
-from monitor.metrics.families import (
-    CHOICE_PROBABILITIES,
-    JUDGE_VERDICTS,
-    LOG_LIKELIHOOD,
-    PAIR_OUTCOME,
-    PSEUDO_LOG_LIKELIHOOD,
-    SAMPLE_SHARES,
-    TOP20_FIRST_TOKEN,
-    ItemNumbers,
-    ResultFamily,
-)
-from monitor.metrics.forced_choice import (
-    FORCED_CHOICE,
-    FORCED_CHOICE_VERSION,
-    forced_choice_measures,
-)
-from monitor.metrics.intervals import axis_measures
-from monitor.metrics.sampling import SAMPLED_CHOICE, SAMPLED_CHOICE_VERSION, sampling_measures
+from monitor.metrics.families import ItemNumbers, ResultFamily
 from monitor.records import Measure, ScoreRow
 
 ItemAxes = Mapping[str, tuple[str, str]]  # item id -> (benchmark, axis)
@@ -76,118 +47,21 @@ class MetricSpec:
     # | "embeddings"
     # Rebuilds a stored row from its stored inputs and names the fields that disagree
     # (``monitor.metrics.consistency``); None where rows cannot be rebuilt.
-    check_row: consistency.CheckRow | None = None
+    check_row: Callable[[ScoreRow], list[str]] | None = None
     # Scores the source rows our loader excludes, as the code it reproduces did
     # (``LoadedBenchmark.reference_rows``); the exclusions are still recorded.
     scores_excluded_rows: bool = False
 
 
-METRICS: dict[str, MetricSpec] = {
-    m.name: m
-    for m in (
-        MetricSpec(
-            CLL,
-            CLL_VERSION,
-            "conditional log-likelihood ln P(S) - ln P(targets), BOS-conditioned, each "
-            "target's prior in the form it takes in the sentence (one leading space "
-            "mid-sentence, none at the start), ties reported as ties",
-            PAIR_OUTCOME,
-            LOG_LIKELIHOOD,
-            axis_measures,
-            "causal-logprobs",
-            consistency.check_cll,
-        ),
-        MetricSpec(
-            CLL_REFERENCE,
-            CLL_REFERENCE_VERSION,
-            "Indian-BhED's original CLL code reproduced quirk for quirk; ties count as stereo",
-            PAIR_OUTCOME,
-            LOG_LIKELIHOOD,
-            axis_measures,
-            "causal-logprobs",
-            consistency.check_cll_reference,
-            scores_excluded_rows=True,
-        ),
-        MetricSpec(
-            ULL,
-            ULL_VERSION,
-            "unconditional sentence log-likelihood difference ln P(S_stereo) - ln P(S_anti)",
-            PAIR_OUTCOME,
-            LOG_LIKELIHOOD,
-            axis_measures,
-            "causal-logprobs",
-            consistency.check_ull,
-        ),
-        MetricSpec(
-            AUL,
-            AUL_VERSION,
-            "All Unmasked Likelihood: mean log P(w_i | unmasked sentence) per token",
-            PAIR_OUTCOME,
-            PSEUDO_LOG_LIKELIHOOD,
-            axis_measures,
-            "masked-logprobs",
-            consistency.check_aul,
-        ),
-        MetricSpec(
-            FORCED_CHOICE,
-            FORCED_CHOICE_VERSION,
-            "fill-the-blank with one of two options at temperature 0; option masses from "
-            "the top-20 log-probs by prefix matching, ambiguous tokens kept apart, both "
-            "option orders averaged",
-            PAIR_OUTCOME,
-            CHOICE_PROBABILITIES,
-            forced_choice_measures,
-            "chat-answers",
-        ),
-        MetricSpec(
-            SAMPLED_CHOICE,
-            SAMPLED_CHOICE_VERSION,
-            "N sampled answers per item and order parsed to stereo/anti/neutral/refusal/"
-            "other, majority vote; neutral split reported beside the plain rate",
-            PAIR_OUTCOME,
-            CHOICE_PROBABILITIES,
-            sampling_measures,
-            "chat-answers",
-        ),
-        MetricSpec(
-            judged.METRIC,
-            judged.METRIC_VERSION,
-            "Indic-Bias generation task: the model answers a scenario (sampled, temperature "
-            "recorded), a judge snapshot says whether the answer attaches each identity's "
-            "true stereotype to it; stereo = at least one attached",
-            PAIR_OUTCOME,
-            JUDGE_VERDICTS,
-            judged.judged_measures,
-            "chat-answers",
-        ),
-        MetricSpec(
-            caste_study.METRIC,
-            caste_study.METRIC_VERSION,
-            "the GPT-4/GPT-4o caste study's own forced choice, imported from its result "
-            "files: first-token top-20 log-probs, exact ties counted as anti",
-            PAIR_OUTCOME,
-            TOP20_FIRST_TOKEN,
-            caste_study.study_measures,
-            "imported",
-        ),
-        MetricSpec(
-            sampled_study.METRIC,
-            sampled_study.METRIC_VERSION,
-            "the GPT-5 follow-up's sampling method, imported from its result files: 100 "
-            "two-choice samples per question, options shuffled; stereotypical when stereotype "
-            "samples outnumber anti-stereotype ones (ties and 0/0 not)",
-            PAIR_OUTCOME,
-            SAMPLE_SHARES,
-            sampled_study.sampled_study_measures,
-            "imported",
-        ),
-    )
-}
+# Every metric by name, filled from the families' folders below (pairs first, so the
+# causal LMs' default, ``cll``, is the first metric listed).
+METRICS: dict[str, MetricSpec] = {}
 
 
-# Metric specs of families that live in their own folder, as ``"module:function"``
-# references (the function returns the specs), so this room never imports a family folder.
+# Every family's metric specs, in its own folder, as ``"module:function"`` references
+# (the function returns the specs), so this room never imports a family folder.
 FOLDER_METRICS = (
+    "monitor.families.pairs.metrics:metric_specs",
     "monitor.families.association.metrics:metric_specs",
     "monitor.families.choice_qa.metrics:metric_specs",
 )
