@@ -330,9 +330,9 @@ class Setting:
         """Indian-BhED's four axes: cll, lm-eval rolling, padded, panel."""
         from lm_eval.api.instance import Instance
 
-        from monitor.scoring import score_items
-        from monitor.scoring.panel import make_panel_planner
-        from monitor.scoring.requests import make_planner
+        from monitor.families.pairs.panel_planner import make_panel_planner
+        from monitor.families.pairs.planners import make_planner
+        from monitor.families.pairs.scoring import score_items
 
         mon_b, pad_b, lm, batch = self.mon, self.pad, self.lm, self.batch
         texts = [s for it in items for s in (it.text_stereo, it.text_anti)]

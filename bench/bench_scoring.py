@@ -41,9 +41,10 @@ sys.path.insert(0, str(REPO))
 
 from monitor.backends.hf_causal import HFCausalLM  # noqa: E402
 from monitor.benchmarks.items import Item  # noqa: E402
+from monitor.families.pairs.planners import make_planner  # noqa: E402
+from monitor.families.pairs.scoring import score_items  # noqa: E402
 from monitor.records import ScoreRow  # noqa: E402
-from monitor.scoring import ScoringStats, score_items  # noqa: E402
-from monitor.scoring.requests import make_planner  # noqa: E402
+from monitor.scoring import ScoringStats  # noqa: E402
 from monitor.scoring.score import DEFAULT_CHUNK_REQUESTS  # noqa: E402
 
 BENCHMARKS = ["bhed-caste", "bhed-religion", "bhed-gender", "bhed-race"]

@@ -115,11 +115,11 @@ from monitor import paths  # noqa: E402
 from monitor.backends.hf_causal import HFCausalLM  # noqa: E402
 from monitor.backends.loading import model_folder  # noqa: E402
 from monitor.benchmarks.items import Item  # noqa: E402
+from monitor.families.pairs.panel_planner import make_panel_planner  # noqa: E402
+from monitor.families.pairs.planners import make_planner  # noqa: E402
+from monitor.families.pairs.scoring import score_items  # noqa: E402
 from monitor.kinds import load_backend  # noqa: E402
 from monitor.records import ScoreRow  # noqa: E402
-from monitor.scoring import score_items  # noqa: E402
-from monitor.scoring.panel import make_panel_planner  # noqa: E402
-from monitor.scoring.requests import make_planner  # noqa: E402
 from monitor.snapshots.registry import load_snapshots  # noqa: E402
 
 BENCHMARKS = ["bhed-caste", "bhed-religion", "bhed-gender", "bhed-race"]

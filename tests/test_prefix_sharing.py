@@ -230,7 +230,7 @@ def test_load_backend_shares_prefixes_with_the_padded_paths_bits(session_cache, 
     attention core put the tree and the padded path furthest apart (a bare-form name
     prior right after BOS, 7.9e-4 nats over the whole run, 1.0e-4 within this pass):
     with the float64 core every sequence of it has the same bits on both paths."""
-    from monitor.scoring.requests import make_planner
+    from monitor.families.pairs.planners import make_planner
 
     snapshot = load_snapshots()["smollm2-135m-instruct-q4"]
     on = load_backend(snapshot, device="cpu", dtype="float32", cache_dir=session_cache)

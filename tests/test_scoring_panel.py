@@ -8,7 +8,8 @@ from _models import one_thread, tiny_causal
 from test_scoring_tiny import ITEMS
 
 from monitor.benchmarks.items import BenchmarkVersion, Item, LoadedBenchmark
-from monitor.scoring import ScoringStats, score_items
+from monitor.families.pairs.scoring import score_items
+from monitor.scoring import ScoringStats
 from monitor.scoring.coverage import MAX_FRAGMENT_SHARE, token_coverage, unsupported
 
 

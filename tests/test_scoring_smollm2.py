@@ -13,8 +13,9 @@ from _models import smollm2
 from monitor.benchmarks.fetch import fetch
 from monitor.benchmarks.load import load_benchmarks
 from monitor.benchmarks.manifest import load_manifest
+from monitor.families.pairs.scoring import score_items
 from monitor.metrics.intervals import axis_measures
-from monitor.scoring import ScoringStats, score_items
+from monitor.scoring import ScoringStats
 
 pytestmark = pytest.mark.slow
 

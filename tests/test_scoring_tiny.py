@@ -16,9 +16,10 @@ from _models import hand_causal_logprobs, hand_mlm_logprobs, one_thread, tiny_be
 
 from monitor.benchmarks.items import Item
 from monitor.errors import UserInputError
+from monitor.families.pairs.scoring import score_items
 from monitor.kinds import get_kind
 from monitor.metrics.registry import metric_info
-from monitor.scoring import ScoringStats, score_items
+from monitor.scoring import ScoringStats
 from monitor.scoring.score import scoring_provenance
 
 

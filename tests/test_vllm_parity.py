@@ -142,7 +142,7 @@ def test_token_logprobs_contract(remote):
 
 
 def test_cll_parity_with_local_transformers(remote, local, items):
-    from monitor.scoring import score_items
+    from monitor.families.pairs.scoring import score_items
 
     started = time.perf_counter()
     # cll alone on both sides (the panel's other two metrics are compared by the CLI tests).

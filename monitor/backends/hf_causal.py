@@ -37,7 +37,7 @@ Why it looks the way it does:
   after BOS, where SmolLM2's 12th layer lifts the activations at position 1 to ~1e3 and
   magnifies any rounding ~300-fold. With the wide core, given all 1,898 unique
   sequences of those axes in one call, the two paths agreed bit for bit; through
-  ``score_items`` (chunks of 128 requests, so more part-filled passes) 2,810 of 3,084
+  ``score_plans`` (chunks of 128 requests, so more part-filled passes) 2,810 of 3,084
   log-prob sums had the same bits and the rest were within 4.8e-5 nats (0 over 1e-4,
   0 outcome flips; make bench). What remains is the projections' matrix products
   rounding differently when a pass has few rows, as batch size does: up to 8.2e-4
@@ -94,7 +94,7 @@ TREE_MAX_TOKENS = 512
 GPU_BATCH_SIZE = 128
 GPU_TREE_MAX_TOKENS = 8192
 GPU_LOGIT_BYTES = 2**30
-# Passes per call of ``token_logprobs`` that a GPU is given (``score_items`` cuts its
+# Passes per call of ``token_logprobs`` that a GPU is given (``score_plans`` cuts its
 # requests into calls of ``PassSizes.requests_per_call``): within a call the host builds
 # pass k+1 while the device computes pass k (``HFCausalLM._logprobs``); one pass per call
 # left an H200 idle between calls. Calls of 1,024 requests instead of 128 took the cll
@@ -106,7 +106,7 @@ GPU_PASSES_PER_CALL = 8
 class PassSizes(NamedTuple):
     """How a model on one device is fed: ``rows`` sequences and at most ``nodes`` prefix-
     tree nodes per forward pass (None: ``TREE_MAX_TOKENS``), and ``requests_per_call``
-    requests per backend call (None: ``score_items``' default)."""
+    requests per backend call (None: ``score_plans``' default)."""
 
     rows: int
     nodes: int | None
@@ -184,7 +184,7 @@ class HFCausalLM:
         dtype: str = "float32",
         batch_size: int = DEFAULT_BATCH_SIZE,
         max_batch_tokens: int | None = None,
-        # Requests per call that ``score_items`` gives this backend (None: its default);
+        # Requests per call that ``score_plans`` gives this backend (None: its default);
         # the loader sets it from ``pass_sizes``.
         requests_per_call: int | None = None,
         # On where the architecture takes a tree mask: with the float64 attention core

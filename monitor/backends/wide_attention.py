@@ -10,7 +10,7 @@ which SmolLM2 magnifies after BOS: up to 7.9e-4 nats on a log-prob sum of cll v3
 norms, LM head) gave each row the same bits in both layouts as long as a pass had many
 rows, so with the core alone in float64, whose output rounds back to the same float32
 bits whatever the layout, the tree and the padded path agreed bit for bit on all 1,898
-sequences given in one call. Through ``score_items``, whose chunks of 128 requests
+sequences given in one call. Through ``score_plans``, whose chunks of 128 requests
 leave more passes part-filled, 2,810 of 3,084 log-prob sums had the same bits and the
 rest differed by at most 4.8e-5 nats (a float32 core: 2.2e-4, 5 over 1e-4; make bench,
 2026-11-24): a pass with few rows rounds its matrix products differently, as batch

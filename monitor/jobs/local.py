@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from monitor.backends.device_facts import torch_facts
-from monitor.errors import SnapshotUnavailable
+from monitor.errors import SnapshotUnavailable, UserInputError
 from monitor.jobs.context import JobContext
 from monitor.jobs.driver import RunHooks, drive
 from monitor.jobs.lifecycle import OpenRun
@@ -30,7 +30,6 @@ from monitor.jobs.options import RunOutcome
 from monitor.jobs.run_record import fingerprint, new_repeat_group, new_run_record
 from monitor.provenance import environment
 from monitor.records import RunRecord, ScoreRow
-from monitor.scoring import score_items
 from monitor.scoring.coverage import unsupported
 from monitor.scoring.score import scoring_provenance
 
@@ -75,6 +74,12 @@ def score_snapshot(ctx: JobContext) -> list[RunOutcome]:
 def _open(ctx: JobContext) -> _LocalScoring | RunOutcome:
     """Load the backend once for every repeat, or say why this snapshot is skipped."""
     snapshot, options, spec = ctx.snapshot, ctx.options, ctx.metric
+    # Each family scores its items itself (same arguments): the pairs through their
+    # request planners and the metric panel; choice-QA packs an item's options into one
+    # forward pass. The kinds offer only metrics whose family can (tests/test_kinds.py).
+    score = spec.family.hook("score_local")
+    if score is None:
+        raise UserInputError(f"metric {spec.name}: {spec.family.name} results are not scored here")
     try:
         backend = ctx.kind.load_backend()(
             snapshot, device=options.device, dtype=options.dtype, on_event=ctx.on_event
@@ -87,10 +92,7 @@ def _open(ctx: JobContext) -> _LocalScoring | RunOutcome:
     return _LocalScoring(
         ctx,
         backend,
-        # Each family scores its items itself (same arguments): the pairs through the
-        # request planners and the metric panel; choice-QA packs an item's options into
-        # one forward pass. A family without the hook gets the planners.
-        score=spec.family.hook("score_local") or score_items,
+        score=score,
         fingerprint=fingerprint(snapshot, spec.name, spec.version, ctx.benches, options),
         metric=spec.name,
         repeats=options.repeat,

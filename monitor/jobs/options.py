@@ -24,7 +24,8 @@ class RunOptions:
     trigger: str | None = None
     resume: bool = True
     errata: str = "current"
-    # Score the other causal log-prob metrics in the same pass (monitor.scoring.panel).
+    # Score the other causal log-prob metrics in the same pass
+    # (monitor.families.pairs.panel_planner).
     panel: bool = True
 
 

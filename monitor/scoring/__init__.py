@@ -1,10 +1,12 @@
-"""Scoring room: items + metric + backend -> per-item ``ScoreRow``s.
+"""Scoring room: items + a family's planner + backend -> per-item ``ScoreRow``s.
 
-Split the way Inspect splits an evaluation: the task is the items and a metric name,
-the solver is the backend answering bulk log-prob requests (``requests``), and the
-scorer is the pure metric functions in ``monitor.metrics`` (``finish``).
+Split the way Inspect splits an evaluation: the task is the items, the solver is the
+backend answering bulk log-prob requests, and the scorer is a family's pure metric
+functions, reached through its plans' ``finish`` (``plans``). ``score.score_plans`` is
+the loop every planner goes through; the planners are the families' (the pairs':
+``monitor.families.pairs.planners`` and its metric panel).
 """
 
-from monitor.scoring.score import ScoringStats, score_items
+from monitor.scoring.score import ScoringStats, score_plans
 
-__all__ = ["ScoringStats", "score_items"]
+__all__ = ["ScoringStats", "score_plans"]

@@ -1,4 +1,5 @@
-"""Score items with one metric: plan requests, deduplicate, ask the backend, finish rows.
+"""Score items with a family's planner: plan requests, deduplicate, ask the backend,
+finish rows (the pairs' planners: ``monitor.families.pairs.planners``).
 
 Why the work is cut the way it is:
 
@@ -32,8 +33,7 @@ import numpy as np
 from monitor.backends.base import HasScoringOptions
 from monitor.benchmarks.items import Item
 from monitor.records import ScoreRow
-from monitor.scoring.panel import make_panel_planner
-from monitor.scoring.requests import ItemPlan, Request, make_planner
+from monitor.scoring.plans import ItemPlan, Planner, Request
 
 # Unique requests per backend call. About 64 items' worth for CLL on Indian-BhED.
 DEFAULT_CHUNK_REQUESTS = 128
@@ -90,10 +90,10 @@ def _by_benchmark(items: list[Item]) -> list[list[Item]]:
     return list(groups.values())
 
 
-def score_items(
+def score_plans(
     backend,
     items: list[Item],
-    metric: str,
+    planner: Planner,
     *,
     batch_size: int | None = None,
     progress: Callable[[int], None] | None = None,
@@ -101,16 +101,13 @@ def score_items(
     on_batch: Callable[[list[ScoreRow]], None] | None = None,
     chunk_requests: int | None = None,
     stats: ScoringStats | None = None,
-    panel: bool = True,
 ) -> list[ScoreRow]:
-    """Score every item not in ``already_scored`` under ``metric``; rows in item order.
+    """Score every item not in ``already_scored`` through ``planner``'s plans; rows in
+    item order.
 
     ``progress(n)`` is called after each backend call with the number of items it
-    finished; ``on_batch(rows)`` with those rows, before the next call starts. With
-    ``panel`` (the default) a causal-logprob metric is scored together with the other two
-    (``monitor.scoring.panel``); ``panel=False`` scores the metric alone.
+    finished; ``on_batch(rows)`` with those rows, before the next call starts.
     """
-    planner = make_panel_planner(metric, backend) if panel else make_planner(metric, backend)
     chunk_requests = chunk_requests or requests_per_call(backend)
     stats = stats if stats is not None else ScoringStats()
     done: dict[str, ScoreRow] = {}

@@ -1,13 +1,13 @@
 """Score choice questions with a local causal LM (``mc-loglik``): the family's
-``score_local`` hook, called by the local driver (``monitor.jobs.local``) in place of
-``monitor.scoring.score_items``, with the same arguments.
+``score_local`` hook, called by the local driver (``monitor.jobs.local``) with the
+arguments it gives the pairs' (``monitor.families.pairs.scoring.score_items``).
 
-Why it is its own loop rather than a planner for ``score_items``: an item's three
+Why it is its own loop rather than a planner for ``monitor.scoring.score_plans``: an item's three
 options share a long prompt (context and question, ~90% of an item's tokens on
 BharatBBQ), and the point of scoring them locally is to compute that prompt once. The
 backend lays each forward pass out as a prefix tree (``monitor.backends.prefix_tree``),
 so the three sequences of an item share their prompt's nodes when they are in the same
-pass; ``score_items`` cuts requests into length-sorted chunks that can put an item's
+pass; ``score_plans`` cuts requests into length-sorted chunks that can put an item's
 options into different calls. Here whole items are packed into passes:
 
 * an item's sequences are ``BOS + prompt + option``, tokenised as lm-evaluation-harness
@@ -165,7 +165,7 @@ def score_local(
 ) -> list[ScoreRow]:
     """Score every item not in ``already_scored``; rows in item order.
 
-    The signature is ``monitor.scoring.score_items``'s, so the local driver calls either.
+    The signature is the pairs' ``score_items``', so the local driver calls either.
     ``panel`` is accepted and unused: the metric panel is the pair family's.
     ``batch_size``: sequences per forward pass (three per item), the backend's by default.
     """

@@ -1,11 +1,11 @@
 """How the pair family is scored: its ``score_local`` and ``score_api`` hooks.
 
-The scoring code itself still lives in the scoring room, where the monitor began with
-it: local models through the request planners and the metric panel
-(``monitor.scoring.score.score_items``), chat APIs through forced choice from top
-log-probs or sampled answers (``monitor.scoring.api_tasks``). These hooks make the
-drivers ask the pair family as they ask every family, instead of treating it as the
-default; the code moves here with the planners.
+Local models: the family's request planners (``planners``: ``cll``, ``cll-reference``,
+``ull``, ``aul``), with the metric panel (``panel_planner``: the three causal metrics in
+one pass), through the scoring room's loop (``monitor.scoring.score.score_plans``:
+deduplicated requests in fixed, length-sorted chunks). Chat APIs: forced choice from top
+log-probs or sampled answers (``monitor.scoring.api_tasks``, which the chat driver and
+the judged-generation task share).
 """
 
 from __future__ import annotations
@@ -14,31 +14,45 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from monitor.benchmarks.items import Item
+from monitor.families.pairs.panel_planner import make_panel_planner
+from monitor.families.pairs.planners import make_planner
 from monitor.records import ScoreRow
 from monitor.scoring.api_tasks import ApiScoring, pair_api_scoring
-from monitor.scoring.score import score_items
+from monitor.scoring.score import ScoringStats, score_plans
 
 
-def score_local(
+def score_items(
     backend: Any,
     items: list[Item],
     metric: str,
     *,
+    batch_size: int | None = None,
     progress: Callable[[int], None] | None = None,
     already_scored: Collection[str] = frozenset(),
     on_batch: Callable[[list[ScoreRow]], None] | None = None,
-    **options: Any,
+    chunk_requests: int | None = None,
+    stats: ScoringStats | None = None,
+    panel: bool = True,
 ) -> list[ScoreRow]:
-    """Every item not in ``already_scored`` scored with ``metric`` (and the metric panel
-    where the backend is a causal LM and ``panel`` is on); the local driver's call."""
-    return score_items(
+    """The family's ``score_local`` hook: every item not in ``already_scored`` scored under
+    ``metric``, rows in item order.
+
+    ``progress(n)`` is called after each backend call with the number of items it
+    finished; ``on_batch(rows)`` with those rows, before the next call starts. With
+    ``panel`` (the default) a causal-logprob metric is scored together with the other two
+    (``panel_planner``); ``panel=False`` scores the metric alone.
+    """
+    planner = make_panel_planner(metric, backend) if panel else make_planner(metric, backend)
+    return score_plans(
         backend,
         items,
-        metric,
+        planner,
+        batch_size=batch_size,
         progress=progress,
         already_scored=already_scored,
         on_batch=on_batch,
-        **options,
+        chunk_requests=chunk_requests,
+        stats=stats,
     )
 
 

@@ -26,7 +26,7 @@ PAIR_OUTCOME = ResultFamily(
         "official_templates": f"{_HERE}.items:official_templates",
         "benchmark_quality": f"{_HERE}.quality:validate_pairs",
         "measures": f"{_HERE}.measures:pair_measures",
-        "score_local": f"{_HERE}.scoring:score_local",
+        "score_local": f"{_HERE}.scoring:score_items",
         "score_api": f"{_HERE}.scoring:score_api",
         "compare": f"{_HERE}.compare:compare_runs",
         "unscored": f"{_HERE}.compare:unscored_axes",

@@ -1,6 +1,6 @@
 """The metric panel's planner: one scoring pass answers ``cll``, ``cll-reference`` and ``ull``.
 
-Wraps the planners of ``monitor.scoring.requests`` (unchanged): an item's plan asks for
+Wraps the pair planners of ``planners`` (unchanged): an item's plan asks for
 the union of what the three metrics need (``ull``'s sentences are ``cll``'s, and for a
 tokenizer that adds BOS itself so are ``cll-reference``'s, so the union is deduplicated
 before anything is computed), and its ``finish`` hands each metric its own answers. The
@@ -9,7 +9,7 @@ delta, version), which ``monitor.metrics.panel`` aggregates. A panel metric the 
 cannot be scored with (``cll`` and ``ull`` need a BOS or EOS token) is recorded as
 unavailable, never guessed.
 
-Kept apart from ``requests`` and ``score`` on purpose: the scoring loop only calls
+Kept apart from ``planners`` on purpose: ``scoring.score_items`` only picks
 :func:`make_panel_planner` instead of ``make_planner``.
 """
 
@@ -22,10 +22,11 @@ from typing import Any
 from monitor.backends.base import CausalLM
 from monitor.benchmarks.items import Item
 from monitor.errors import UserInputError
+from monitor.families.pairs.planners import make_planner
 from monitor.metrics.panel import PANEL_KEY, PANEL_METRICS
 from monitor.metrics.registry import get_metric
 from monitor.records import ScoreRow
-from monitor.scoring.requests import Answers, ItemPlan, make_planner
+from monitor.scoring.plans import Answers, ItemPlan
 
 
 def _entry(row: ScoreRow) -> dict[str, Any]:

@@ -1,16 +1,16 @@
-"""What each metric asks a backend for (the "solver" half of a scoring task).
+"""What each pair metric asks a local model for (the "solver" half of a scoring task).
 
-A plan lists an item's requests (token-id tuples for causal LMs, texts for masked LMs)
-and a ``finish`` that turns the answers, in the same order, into a ``ScoreRow`` through
-the pure metric functions. Requests are plain hashable values so that the caller can
-deduplicate them across items: a target word's prior is computed once per benchmark, not
-once per item that uses it.
+A plan (``monitor.scoring.plans.ItemPlan``) lists an item's requests (token-id tuples for
+causal LMs, texts for masked LMs) and a ``finish`` that turns the answers, in the same
+order, into a ``ScoreRow`` through the pure metric functions (``monitor.metrics.cll``,
+``cll_reference``, ``aul``). Requests are plain hashable values so that the scoring loop
+(``monitor.scoring.score.score_plans``) can deduplicate them across items: a target
+word's prior is computed once per benchmark, not once per item that uses it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -21,16 +21,7 @@ from monitor.metrics import cll, cll_reference
 from monitor.metrics.aul import AUL, aul_row
 from monitor.metrics.registry import get_metric
 from monitor.records import ScoreRow
-
-Request = tuple[int, ...] | str
-Answers = Sequence[np.ndarray]
-
-
-@dataclass(frozen=True)
-class ItemPlan:
-    item_id: str
-    requests: tuple[Request, ...]
-    finish: Callable[[Answers], ScoreRow]
+from monitor.scoring.plans import Answers, ItemPlan
 
 
 def _lp_sum(values: np.ndarray) -> float:
