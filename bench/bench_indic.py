@@ -37,8 +37,8 @@ from monitor.backends.loading import load_causal_lm  # noqa: E402
 from monitor.benchmarks.fetch import fetch  # noqa: E402
 from monitor.benchmarks.load import load_benchmarks  # noqa: E402
 from monitor.benchmarks.manifest import load_manifest  # noqa: E402
+from monitor.families.pairs import cll  # noqa: E402
 from monitor.families.pairs.scoring import score_items  # noqa: E402
-from monitor.metrics import cll  # noqa: E402
 from monitor.metrics.outcomes import decide  # noqa: E402
 from monitor.snapshots.registry import get_snapshot, load_snapshots  # noqa: E402
 

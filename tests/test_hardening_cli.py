@@ -20,7 +20,7 @@ import pytest
 
 from monitor.benchmarks.items import Item, make_item_id
 from monitor.drift.provenance_diff import diff_runs
-from monitor.metrics.cll import cll_row
+from monitor.families.pairs.cll import cll_row
 from monitor.metrics.intervals import axis_measures
 from monitor.records import RunRecord
 from monitor.store import migrate

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.metrics.aul import aul_row, aul_score
+from monitor.families.pairs.aul import aul_row, aul_score
 
 
 def test_aul_is_mean_not_sum() -> None:

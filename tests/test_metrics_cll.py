@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.metrics import cll, cll_reference
+from monitor.families.pairs import cll, cll_reference
 from monitor.metrics.outcomes import MAX_EXP, decide, ratio_details
 
 SCORE_FILES = ["Caste", "India_Religious", "Gender", "Race"]

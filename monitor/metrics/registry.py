@@ -46,7 +46,7 @@ class MetricSpec:
     requests: str  # "causal-logprobs" | "masked-logprobs" | "chat-answers" | "imported"
     # | "embeddings"
     # Rebuilds a stored row from its stored inputs and names the fields that disagree
-    # (``monitor.metrics.consistency``); None where rows cannot be rebuilt.
+    # (``monitor.families.pairs.consistency``); None where rows cannot be rebuilt.
     check_row: Callable[[ScoreRow], list[str]] | None = None
     # Scores the source rows our loader excludes, as the code it reproduces did
     # (``LoadedBenchmark.reference_rows``); the exclusions are still recorded.

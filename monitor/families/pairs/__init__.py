@@ -1,10 +1,16 @@
 """The pair family: a stereotype / anti-stereotype pair decided per item (Indian-BhED,
 CrowS-derived pairs, Indic-Bias identity pairs, judged generations).
 
-``spec.py`` declares it; ``compare.py`` is its drift comparator, ``quality.py`` its
-benchmark-data suite, ``table.py`` its ``run`` and ``show`` tables and ``scoring.py`` the
-drivers' hooks. The rest of its code (loaders, metrics, planners, report sections, drift
-lines) still lives in the rooms,
-where the monitor began with it; it moves here piece by piece, as the association and
-choice-QA families did.
+``spec.py`` declares it. Its items: ``parse.py``, ``taxonomy.py`` and
+``indic_official.py`` (the parsers), ``items.py`` (the loader hooks) and ``quality.py``
+(the benchmark-data suite). Its scores: ``cll.py``, ``cll_reference.py`` and ``aul.py``
+(the local metrics' pure functions), ``planners.py`` and ``panel_planner.py`` (what they
+ask a model for), ``scoring.py`` (the drivers' hooks), ``metrics.py`` (the metric specs),
+``consistency.py`` (rows rebuilt from their inputs) and ``measures.py`` with
+``identity.py`` (what a run's measures add). Its output: ``compare.py`` (the drift
+comparator), ``drift_output.py`` (``drift``'s lines, table and JSON) and ``table.py``
+(``run`` and ``show``). The rest (the chat API plans in ``scoring/api_tasks.py`` shared
+with the judged-generation task, the imported studies' definitions, the report's
+sections and ``AxisComparison``) still lives in the rooms, where the monitor began with
+it; see ARCHITECTURE.md.
 """

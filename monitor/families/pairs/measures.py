@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from monitor.benchmarks.items import Item
+from monitor.families.pairs.cll_reference import after_exclusions_measures
 from monitor.families.pairs.identity import identity_measures
-from monitor.metrics.cll_reference import after_exclusions_measures
 from monitor.metrics.panel import panel_measures
 from monitor.records import Measure, ScoreRow
 

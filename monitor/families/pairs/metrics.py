@@ -1,7 +1,7 @@
 """The pair family's metric specs, read by ``monitor.metrics.registry`` (one reference in
 ``FOLDER_METRICS``) through :func:`metric_specs`, and what their rows hold.
 
-Pure data. The scorers themselves (``monitor.metrics.cll``, ``cll_reference``, ``aul``,
+Pure data. The scorers themselves (``monitor.families.pairs.cll``, ``cll_reference``, ``aul``,
 ``forced_choice``, ``sampling``, ``judged``, the studies' own definitions) stay in the
 metrics room, where the planners of ``monitor.scoring`` and the drivers reach them.
 """
@@ -37,11 +37,12 @@ SAMPLE_SHARES = ItemNumbers("sample shares", ("prob_stereo", "prob_anti"))
 def metric_specs() -> list[MetricSpec]:
     """The family's metrics, default first (imported here so that this module loads
     without the registry)."""
+    from monitor.families.pairs import consistency
+    from monitor.families.pairs.aul import AUL, AUL_VERSION
+    from monitor.families.pairs.cll import CLL, CLL_VERSION, ULL, ULL_VERSION
+    from monitor.families.pairs.cll_reference import CLL_REFERENCE, CLL_REFERENCE_VERSION
     from monitor.families.pairs.spec import PAIR_OUTCOME
-    from monitor.metrics import caste_study, consistency, judged, sampled_study
-    from monitor.metrics.aul import AUL, AUL_VERSION
-    from monitor.metrics.cll import CLL, CLL_VERSION, ULL, ULL_VERSION
-    from monitor.metrics.cll_reference import CLL_REFERENCE, CLL_REFERENCE_VERSION
+    from monitor.metrics import caste_study, judged, sampled_study
     from monitor.metrics.forced_choice import (
         FORCED_CHOICE,
         FORCED_CHOICE_VERSION,

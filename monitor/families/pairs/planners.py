@@ -2,7 +2,7 @@
 
 A plan (``monitor.scoring.plans.ItemPlan``) lists an item's requests (token-id tuples for
 causal LMs, texts for masked LMs) and a ``finish`` that turns the answers, in the same
-order, into a ``ScoreRow`` through the pure metric functions (``monitor.metrics.cll``,
+order, into a ``ScoreRow`` through the pure metric functions (``monitor.families.pairs.cll``,
 ``cll_reference``, ``aul``). Requests are plain hashable values so that the scoring loop
 (``monitor.scoring.score.score_plans``) can deduplicate them across items: a target
 word's prior is computed once per benchmark, not once per item that uses it.
@@ -17,8 +17,8 @@ import numpy as np
 from monitor.backends.base import CausalLM, MaskedLM
 from monitor.benchmarks.items import Item
 from monitor.errors import UserInputError
-from monitor.metrics import cll, cll_reference
-from monitor.metrics.aul import AUL, aul_row
+from monitor.families.pairs import cll, cll_reference
+from monitor.families.pairs.aul import AUL, aul_row
 from monitor.metrics.registry import get_metric
 from monitor.records import ScoreRow
 from monitor.scoring.plans import Answers, ItemPlan

@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from monitor.metrics.cll import cll_row, ull_row
-from monitor.metrics.cll_reference import cll_reference_row
+from monitor.families.pairs.cll import cll_row, ull_row
+from monitor.families.pairs.cll_reference import cll_reference_row
 from monitor.metrics.outcomes import decide
 from monitor.records import ScoreRow
 
