@@ -8,7 +8,7 @@ request gates on are exactly the ones the report shows. Everything is read throu
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from monitor.drift.baselines import Tracks, family_of
@@ -24,9 +24,9 @@ from monitor.drift.compare import (
 )
 from monitor.drift.controls import manifest_controls
 from monitor.drift.deltas import SignFlipBatch
-from monitor.drift.explain import explain
 from monitor.drift.noise import NoiseBook
 from monitor.errors import UserInputError
+from monitor.metrics.families import FAMILIES
 from monitor.metrics.registry import get_metric
 from monitor.records import FamilyComparison
 from monitor.store.view import StoreView
@@ -277,12 +277,28 @@ def run_drift(
         comps += pair_comps
     adjusted = adjust_family(with_sign_flips(comps, sign_flips), alpha=alpha)
     n_tests = sum(1 for c in adjusted if c.p_value is not None)
-    # The pair axes get their sentence here (it needs the session's number of tests);
-    # the other families write theirs in their comparators.
-    result.comparisons = [
-        replace(c, summary=explain(c, alpha=alpha, n_tests=n_tests))
-        if isinstance(c, AxisComparison)
-        else c
-        for c in adjusted
-    ]
+    result.comparisons = _explained(adjusted, alpha=alpha, n_tests=n_tests)
     return result
+
+
+def _explained(comps: list[Comparison], *, alpha: float, n_tests: int) -> list[Comparison]:
+    """Each comparison with its verdict in plain words where its family writes them only
+    now, when the session's number of tests is known (its ``explain`` hook: the pairs'
+    paragraphs cite the BH correction "for the report's N tests"); the other families
+    wrote theirs in their comparators. The order is kept."""
+    by_family: dict[str, list[int]] = {}
+    for k, c in enumerate(comps):
+        by_family.setdefault(getattr(c, "family", ""), []).append(k)
+    out = list(comps)
+    for name, positions in by_family.items():
+        family = FAMILIES.get(name)
+        hook = family.hook("explain") if family is not None else None
+        if hook is None:
+            continue
+        for k, c in zip(
+            positions,
+            hook([comps[k] for k in positions], alpha=alpha, n_tests=n_tests),
+            strict=True,
+        ):
+            out[k] = c
+    return out

@@ -33,7 +33,11 @@ Hook names (a family supplies the ones that apply; the signature is the contract
 ``measures``      (rows, items_by_id, *, aggregate) -> list[Measure]: a run's measures from
                   stored rows, given its metric spec's own per-axis ``aggregate``, which
                   the family adds to or refines (a family without the hook keeps it)
-``score_local``   (ctx, plan) -> rows: score items with a local/causal backend
+``score_local``   (backend, items, metric, *, progress, already_scored, on_batch, **options)
+                  -> rows: score items with a local backend, in item order, handing each
+                  finished batch to ``on_batch`` (the local driver stores it) and skipping
+                  ``already_scored`` (a resumed run); ``options``: ``batch_size``,
+                  ``panel`` (the run's ``--no-panel``)
 ``score_api``     (metric) -> ``monitor.scoring.api_tasks.ApiScoring`` | None: how the chat
                   API driver plans and reads the family's API metric (its requests per item,
                   whether it needs log-probabilities and what it falls back to, the row
@@ -42,6 +46,10 @@ Hook names (a family supplies the ones that apply; the signature is the contract
                   noise_book, role, sign_flips, controls) -> comparisons
 ``unscored``      (view, new_run_id, baseline_run_id, *, controls) -> the subjects only one
                   run of the pair scored (named by drift, never compared)
+``explain``       (comparisons, *, alpha, n_tests) -> comparisons: the family's comparisons
+                  with their verdicts in plain words, written after the session's BH
+                  adjustment, when its number of tests is known (the pairs' paragraphs);
+                  a family without it words its comparisons in ``compare``
 ``report_section`` the family's part of the Markdown/HTML/JSON report
 ``cli_table``     (measures, title) -> rich table: the family's table for ``run`` and ``show``
 ``show_tables``   (measures, metric, title) -> [rich tables]: ``show``'s tables where they

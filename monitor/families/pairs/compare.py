@@ -17,7 +17,8 @@ The ``compare`` and ``unscored`` hooks of ``spec.PAIR_OUTCOME``; the session
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from monitor.drift.clusters import ClusterSummary, design_effect, widen
@@ -34,6 +35,7 @@ from monitor.drift.compare import (
 )
 from monitor.drift.controls import Controls, controlled_by, manifest_controls
 from monitor.drift.deltas import DeltaTest, SignFlipBatch, paired_delta_test
+from monitor.drift.explain import explain
 from monitor.drift.noise import NoiseBook, NoiseContext
 from monitor.drift.power import DetectableChange, mcnemar_mde
 from monitor.drift.provenance_diff import diff_runs
@@ -289,3 +291,13 @@ def unscored_axes(
         for key in sorted(set(axes_new) ^ set(axes_old))
         if key[0] not in control_of
     ]
+
+
+def explained(
+    comparisons: Sequence[AxisComparison], *, alpha: float, n_tests: int
+) -> list[AxisComparison]:
+    """The family's ``explain`` hook: each axis comparison with its verdict in plain words
+    (``drift.explain``), written once the drift session has counted its tests, which the
+    paragraph cites ("0.19 after the Benjamini–Hochberg correction for the report's 5
+    tests")."""
+    return [replace(c, summary=explain(c, alpha=alpha, n_tests=n_tests)) for c in comparisons]

@@ -30,6 +30,7 @@ PAIR_OUTCOME = ResultFamily(
         "score_api": f"{_HERE}.scoring:score_api",
         "compare": f"{_HERE}.compare:compare_runs",
         "unscored": f"{_HERE}.compare:unscored_axes",
+        "explain": f"{_HERE}.compare:explained",
         "cli_table": f"{_HERE}.table:cli_table",
         "show_tables": f"{_HERE}.table:show_tables",
         "show_json": f"{_HERE}.table:show_json",
