@@ -17,15 +17,9 @@ from monitor.backends.openai_chat import (
 )
 from monitor.benchmarks.items import Item
 from monitor.errors import UserInputError
+from monitor.families.pairs.api_plans import ANTI_FIRST, STEREO_FIRST, plan_requests
 from monitor.metrics.forced_choice import Alternative, Position
-from monitor.scoring.api_tasks import (
-    ANTI_FIRST,
-    STEREO_FIRST,
-    chat_request,
-    plan_requests,
-    record_from_row,
-    request_row,
-)
+from monitor.scoring.api_tasks import chat_request, record_from_row, request_row
 from monitor.store.db import Store
 
 

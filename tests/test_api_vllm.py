@@ -27,9 +27,10 @@ from servers.fault_proxy import FaultProxy, Rule
 from monitor.backends.api_client import ApiBudgetExceeded, make_client
 from monitor.backends.openai_batch import batch_jsonl, parse_batch_output
 from monitor.backends.openai_chat import ChatCaller
+from monitor.families.pairs.api_plans import plan_requests
 from monitor.jobs.options import RunOptions
 from monitor.jobs.run import run_snapshot
-from monitor.scoring.api_tasks import chat_request, plan_requests, score_item
+from monitor.scoring.api_tasks import chat_request, score_item
 from monitor.store.db import Store
 
 pytestmark = pytest.mark.vllm

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,8 +53,7 @@ from monitor.metrics.sampling import SAMPLED_CHOICE
 from monitor.provenance import environment
 from monitor.records import RunRecord
 from monitor.scoring.api_tasks import (
-    INDIC_TEMPLATES,
-    TEMPLATES,
+    ApiScoring,
     PlannedRequest,
     api_scoring,
     chat_request,
@@ -73,6 +72,7 @@ def api_fingerprint(
     """Identity of 'the same measurement' for resuming: model, endpoint, metric, items,
     prompt templates and sampling parameters; not concurrency, timeouts or budgets."""
     items = sorted(it.item_id for b in benches for it in b.items)
+    scoring = _scoring(method.metric)
     return fingerprint(
         snapshot,
         method.metric,
@@ -82,22 +82,21 @@ def api_fingerprint(
         extra={
             "option_order": option_order,
             # A reworded prompt is a different measurement.
-            "templates": _templates(method.metric),
-            # Only when used, so runs of the other benchmarks keep their fingerprints.
-            **({"indic_templates": INDIC_TEMPLATES} if _uses_indic(benches) else {}),
+            "templates": scoring.templates,
+            # What the family adds for these benchmarks (the pairs' Indic-Bias prompts,
+            # only when used, so runs of the other benchmarks keep their fingerprints).
+            **(scoring.fingerprint(benches) if scoring.fingerprint is not None else {}),
             "items": hashlib.sha256("\n".join(items).encode()).hexdigest(),
             **method.params(),
         },
     )
 
 
-def _templates(metric: str) -> Mapping[str, str]:
+def _scoring(metric: str) -> ApiScoring:
     scoring = api_scoring(metric)
-    return scoring.templates if scoring is not None else TEMPLATES
-
-
-def _uses_indic(benches: Sequence[LoadedBenchmark]) -> bool:
-    return any(it.payload.get("task") for b in benches for it in b.items)
+    if scoring is None:
+        raise UserInputError(f"metric {metric!r} is not scored through a chat API")
+    return scoring
 
 
 def _redacting(sink: EventSink, redact: Callable[[str], str]) -> EventSink:

@@ -5,12 +5,13 @@ CrowS-derived pairs, Indic-Bias identity pairs, judged generations).
 ``indic_official.py`` (the parsers), ``items.py`` (the loader hooks) and ``quality.py``
 (the benchmark-data suite). Its scores: ``cll.py``, ``cll_reference.py`` and ``aul.py``
 (the local metrics' pure functions), ``planners.py`` and ``panel_planner.py`` (what they
-ask a model for), ``scoring.py`` (the drivers' hooks), ``metrics.py`` (the metric specs),
+ask a model for), ``scoring.py`` (the local driver's hook), ``api_plans.py`` (the chat
+API driver's: forced choice, sampled answers), ``metrics.py`` (the metric specs),
 ``consistency.py`` (rows rebuilt from their inputs) and ``measures.py`` with
 ``identity.py`` (what a run's measures add). Its output: ``compare.py`` (the drift
 comparator), ``drift_output.py`` (``drift``'s lines, table and JSON) and ``table.py``
-(``run`` and ``show``). The rest (the chat API plans in ``scoring/api_tasks.py`` shared
-with the judged-generation task, the imported studies' definitions, the report's
-sections and ``AxisComparison``) still lives in the rooms, where the monitor began with
+(``run`` and ``show``). The rest (the API metrics' functions, the judged-generation
+driver, the imported studies' definitions, the report's sections and ``AxisComparison``
+with drift's statistics) still lives in the rooms, where the monitor began with
 it; see ARCHITECTURE.md.
 """

@@ -4,8 +4,7 @@ Local models: the family's request planners (``planners``: ``cll``, ``cll-refere
 ``ull``, ``aul``), with the metric panel (``panel_planner``: the three causal metrics in
 one pass), through the scoring room's loop (``monitor.scoring.score.score_plans``:
 deduplicated requests in fixed, length-sorted chunks). Chat APIs: forced choice from top
-log-probs or sampled answers (``monitor.scoring.api_tasks``, which the chat driver and
-the judged-generation task share).
+log-probs or sampled answers (``api_plans``, whose ``score_api`` is the family's hook).
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ from monitor.benchmarks.items import Item
 from monitor.families.pairs.panel_planner import make_panel_planner
 from monitor.families.pairs.planners import make_planner
 from monitor.records import ScoreRow
-from monitor.scoring.api_tasks import ApiScoring, pair_api_scoring
 from monitor.scoring.score import ScoringStats, score_plans
 
 
@@ -54,9 +52,3 @@ def score_items(
         chunk_requests=chunk_requests,
         stats=stats,
     )
-
-
-def score_api(metric: str) -> ApiScoring | None:
-    """Forced choice (``forced-choice``, from top log-probs, falling back to sampling) or
-    sampled answers (``sampled-choice``); None for the family's local-only metrics."""
-    return pair_api_scoring(metric)

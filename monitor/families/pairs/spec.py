@@ -27,7 +27,7 @@ PAIR_OUTCOME = ResultFamily(
         "benchmark_quality": f"{_HERE}.quality:validate_pairs",
         "measures": f"{_HERE}.measures:pair_measures",
         "score_local": f"{_HERE}.scoring:score_items",
-        "score_api": f"{_HERE}.scoring:score_api",
+        "score_api": f"{_HERE}.api_plans:score_api",
         "compare": f"{_HERE}.compare:compare_runs",
         "unscored": f"{_HERE}.compare:unscored_axes",
         "explain": f"{_HERE}.compare:explained",
