@@ -76,38 +76,35 @@ def family_json(c: FamilyComparison, snapshot_of: dict[str, str]) -> dict[str, A
 
 def family_table(comparisons: Sequence[FamilyComparison], level: str) -> None:
     """``drift --format table-wide`` for any family's generic records: per compared pair of
-    runs (named in the title, whole) one row per measure with its p-values and verdict,
-    then per measure the verdict's reason (the change in words, the test, the noise: long
-    sentences, which in a cell would squeeze the other columns to a word a line)."""
-    from monitor.cli.output import SafeTable as Table
+    runs (named in the title, whole) a row naming each benchmark and axis, the measures
+    under it with their p-values and verdict, then per measure the verdict's reason (the
+    change in words, the test, the noise: long sentences, which in a cell would squeeze
+    the other columns to a word a line). Numbers never wrap; names fold."""
     from monitor.cli.output import out
+    from monitor.cli.results_view import heading, narrow
     from monitor.fmt import pvalue
 
     for (new, base), mine in by_pair(comparisons).items():
-        table = Table(
-            title=f"{mine[0].family}: {base} → {new} (p(BH) over all tests shown; {level} "
-            "intervals)",
-            title_justify="left",
+        table = narrow(
+            f"{mine[0].family}: {base} → {new} (p(BH) over all tests shown; {level} intervals)"
         )
-        for col in (
-            "benchmark/axis",
-            "measure",
-            "old",
-            "new",
-            f"Δ [{level} CI]",
-            "MDE",
-            "p",
-            "p(BH)",
-            "verdict",
-        ):
-            table.add_column(col)
-        for c in mine:
+        names = [f"  {c.measure} ({c.label})" if c.label else f"  {c.measure}" for c in mine]
+        # A measure's name is never cut (its label may wrap below it).
+        width = max(len(c.measure) + 2 for c in mine)
+        table.add_column("benchmark / axis", overflow="fold", min_width=max(12, width))
+        for col in ("old", "new", f"Δ [{level} CI]", "MDE", "p", "p(BH)"):
+            table.add_column(col, justify="right", no_wrap=True)
+        table.add_column("verdict", overflow="fold", min_width=len("improvement"))
+        shown = None
+        for c, name in zip(mine, names, strict=True):
+            if (c.benchmark, c.axis) != shown:
+                shown = (c.benchmark, c.axis)
+                heading(table, f"{c.benchmark} / {c.axis}", *[""] * 7)
             delta = "—" if c.delta is None else _num(c, c.delta)
             if c.delta is not None and c.ci_low is not None and c.ci_high is not None:
                 delta += f" [{_num(c, c.ci_low)}, {_num(c, c.ci_high)}]"
             table.add_row(
-                f"{c.benchmark}/{c.axis}",
-                f"{c.measure} ({c.label})" if c.label else c.measure,
+                name,
                 _num(c, c.value_old, c.signed),
                 _num(c, c.value_new, c.signed),
                 delta,
