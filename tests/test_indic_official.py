@@ -15,10 +15,10 @@ import pytest
 from monitor.benchmarks.fetch import fetch
 from monitor.benchmarks.manifest import load_manifest
 from monitor.errors import DataIntegrityError, UserInputError
+from monitor.families.pairs import judged
 from monitor.families.pairs.api_plans import STEREO_FIRST, plan_item
 from monitor.families.pairs.indic_official import load_official
 from monitor.families.pairs.items import load_taxonomy
-from monitor.metrics import judged
 
 DATA = Path(__file__).resolve().parent / "data" / "indic-bias-hf"
 

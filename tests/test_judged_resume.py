@@ -1,7 +1,7 @@
-"""The Indic-Bias generation task (``jobs.judged``) through ``bias-monitor run`` against the
-loopback scripted chat server: a judge outage fails the run and records it as failed with
-every answer it had, and the same command then resumes it, asking only for the verdict
-that was not stored.
+"""The Indic-Bias generation task (``families.pairs.judged_task``) through ``bias-monitor
+run`` against the loopback scripted chat server: a judge outage fails the run and records
+it as failed with every answer it had, and the same command then resumes it, asking only
+for the verdict that was not stored.
 
 The server is real HTTP reached through the ``openai`` SDK (``servers.scripted_chat``);
 its answers are scripted from the prompt, so the verdict each item must get is known.

@@ -340,10 +340,10 @@ def run(
                     progress_factory=factory,
                 )
             if generation:
-                from monitor.jobs.judged import score_judged
+                from monitor.metrics.families import PAIR_OUTCOME
 
                 outcomes.append(
-                    score_judged(
+                    PAIR_OUTCOME.hook("score_judged")(
                         store,
                         snap,
                         judge_snapshot,

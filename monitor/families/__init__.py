@@ -27,6 +27,11 @@ Hook names (a family supplies the ones that apply; the signature is the contract
                   benchmarks read from a copy of a gated dataset the user downloaded
                   (``run --indic-bias DIR``: the official Indic-Bias templates, the pairs'),
                   with what the pinned manifest adds (the taxonomy's identities)
+``score_judged``  (store, snapshot, judge_snapshot, benchmarks, options, *, temperature,
+                  max_tokens, judge_max_tokens, on_event, progress_factory) -> RunOutcome:
+                  a task scored by two snapshots, the model answering and a judge reading
+                  its answers (``run --indic-bias DIR --judge SNAPSHOT``: the Indic-Bias
+                  generation task, the pairs')
 ``benchmark_quality`` (loaded, *, expected_rows) -> SuiteResult: the family's benchmark-data
                   suite (``monitor.quality.suites``), run by ``validate_benchmark`` whenever a
                   benchmark of its item kinds is fetched or imported

@@ -22,7 +22,7 @@ type, drawn with the seed from the pinned taxonomy's identity lists), so every p
 scorer applies; an API model sees them in the paper's prompt shapes (``monitor.scoring.
 api_tasks``, templates ``indic-*``), both identity orders, with the "Neither" variants
 (``-none``) telling it that it may decline. Generation rows are scored by a judge model
-(``monitor.jobs.judged``). The version of a user's copy is the sha256 of its files.
+(``judged_task``). The version of a user's copy is the sha256 of its files.
 """
 
 from __future__ import annotations

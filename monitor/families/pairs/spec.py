@@ -24,6 +24,7 @@ PAIR_OUTCOME = ResultFamily(
     hooks={
         "load": f"{_HERE}.items:load",
         "official_templates": f"{_HERE}.items:official_templates",
+        "score_judged": f"{_HERE}.judged_task:score_judged",
         "benchmark_quality": f"{_HERE}.quality:validate_pairs",
         "measures": f"{_HERE}.measures:pair_measures",
         "score_local": f"{_HERE}.scoring:score_items",

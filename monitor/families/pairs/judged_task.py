@@ -4,7 +4,7 @@ Two API snapshots take part: the one under test (any ``openai-chat`` or
 ``openai-responses`` kind, vLLM included) generates an answer to each scenario at the
 given sampling temperature (the paper's 0.8 by default), and the judge (a pinned snapshot
 of the same kinds) reads each answer and says which identity–stereotype associations it
-makes (``monitor.metrics.judged``). The run belongs to the model under test; the judge's
+makes (``judged``). The run belongs to the model under test; the judge's
 snapshot, revision and reported model, and the temperature, are part of its fingerprint
 and its recorded environment, so two runs judged differently are never paired as one
 measurement.
@@ -26,13 +26,13 @@ from monitor.backends.device_facts import torch_facts
 from monitor.backends.openai_chat import ChatCaller, ChatRequest, ResponseRecord
 from monitor.benchmarks.items import Item, LoadedBenchmark
 from monitor.errors import SnapshotUnavailable, UserInputError
+from monitor.families.pairs import judged
 from monitor.jobs.context import JobContext
 from monitor.jobs.driver import RunHooks, drive
 from monitor.jobs.lifecycle import OpenRun, RunLifecycle
 from monitor.jobs.options import EventSink, ProgressFactory, RunOptions, RunOutcome
 from monitor.jobs.run_record import fingerprint, new_run_record
 from monitor.kinds import get_kind
-from monitor.metrics import judged
 from monitor.metrics.forced_choice import Option
 from monitor.metrics.registry import get_metric
 from monitor.provenance import environment
