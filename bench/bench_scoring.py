@@ -8,8 +8,9 @@ the same ``finish``); only the way log-probs are obtained differs:
   log-softmax runs in float64: in float32 its own normaliser drifts by up to 2.4e-4
   nats over a long sentence (measured against a float64 model), more than the batched
   path's 5e-5, and the comparison must measure the batched path, not the reference;
-* batched: ``monitor.scoring.score_items`` (shared requests computed once, each forward
-  pass one prefix tree so shared prefixes are computed once, per-position logsumexp).
+* batched: ``monitor.families.pairs.scoring.score_items`` (shared requests computed once,
+  each forward pass one prefix tree so shared prefixes are computed once, per-position
+  logsumexp).
 
 The two are interleaved per benchmark so that a change in machine load hits both.
 Prints rates, the speed-up, the largest differences and how many item outcomes differ.
