@@ -41,7 +41,7 @@ from monitor.backends.openai_chat import ChatCaller, ProbeResult, ResponseRecord
 from monitor.benchmarks.items import LoadedBenchmark
 from monitor.errors import SnapshotUnavailable, UserInputError
 from monitor.jobs.api_batch import run_batches
-from monitor.jobs.api_method import METHOD_METRICS, Method, method_for
+from monitor.jobs.api_method import Method, method_for
 from monitor.jobs.api_session import ApiSession
 from monitor.jobs.context import JobContext
 from monitor.jobs.driver import RunHooks, drive
@@ -49,7 +49,6 @@ from monitor.jobs.lifecycle import Attempt, OpenRun
 from monitor.jobs.options import EventSink, RunOptions, RunOutcome
 from monitor.jobs.run_record import fingerprint, new_repeat_group, new_run_record
 from monitor.metrics.registry import get_metric
-from monitor.metrics.sampling import SAMPLED_CHOICE
 from monitor.provenance import environment
 from monitor.records import RunRecord
 from monitor.scoring.api_tasks import (
@@ -151,7 +150,8 @@ def _open(ctx: JobContext) -> _Plan | RunOutcome:
     if scoring is None:
         raise UserInputError(
             f"snapshot {snapshot.id}: kind {snapshot.kind} is scored with "
-            f"{' or '.join(METHOD_METRICS)}, not {metric!r}"
+            f"{' or '.join(m for m in ctx.kind.metrics if api_scoring(m) is not None)}, "
+            f"not {metric!r}"
         )
     try:
         api = make_client(snapshot.id, source, settings)
@@ -195,7 +195,15 @@ def _open(ctx: JobContext) -> _Plan | RunOutcome:
                 reason=api.redact(f"the start-of-run probe failed: {exc}"),
             )
         if not probe.accepted:
-            method = method_for(scoring.fallback or SAMPLED_CHOICE, settings)
+            if scoring.fallback is None:  # a family's log-prob metric without a sampled twin
+                return RunOutcome(
+                    snapshot.id,
+                    None,
+                    "failed",
+                    reason=f"the model gives no log-probabilities ({probe.detail}) and "
+                    f"{metric} has no sampling method to fall back to",
+                )
+            method = method_for(scoring.fallback, settings)
             fallback = (
                 f"{snapshot.id}: the model gives no log-probabilities ({probe.detail}); "
                 f"falling back to the sampling method ({method.metric}, {method.samples} "

@@ -5,12 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from monitor.metrics.forced_choice import FORCED_CHOICE
-from monitor.metrics.sampling import SAMPLED_CHOICE
 from monitor.scoring.api_tasks import asks_logprobs
 from monitor.snapshots.model import ApiSettings
-
-METHOD_METRICS = (FORCED_CHOICE, SAMPLED_CHOICE)
 
 
 @dataclass(frozen=True)
