@@ -202,7 +202,8 @@ def drift(
 def _drift_json(result, show_flips: bool, snapshot_of: dict[str, str]) -> dict:
     from monitor.cli.output_family import family_json
 
-    generic = _generic(result, "drift_json")
+    parts = _by_family(result, "drift_json")
+    generic = [c for hook, mine in parts if hook is None for c in mine]
 
     def pair(p):
         d = dict(p.__dict__)
@@ -219,7 +220,8 @@ def _drift_json(result, show_flips: bool, snapshot_of: dict[str, str]) -> dict:
         # association tests): their keys, always present, in the registry's order.
         **{
             k: v
-            for hook, mine in _family_hooks(result, "drift_json")
+            for hook, mine in parts
+            if hook is not None
             for k, v in hook(mine, snapshot_of, drift=result, show_flips=show_flips).items()
         },
         # The other families: one generic list (absent when there are none).
@@ -231,24 +233,20 @@ def _drift_json(result, show_flips: bool, snapshot_of: dict[str, str]) -> dict:
     }
 
 
-def _family_hooks(result, name: str) -> list[tuple[Callable[..., Any], list]]:
-    """Each family that has hook ``name``, with its comparisons of ``result`` (possibly
-    none: a family's JSON keys are always present), in the registry's order."""
+def _by_family(result, name: str) -> list[tuple[Callable[..., Any] | None, list]]:
+    """Each family in the registry's order: its hook ``name`` (None where it has none, and
+    its comparisons are generic records that ``cli.output_family`` draws) and its
+    comparisons of ``result`` (possibly none: a family's JSON keys are always present)."""
     from monitor.metrics.families import FAMILIES
 
-    return [
-        (hook, result.of_family(f.name))
-        for f in FAMILIES.values()
-        if (hook := f.hook(name)) is not None
-    ]
+    return [(f.hook(name), result.of_family(f.name)) for f in FAMILIES.values()]
 
 
-def _generic(result, name: str) -> list:
-    """The comparisons of families without hook ``name``: generic records
-    (``records.FamilyComparison``) that ``cli.output_family`` draws for any family."""
-    from monitor.metrics.families import FAMILIES
-
-    return [c for f in FAMILIES.values() if f.hook(name) is None for c in result.of_family(f.name)]
+def _no_baseline(result) -> None:
+    """Name each new run that has no baseline, and why (on stderr, every format)."""
+    for p in result.pairs:
+        if p.baseline_run_id is None:
+            err.print(f"{p.snapshot_id}: run {p.new_run_id} has no baseline ({p.reason})")
 
 
 def _drift_lines(result, show_flips: bool, snapshot_of: dict[str, str]) -> None:
@@ -262,9 +260,7 @@ def _drift_lines(result, show_flips: bool, snapshot_of: dict[str, str]) -> None:
 
     width = output_width()
     level = f"{100 * result.confidence:g}%"
-    for p in result.pairs:
-        if p.baseline_run_id is None:
-            err.print(f"{p.snapshot_id}: run {p.new_run_id} has no baseline ({p.reason})")
+    _no_baseline(result)
     tested = sum(1 for c in result.comparisons if c.p_value is not None)
     flagged = sum(1 for c in result.comparisons if c.verdict.flagged)
     # A family whose Δ and MDE share one unit says so here (the pairs': percentage
@@ -279,9 +275,7 @@ def _drift_lines(result, show_flips: bool, snapshot_of: dict[str, str]) -> None:
         f"{level} intervals{units})",
         width,
     )
-    for family in FAMILIES.values():
-        mine = result.of_family(family.name)
-        hook = family.hook("drift_lines")
+    for hook, mine in _by_family(result, "drift_lines"):
         if hook is not None:
             lines += hook(mine, snapshot_of, width, level, drift=result, show_flips=show_flips)
         elif mine:
@@ -301,22 +295,18 @@ def _drift_table(result, show_flips: bool) -> None:
     """``--format table-wide``: each family's table (its ``drift_table`` hook, or the
     generic one), then the FDR note and what changed between each pair of runs."""
     from monitor.cli.output_family import family_table
-    from monitor.metrics.families import FAMILIES
 
-    for p in result.pairs:
-        if p.baseline_run_id is None:
-            err.print(f"{p.snapshot_id}: run {p.new_run_id} has no baseline ({p.reason})")
+    _no_baseline(result)
     level = f"{100 * result.confidence:g}%"
-    for family in FAMILIES.values():
-        mine = result.of_family(family.name)
-        hook = family.hook("drift_table")
+    parts = _by_family(result, "drift_table")
+    for hook, mine in parts:
         if hook is not None:
             hook(mine, level, drift=result, show_flips=show_flips)
         elif mine:
             family_table(mine, level)
     out.print(result.fdr_note())
     seen = set()
-    for c in (c for f in FAMILIES.values() for c in result.of_family(f.name)):
+    for c in (c for _, mine in parts for c in mine):
         key = (c.baseline_run_id, c.new_run_id)
         if key in seen:
             continue

@@ -26,6 +26,7 @@ from monitor.drift.stats import (
     bh_adjust,
 )
 from monitor.drift.verdicts import Verdict, decide
+from monitor.metrics.families import PAIR_OUTCOME
 from monitor.metrics.intervals import Rate
 from monitor.readmodel.models import AxisKey
 
@@ -121,7 +122,7 @@ class AxisComparison:
     @property
     def family(self) -> str:
         """The result family whose comparator builds it (``DriftResult.of_family``)."""
-        return "pair-outcome"
+        return PAIR_OUTCOME.name
 
     @property
     def flagged(self) -> bool:
