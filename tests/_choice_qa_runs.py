@@ -81,8 +81,16 @@ class StoredPair:
 
 
 def write_run(
-    store: Store, items: list[Item], answers: dict[str, int], *, snapshot: str, day: int
+    store: Store,
+    items: list[Item],
+    answers: dict[str, int],
+    *,
+    snapshot: str,
+    day: int,
+    environment: dict | None = None,
 ) -> str:
+    """Store ``answers`` as a complete imported run of ``snapshot`` started on March
+    ``day``, 2025; ``environment``: the run's recorded environment (default: this file)."""
     started = datetime(2025, 3, day, 12, tzinfo=UTC)
     digest = hashlib.sha256(json.dumps([snapshot, day, sorted(answers.items())]).encode())
     run_id = f"import-{snapshot}-{started:%Y%m%d}-{digest.hexdigest()[:8]}"
@@ -101,7 +109,7 @@ def write_run(
         trigger="import",
         started_at=started,
         origin="imported",
-        environment={"import": {"test": "tests/_choice_qa_runs.py"}},
+        environment=environment or {"import": {"test": "tests/_choice_qa_runs.py"}},
         git_commit="tests/_choice_qa_runs.py",
         device="unknown (imported)",
         dtype="unknown",

@@ -10,6 +10,7 @@ nothing on the identical pair.
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -224,3 +225,71 @@ def test_show_draws_the_family_table(stored):
     assert "…" not in text and max(len(line) for line in lines if line[:1] in "┏┃┡│└") <= 80
     assert "reference_" in text or "authors' script" in text  # bharatbbq: the authors' numbers
     assert "association tests" not in text  # bias scores are not effect sizes of WEAT
+
+
+def test_report_heads_each_compared_pair_with_its_snapshots_and_fits_the_page(
+    shared_datasets, tmp_path, monkeypatch
+):
+    """Two snapshots whose run ids share a long prefix, each compared with its previous
+    run, and a recorded environment holding one long unbroken value (a file hash): the
+    report names each pair's snapshots and whole run ids above its table (a cut id read
+    ``import-qa-shared…`` for both), the verdict sentence calls the results choice
+    questions, and at 1200 px nothing is wider than the page."""
+    from test_report_screenshot import BROWSER, measure_layout
+
+    db = tmp_path / "monitor.duckdb"
+    monkeypatch.setenv("MONITOR_DATA_MIRROR", str(shared_datasets))
+    monkeypatch.setenv("MONITOR_DB", str(db))
+    items = caste_items(tmp_path / "datasets", size="mini")
+    store = Store.open(db)
+    base = baseline_answers(items)
+    moved, _ = move_ambiguous(items, base, 3)
+    runs = {}
+    for snapshot in ("qa-shared-prefix-one", "qa-shared-prefix-two"):
+        for day, answers in ((1, base), (2, moved)):
+            # Three hashes in one word, as a list of file hashes can be.
+            hashes = hashlib.sha256(f"{snapshot}{day}".encode()).hexdigest() * 3
+            env = {"import": {"file": "predictions.csv", "sha256": hashes}}
+            runs[snapshot, day] = write_run(
+                store, items, answers, snapshot=snapshot, day=day, environment=env
+            )
+    out = tmp_path / "report"
+    r = CliRunner().invoke(app, ["report", "--out", str(out)], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+
+    md = (out / "report.md").read_text()
+    assert md.startswith("**Verdict:** 2 snapshots (choice questions): "), md[:300]
+    section = md[md.index("### Choice questions") :]
+    for snapshot in ("qa-shared-prefix-one", "qa-shared-prefix-two"):
+        new, old = (md_id(runs[snapshot, d]) for d in (2, 1))
+        head = f"**new** {md_id(snapshot)}, run {new} · **baseline** {md_id(snapshot)}, run {old}"
+        assert head in section, section[:2000]
+        table = section[section.index(head) :].split("\n\n", 2)[1]
+        assert table.startswith("| Category | Measure |"), table[:200]
+    # What else differs between each pair's runs: only import bookkeeping here.
+    changed = md[md.index("### What changed") :].split("\n\n### ", 1)[0]
+    for snapshot in ("qa-shared-prefix-one", "qa-shared-prefix-two"):
+        old, new = (md_id(runs[snapshot, d]) for d in (1, 2))
+        assert f"- **{md_id(snapshot)}** {old} → {new}: no provenance change" in changed
+
+    html = (out / "report.html").read_text()
+    qa = html[html.index('<h3 id="choice-qa">') :]
+    for (snapshot, _), run_id in runs.items():
+        assert f"<strong>{snapshot}</strong> <code>{run_id}</code>" in qa
+    assert "…" not in qa.split("</table>")[0]
+    assert qa.count('<table class="choice-qa">') == 2
+
+    if BROWSER is None:
+        pytest.skip("no chromium binary on PATH (apt-get install chromium)")
+    # The long value is on the page, in the provenance table.
+    assert hashlib.sha256(b"qa-shared-prefix-one2").hexdigest() * 3 in html
+    layout = measure_layout(out / "report.html", tmp_path, (1200, 900))
+    assert layout["scroll_width"] <= layout["viewport_width"], layout
+    assert layout["wider_than_page"] == [], layout
+
+
+def md_id(text: str) -> str:
+    """``text`` as the Markdown report escapes it (underscores and hyphens kept)."""
+    from monitor.report.markdown import md
+
+    return md(text, 120)

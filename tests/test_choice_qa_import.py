@@ -212,7 +212,7 @@ def test_drift_report_and_show_on_two_imported_models(imported, tmp_path):
     html = (out / "report.html").read_text(encoding="utf-8")
     md = (out / "report.md").read_text(encoding="utf-8")
     verdict = md.splitlines()[0]  # the answer first: the verdict line names the change
-    assert verdict.startswith("**Verdict:** gemma-bharatbbq-paper (choice-qa)")
+    assert verdict.startswith("**Verdict:** gemma-bharatbbq-paper (choice questions)")
     assert f"age bias\\_ambig ({amb['delta'] * 100:+.1f} pp)".replace("-", "−") in verdict
     assert "ambiguous age questions" in md and "gemma-bharatbbq-paper" in html
     assert "s_AMB" in html and "ambiguous age questions" in html

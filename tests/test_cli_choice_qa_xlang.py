@@ -273,7 +273,7 @@ def test_a_more_biased_translation_is_a_difference_not_a_regression(
     section = md[md.index("### Choice questions (BBQ, BharatBBQ)") :].splitlines()
     assert section[2].startswith("_cross-language comparison en → hi: 406 items paired")
     assert any(line.startswith("- **difference**: on ambiguous caste") for line in section)
-    assert "qa-model (choice-qa): 2 differences: caste answers\\_ambig (+4.9 pp)" in md
+    assert "qa-model (choice questions): 2 differences: caste answers\\_ambig (+4.9 pp)" in md
     html = (out / "report.html").read_text()
     assert "cross-language comparison en → hi" in html
     data = read_json(out / "report.json")

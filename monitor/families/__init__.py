@@ -55,7 +55,9 @@ Hook names (a family supplies the ones that apply; the signature is the contract
                   with their verdicts in plain words, written after the session's BH
                   adjustment, when its number of tests is known (the pairs' paragraphs);
                   a family without it words its comparisons in ``compare``
-``report_section`` the family's part of the Markdown/HTML/JSON report
+``report_section`` (comparisons, *, fmt, level, alpha, snapshot_of) -> str: the family's
+                  part of the Markdown or HTML report, from drift's generic comparisons
+                  (``snapshot_of``: run id -> snapshot name of the runs the report covers)
 ``cli_table``     (measures, title) -> rich table: the family's table for ``run`` and ``show``
 ``show_tables``   (measures, metric, title) -> [rich tables]: ``show``'s tables where they
                   differ from ``run``'s (the pairs': every measure, each bias rate in

@@ -59,6 +59,8 @@ class ResultFamily:
     ``run`` refuses ``--size`` when no benchmark of the run is of such a family.
     ``drift_units``: what its Δ and MDE are in, said once in ``drift``'s first line when
     it was compared ("Δ and MDE in percentage points"); empty where its lines say it.
+    ``words``: what a reader calls its results, in the report's one-sentence verdict
+    ("choice questions"); empty: the family's ``name``.
     """
 
     name: str
@@ -73,6 +75,7 @@ class ResultFamily:
     count_note: str = ""
     sized: bool = False
     drift_units: str = ""
+    words: str = ""
 
     def hook(self, name: str) -> Callable[..., Any] | None:
         """The family's ``name`` hook, imported on first use; None where it has none."""

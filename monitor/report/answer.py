@@ -174,24 +174,32 @@ def _block_headlines(report: ReportInput) -> list[str]:
 
 
 def _family_headline(report: ReportInput) -> str:
-    """The comparisons of families in their own folder in one sentence (empty if none):
-    what each flag is about, or how many comparisons nothing cleared."""
-    comps = report.family_comparisons
-    if not comps:
-        return ""
+    """The comparisons of families in their own folder, a sentence per family (empty if
+    none): what each flag is about, or how many comparisons nothing cleared."""
+    from monitor.metrics.families import FAMILIES
+
+    by_family: dict[str, list] = {}
+    for c in report.family_comparisons:
+        by_family.setdefault(c.family, []).append(c)
     snapshot_of = {r.run_id: r.snapshot_id for r in report.runs}
-    snapshots = sorted({snapshot_of.get(c.new_run_id, c.new_run_id) for c in comps})
-    where = snapshots[0] if len(snapshots) == 1 else f"{len(snapshots)} snapshots"
-    parts = []
-    # "difference": a change between runs that differ by design (languages), not drift.
-    for verdict in (*FLAGS, "difference"):
-        hits = [c for c in comps if c.verdict.label == verdict]
-        if hits:
-            listed = ", ".join(f"{c.axis} {c.measure} ({fmt.pp(c.delta)})" for c in hits)
-            parts.append(f"{len(hits)} {verdict}{'s' * (len(hits) != 1)}: {listed}")
-    if parts:
-        return f"{where} ({comps[0].family}): " + "; ".join(parts) + "."
-    return f"{where} ({comps[0].family}): no flagged change in {len(comps)} comparisons."
+    sentences = []
+    for name, comps in by_family.items():
+        snapshots = sorted({snapshot_of.get(c.new_run_id, c.new_run_id) for c in comps})
+        where = snapshots[0] if len(snapshots) == 1 else f"{len(snapshots)} snapshots"
+        family = FAMILIES.get(name)
+        what = (family.words if family else "") or name
+        parts = []
+        # "difference": a change between runs that differ by design (languages), not drift.
+        for verdict in (*FLAGS, "difference"):
+            hits = [c for c in comps if c.verdict.label == verdict]
+            if hits:
+                listed = ", ".join(f"{c.axis} {c.measure} ({fmt.pp(c.delta)})" for c in hits)
+                parts.append(f"{len(hits)} {verdict}{'s' * (len(hits) != 1)}: {listed}")
+        if parts:
+            sentences.append(f"{where} ({what}): " + "; ".join(parts) + ".")
+        else:
+            sentences.append(f"{where} ({what}): no flagged change in {len(comps)} comparisons.")
+    return " ".join(sentences)
 
 
 def _pairs_headline(report: ReportInput, ps: list[PairAnswer]) -> str:

@@ -21,12 +21,21 @@ def family_sections(report: ReportInput, fmt: Literal["markdown", "html"]) -> li
     by_family: dict[str, list] = {}
     for c in report.family_comparisons:
         by_family.setdefault(c.family, []).append(c)
+    snapshot_of = {r.run_id: r.snapshot_id for r in report.runs}
     out = []
     for name, comparisons in by_family.items():
         family = FAMILIES.get(name)
         hook = family.hook("report_section") if family else None
         if hook is not None:
-            out.append(hook(comparisons, fmt=fmt, level=report.level, alpha=report.alpha))
+            out.append(
+                hook(
+                    comparisons,
+                    fmt=fmt,
+                    level=report.level,
+                    alpha=report.alpha,
+                    snapshot_of=snapshot_of,
+                )
+            )
     return out
 
 

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from monitor.drift.compare import AxisComparison
+from monitor.drift.provenance_diff import ProvenanceDiff as RunsDiff
+from monitor.drift.provenance_diff import diff_runs
 from monitor.drift.session import DriftResult
 from monitor.metrics.context import score_contexts
 from monitor.metrics.families import FAMILIES
@@ -315,6 +317,20 @@ def _family_fields(
     return fields
 
 
+def _provenance(snapshot_id: str, c, diff: RunsDiff) -> ProvenanceDiff:
+    """The report's model of what differs between comparison ``c``'s two runs."""
+    return ProvenanceDiff(
+        snapshot_id=snapshot_id,
+        baseline_run_id=c.baseline_run_id,
+        new_run_id=c.new_run_id,
+        attribution=c.attribution,
+        changes=tuple(
+            ProvenanceChange(field=f.field, old=f.old, new=f.new, category=f.category)
+            for f in diff.changes
+        ),
+    )
+
+
 def build_report_input(
     view: RunReader,
     result: DriftResult,
@@ -337,16 +353,18 @@ def build_report_input(
             flags[(c.new_run_id, c.benchmark, c.axis)] = f"{c.verdict.label}: {c.verdict.reason}"
         key = (c.baseline_run_id, c.new_run_id)
         if key not in diffs:
-            diffs[key] = ProvenanceDiff(
-                snapshot_id=m.snapshot_id,
-                baseline_run_id=c.baseline_run_id,
-                new_run_id=c.new_run_id,
-                attribution=c.attribution,
-                changes=tuple(
-                    ProvenanceChange(field=f.field, old=f.old, new=f.new, category=f.category)
-                    for f in c.provenance.changes
-                ),
-            )
+            diffs[key] = _provenance(m.snapshot_id, c, c.provenance)
+    # Drift's generic comparisons carry the attribution only: their runs' diff is read
+    # here, one per pair of runs, so every family's pair says what else changed.
+    generic = [
+        c for c in result.family_comparisons if (c.baseline_run_id, c.new_run_id) not in diffs
+    ]
+    generic_runs = view.runs({r for c in generic for r in (c.new_run_id, c.baseline_run_id)})
+    for c in generic:
+        key = (c.baseline_run_id, c.new_run_id)
+        if key not in diffs:
+            new, old = generic_runs[c.new_run_id], generic_runs[c.baseline_run_id]
+            diffs[key] = _provenance(new.snapshot_id, c, diff_runs(old.fields, new.fields))
     snapshot_of = {p.new_run_id: p.snapshot_id for p in result.pairs}
     unscored = tuple(
         UnscoredAxis(

@@ -125,19 +125,22 @@ def _contexts(report: ReportInput, limit: int = 40) -> list[str]:
 
 
 def _what_changed(report: ReportInput) -> list[str]:
+    """Per compared pair of runs, what else differs between them: the pair axes' pairs
+    first (drifts first), then those of the other families' comparisons."""
     lines: list[str] = []
-    seen: set[tuple[str, str | None]] = set()
     diffs = {(d.new_run_id, d.baseline_run_id): d for d in report.provenance}
+    keys: dict[tuple[str, str | None], str] = {}  # pair of runs -> snapshot, in order
     for c in answer.verdict_comparisons(report):
-        key = (c.new_run_id, c.baseline_run_id)
-        if c.baseline_run_id is None or key in seen:
+        keys.setdefault((c.new_run_id, c.baseline_run_id), c.snapshot_id)
+    for d in report.provenance:
+        keys.setdefault((d.new_run_id, d.baseline_run_id), d.snapshot_id)
+    for key, snapshot_id in keys.items():
+        new_run_id, baseline_run_id = key
+        if baseline_run_id is None:
             continue
-        seen.add(key)
         diff = diffs.get(key)
-        head = (
-            f"- **{md(c.snapshot_id, 60)}** {md(fmt.short_id(c.baseline_run_id, 20))} → "
-            f"{md(fmt.short_id(c.new_run_id, 20))}"
-        )
+        # Whole run ids: runs of several snapshots can share a long prefix.
+        head = f"- **{md(snapshot_id, 60)}** {md(baseline_run_id, 120)} → {md(new_run_id, 120)}"
         if diff is None:
             lines.append(f"{head}: provenance not available")
             continue

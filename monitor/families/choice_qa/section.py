@@ -7,7 +7,7 @@ name cannot inject markup. Item texts are never shown.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -36,14 +36,39 @@ def _delta(c: FamilyComparison) -> str:
     return _num(c.delta) + ci
 
 
+def _by_pair(
+    comparisons: Sequence[FamilyComparison], snapshot_of: Mapping[str, str]
+) -> list[tuple[dict[str, str], list[FamilyComparison]]]:
+    """The comparisons per compared pair of runs, in the order they came: each pair's
+    snapshots and whole run ids (several snapshots' runs share a prefix such as
+    ``import-unifiedqa-…``, so a cut id would not tell them apart)."""
+    groups: dict[tuple[str, str], list[FamilyComparison]] = {}
+    for c in comparisons:
+        groups.setdefault((c.new_run_id, c.baseline_run_id), []).append(c)
+    out = []
+    for (new, base), comps in groups.items():
+        runs = {
+            "new_run_id": new,
+            "baseline_run_id": base,
+            "snapshot": snapshot_of.get(new, f.MISSING),
+            "baseline_snapshot": snapshot_of.get(base, f.MISSING),
+            "role": comps[0].role,
+        }
+        out.append((runs, comps))
+    return out
+
+
 def report_section(
     comparisons: Sequence[FamilyComparison],
     *,
     fmt: Literal["markdown", "html"],
     level: str,
     alpha: float,
+    snapshot_of: Mapping[str, str],
 ) -> str:
-    """The section in ``fmt``: flagged changes in words first, then one row per test."""
+    """The section in ``fmt``: flagged changes in words first, then a table per compared
+    pair of runs (headed by its snapshots and run ids) with one row per test.
+    ``snapshot_of``: run id -> snapshot name, for the runs the report covers."""
     # Flagged drifts and, between runs that differ by design (languages), differences.
     flagged = [c for c in comparisons if c.flagged or c.verdict.label == "difference"]
     note = comparisons[0].noise_note if comparisons else ""
@@ -55,9 +80,9 @@ def report_section(
             flagged=flagged,
             contrasts=contrasts,
             comps=comparisons,
+            pairs=_by_pair(comparisons, snapshot_of),
             level=level,
             note=note or "",
-            short=lambda r: f.short_id(r, 16),
             num=_num,
             delta=_delta,
             p=f.pvalue,
@@ -67,17 +92,24 @@ def report_section(
         out += [f"- **{md(c.verdict.label)}**: {md(c.change, 300)}" for c in flagged]
     else:
         out.append(f"No flagged change in the choice questions ({len(comparisons)} comparisons).")
-    out += [
-        "",
-        f"| Category | Measure | Baseline → new | Δ [{level}] | MDE | p | p (BH) | Verdict |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for c in comparisons:
-        out.append(
-            f"| {md(c.axis)} | {md(c.measure)} {md(c.label)} | "
-            f"{_num(c.value_old, c.signed)} → {_num(c.value_new, c.signed)} | {_delta(c)} | "
-            f"{_num(c.mde, False)} | {f.pvalue(c.p_value)} | {f.pvalue(c.p_adjusted)} | "
-            f"{md(c.verdict.label)} |"
-        )
+    for runs, comps in _by_pair(comparisons, snapshot_of):
+        role = f" ({md(runs['role'], 80)})" if runs["role"] != "previous run" else ""
+        out += [
+            "",
+            # Run ids as plain escaped text, as the pair comparisons show them.
+            f"**new** {md(runs['snapshot'], 120)}, run {md(runs['new_run_id'], 120)} · "
+            f"**baseline** {md(runs['baseline_snapshot'], 120)}, run "
+            f"{md(runs['baseline_run_id'], 120)}{role}",
+            "",
+            f"| Category | Measure | Baseline → new | Δ [{level}] | MDE | p | p (BH) | Verdict |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for c in comps:
+            out.append(
+                f"| {md(c.axis)} | {md(c.measure)} {md(c.label)} | "
+                f"{_num(c.value_old, c.signed)} → {_num(c.value_new, c.signed)} | "
+                f"{_delta(c)} | {_num(c.mde, False)} | {f.pvalue(c.p_value)} | "
+                f"{f.pvalue(c.p_adjusted)} | {md(c.verdict.label)} |"
+            )
     out += ["", f"_Values and Δ in points; {md(note or '', 300)}_", ""]
     return "\n".join(out)

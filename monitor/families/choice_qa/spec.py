@@ -35,4 +35,5 @@ CHOICE_QA = ResultFamily(
         "cli_table": f"{_HERE}.table:cli_table",
     },
     sized=True,
+    words="choice questions",
 )
