@@ -83,14 +83,17 @@ with their roles, the subjects only one run scored) and ``show_flips=`` (``drift
 ``drift_json``    (comparisons, snapshot_of, *, drift, show_flips) -> {key: value}: its keys
                   of ``drift --format json`` (called with no comparisons too, so its keys
                   are always there)
-``report_input``  (view, comparisons, *, since, flags, new_runs) -> {field: value}: its
-                  fields of ``ReportInput`` (``monitor.report.input``)
+``report_input``  (view, comparisons, *, since, flags, new_runs, with_flips) -> {field:
+                  value}: its fields of ``ReportInput`` (``monitor.report.input``; the
+                  pairs': comparisons, contexts, bias-rate trends, repeat groups, methods);
+                  ``with_flips``: ``--show-flips``, list the ids of the items that moved
 ``report_block``  (report, *, fmt, max_rows, env) -> str: its report section in Markdown
                   or HTML (``env``: the report's Jinja2 environment), after the pairs
 ``report_headline`` (report) -> str: its sentence in the report's one-line verdict
                   ("" when it compared nothing)
 
 Folders: ``pairs`` (sentence and identity pairs: its declaration, parsers and loader,
-comparator, benchmark suite, run/show tables, drift output and scoring hooks so far),
+comparator, benchmark suite, run/show tables, drift output, report fields and scoring
+hooks so far),
 ``association`` (WEAT/SEAT effect sizes), ``choice_qa`` (BBQ, BharatBBQ).
 """

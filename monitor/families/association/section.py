@@ -50,6 +50,7 @@ def report_input(
     since: datetime | None,
     flags: dict[tuple[str, str, str], str],
     new_runs: Sequence[str],
+    with_flips: bool = False,  # the pairs' flipped items; no item of a test "flips"
 ) -> dict[str, Any]:
     """The ``report_input`` hook: the family's fields of ``ReportInput``."""
     meta = view.runs(c.new_run_id for c in comparisons)

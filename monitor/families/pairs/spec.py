@@ -38,6 +38,7 @@ PAIR_OUTCOME = ResultFamily(
         "drift_lines": f"{_HERE}.drift_output:drift_lines",
         "drift_table": f"{_HERE}.drift_output:drift_table",
         "drift_json": f"{_HERE}.drift_output:drift_json",
+        "report_input": f"{_HERE}.section:report_input",
     },
     drift_units="Δ and MDE in percentage points",
 )
