@@ -229,6 +229,14 @@ def test_static_vectors_give_the_hand_computed_effect_size_and_show_in_drift_and
     assert s["mde"] == 0  # identical words: the paired spread is 0, any change is detected
     assert s["attribution"] == "no provenance change"
 
+    # Association tests alone: the report has their comparison, and does not say it has
+    # none (it did while only pair axes and choice questions counted as comparisons).
+    alone = tmp / "report-alone"
+    cli(env, "report", "--out", str(alone))
+    md_alone = (alone / "report.md").read_text(encoding="utf-8")
+    assert "### Association tests (WEAT / SEAT)" in md_alone
+    assert "No comparisons in this report." not in md_alone, md_alone[:800]
+
     # Pair results beside them: the caste study's imported April and July runs.
     caste = REPO.parent / "shared" / "datasets" / "caste-bias" / "results"
     for month, day in (("april", "2024-04-16"), ("july", "2024-07-18")):

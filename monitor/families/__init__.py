@@ -87,8 +87,10 @@ with their roles, the subjects only one run scored) and ``show_flips=`` (``drift
                   value}: its fields of ``ReportInput`` (``monitor.report.input``; the
                   pairs': comparisons, contexts, bias-rate trends, repeat groups, methods);
                   ``with_flips``: ``--show-flips``, list the ids of the items that moved
-``report_block``  (report, *, fmt, max_rows, env) -> str: its report section in Markdown
-                  or HTML (``env``: the report's Jinja2 environment), after the pairs
+``report_block``  (report, *, fmt, max_rows, env) -> str: its detail section in Markdown
+                  or HTML (``env``: the report's Jinja2 environment), after every family's
+                  answer, in the registry's order (the pairs': trends, every paired
+                  comparison, rates in context, repeat groups, methods)
 ``report_headline`` (report) -> str: its sentence in the report's one-line verdict
                   ("" when it compared nothing)
 

@@ -4,8 +4,8 @@ Drift's generic comparisons (``ReportInput.family_comparisons``) are grouped by 
 handed to that family's ``report_section`` hook, which returns its part of the report as
 Markdown or HTML with every value escaped, right under the verdict. A family whose report
 data are fields of ``ReportInput`` of their own (association tests) renders them with its
-``report_block`` hook, after the pair comparisons. The report knows no family: a family
-without either hook has no section.
+``report_block`` hook, after every family's answer (the pairs' detail, then the association
+tests). The report knows no family: a family without either hook has no section.
 """
 
 from __future__ import annotations
@@ -43,8 +43,9 @@ def family_blocks(
     report: ReportInput, fmt: Literal["markdown", "html"], *, max_rows: int, env: Any = None
 ) -> list[str]:
     """The ``report_block`` sections of families whose report data are fields of
-    ``ReportInput`` (association tests), in the registry's order, where the report places
-    them (after the pair comparisons). ``env`` is the HTML renderer's Jinja2 environment."""
+    ``ReportInput`` (the pairs, the association tests), in the registry's order, where the
+    report places them (after every family's answer). ``env`` is the HTML renderer's
+    Jinja2 environment."""
     out = []
     for family in FAMILIES.values():
         hook = family.hook("report_block")

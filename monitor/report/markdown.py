@@ -1,11 +1,13 @@
 """The short Markdown report for a GitHub job summary or a pull-request comment.
 
 The answer first: one line of verdict, then per compared pair of runs one row per axis
-(verdict, rates, Δ with its interval, MDE, neutral control beside its axis); then the
-detail: the full verdict table, one line on multiple-testing control, what changed
-between the compared runs, and the quarantined runs. Plots and the full tables live in
-the HTML report. Every value that came from a file or an API goes through ``md()``, which
-neutralises both Markdown and raw HTML (GitHub renders inline HTML in comments).
+(verdict, rates, Δ with its interval, MDE, neutral control beside its axis) and each
+family's answer (``report_section``); then each family's detail (``report_block``: the
+pairs' full verdict table with the line on multiple-testing control, rates in context,
+repeat groups, methods; the association tests), what changed between the compared runs,
+and the quarantined runs. Plots and the full tables live in the HTML report. Every value
+that came from a file or an API goes through ``md()``, which neutralises both Markdown and
+raw HTML (GitHub renders inline HTML in comments).
 """
 
 from __future__ import annotations
@@ -14,11 +16,10 @@ import html
 import re
 
 from monitor import fmt
-from monitor.metrics.panel import PANEL_METRICS
 from monitor.report import answer
 from monitor.report.families import family_blocks, family_sections
-from monitor.report.model import Comparison, ReportInput
-from monitor.report.text import fdr_text, summary_line
+from monitor.report.model import ReportInput
+from monitor.report.text import summary_line
 
 # GitHub comments are capped at 65,536 characters; leave room for a footer.
 MAX_CHARS = 60_000
@@ -50,78 +51,6 @@ def md(value: object, limit: int = 160) -> str:
 def _inert(text: str) -> str:
     """``text`` with mentions and bare URLs neutralised (``_ACTIVE``)."""
     return _ACTIVE.sub(lambda m: m.group(0) + "\u2060", text)
-
-
-def _row(c: Comparison) -> str:
-    verdict = VERDICT_BADGE[c.verdict]
-    if c.verdict == "not comparable" and c.reason:
-        verdict += f": {md(c.reason, 100)}"
-    cells = [
-        md(c.snapshot_id, 60),
-        f"{md(c.axis, 40)} ({md(c.benchmark, 40)})",
-        f"{fmt.rate_with_ci(c.rate_old, c.ci_old)} → {fmt.rate_with_ci(c.rate_new, c.ci_new)}",
-        f"{fmt.pp(c.delta)} {fmt.pp_interval(c.delta_ci)}; MDE {fmt.mde(c.mde)}"
-        if c.delta is not None
-        else fmt.MISSING,
-        fmt.flips(c.b_to_anti, c.c_to_stereo),
-        fmt.pvalue(c.p_value),
-        fmt.pvalue(c.p_adjusted),
-        verdict,
-    ]
-    return "| " + " | ".join(cells) + " |"
-
-
-def _context_cell(r) -> str:
-    if r is None:
-        return fmt.MISSING
-    text = fmt.rate_with_ci(r.value, r.ci)
-    return text + (f" (ctl {fmt.pct(r.control)})" if r.control is not None else "")
-
-
-def _contexts(report: ReportInput, limit: int = 40) -> list[str]:
-    """Each bias rate beside its neutral control and the metric panel: 50% is not
-    automatically unbiased, and the number depends on the metric."""
-    if not report.contexts:
-        return []
-    lines = [
-        f"| Snapshot | Axis (benchmark) | Run | Bias rate ({report.level}) | Neutral control | "
-        + "".join(f"{m} | " for m in PANEL_METRICS)
-        + "All three agree |",
-        "|---|---|---|---|---|" + "---|" * len(PANEL_METRICS) + "---|",
-    ]
-    for c in report.contexts[:limit]:
-        panel = {p.label: p for p in c.panel}
-        lines.append(
-            "| "
-            + " | ".join(
-                [
-                    md(c.snapshot_id, 60),
-                    f"{md(c.axis, 40)} ({md(c.benchmark, 40)})",
-                    md(fmt.short_id(c.run_id, 20)),
-                    f"{fmt.rate_with_ci(c.rate.value, c.rate.ci)} {md(c.metric, 20)}",
-                    (
-                        f"{fmt.rate_with_ci(c.control.value, c.control.ci)} "
-                        f"{md(c.control_benchmark or '', 40)}"
-                        if c.control
-                        else fmt.MISSING
-                    ),
-                    *(_context_cell(panel.get(m)) for m in PANEL_METRICS),
-                    (
-                        f"{fmt.pct(c.agreement.value)} of {c.agreement.n}"
-                        if c.agreement
-                        else fmt.MISSING
-                    ),
-                ]
-            )
-            + " |"
-        )
-    lines += [
-        "",
-        "> Neutral control: share of content-free sentence pairs in which the model prefers "
-        "the control's first group (bhed-neutral: the Brahmin sentence over the Dalit one); "
-        "ctl = the control under that metric.",
-    ]
-    return lines
 
 
 def _what_changed(report: ReportInput) -> list[str]:
@@ -158,64 +87,6 @@ def _what_changed(report: ReportInput) -> list[str]:
             ]
             more = f"; and {len(changes) - 8} more" if len(changes) > 8 else ""
             lines.append(f"  - {cat}: " + "; ".join(shown) + more)
-    return lines
-
-
-MAX_SUMMARIES = 12  # comparisons explained in words; drifts and configuration changes first
-
-
-def _what_it_means(report: ReportInput) -> list[str]:
-    """The plain-words verdict of the comparisons a reader should read first: every flag,
-    every configuration change, then the rest, up to ``MAX_SUMMARIES``."""
-    ranked = sorted(
-        (c for c in answer.verdict_comparisons(report) if c.summary),
-        key=lambda c: (c.verdict not in ("regression", "improvement"), c.role == "previous run"),
-    )
-    started = {r.run_id: r.started_at for r in report.runs}
-
-    def label(run_id: str | None) -> str:
-        at = started.get(run_id) if run_id else None
-        if run_id is None or at is None:
-            return md(fmt.short_id(run_id, 20))
-        return f"{fmt.day(at)} (…{md(run_id[-8:])})"
-
-    lines = []
-    for c in ranked[:MAX_SUMMARIES]:
-        head = (
-            f"- **{md(c.snapshot_id, 60)}** {md(c.axis, 40)} ({md(c.benchmark, 40)}), "
-            f"{label(c.baseline_run_id)} → {label(c.new_run_id)}"
-        )
-        lines.append(f"{head}: {md(c.summary, 2400)}")
-    if len(ranked) > MAX_SUMMARIES:
-        lines.append(f"- … {len(ranked) - MAX_SUMMARIES} more in the HTML report.")
-    return lines
-
-
-def _repeat_groups(report: ReportInput) -> list[str]:
-    lines = []
-    for g in report.repeat_groups:
-        for a in g.axes:
-            lines.append(
-                f"- **{md(g.snapshot_id, 60)}** {md(g.description, 120)}, {md(a.axis, 40)}: "
-                f"flip rate per pair of runs {md(fmt.distribution(a.pair_flip_rates), 400)}; "
-                f"noise floor {fmt.pct(a.flip_floor)}; bias rate per run "
-                f"{md(fmt.pct_list(a.bias_rates), 300)}"
-            )
-    return lines
-
-
-def _methods(report: ReportInput) -> list[str]:
-    lines = []
-    for m in report.methods:
-        runs = "; ".join(
-            f"{md(r.metric, 60)} {fmt.day(r.started_at)}: {fmt.rate_with_ci(r.value, r.ci)}"
-            + (f" (n = {r.n})" if r.n else "")
-            for r in m.runs
-        )
-        lines.append(
-            f"- **{md(m.snapshot_id, 60)}** {md(m.axis, 40)} ({md(m.benchmark, 40)}): {runs}. "
-            f"{md(m.note, 400)}"
-        )
     return lines
 
 
@@ -290,46 +161,13 @@ def render_markdown(report: ReportInput, *, max_rows: int = 40) -> str:
     # Families in their own folder answer right under the verdict, as in the HTML.
     families = family_sections(report, "markdown")
     out += families
-    rows = answer.verdict_comparisons(report)
-    if rows:
-        out += [
-            "### Paired comparisons in detail",
-            "",
-            f"| Snapshot | Axis (benchmark) | Bias rate, baseline → new ({report.level} Wilson) "
-            f"| Δ (paired {report.level} CI; MDE at 80% power) | Flips →anti / →stereo | p "
-            "| p (BH) | Verdict |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
-        # Every flag is shown however many there are; quiet rows fill up to max_rows.
-        flagged = sum(c.verdict in ("regression", "improvement") for c in rows)
-        shown = rows[: max(max_rows, flagged)]
-        out += [_row(c) for c in shown]
-        if len(rows) > len(shown):
-            out.append("")
-            out.append(f"{len(rows) - len(shown)} more comparisons are in the HTML report.")
-        out += ["", f"> {md(fdr_text(report), 600)}", ""]
-    else:
-        out += [] if families else ["No comparisons in this report.", ""]
-
-    out += family_blocks(report, "markdown", max_rows=max_rows)
-    context = _contexts(report)
-    if context:
-        out += ["### Bias rates in context", "", *context, ""]
-    meaning = _what_it_means(report)
-    if meaning:
-        out += ["### What the verdicts mean", "", *meaning, ""]
-
+    blocks = family_blocks(report, "markdown", max_rows=max_rows)
+    if not families and not sum(answer.verdict_counts(report).values()):
+        out += ["No comparisons in this report.", ""]
+    out += blocks
     changed = _what_changed(report)
     if changed:
         out += ["### What changed", "", *changed, ""]
-
-    groups = _repeat_groups(report)
-    if groups:
-        out += ["### Repeat groups (noise floors)", "", *groups, ""]
-
-    methods = _methods(report)
-    if methods:
-        out += ["### Methods side by side", "", *methods, ""]
 
     quarantined = report.quarantined()
     if quarantined:

@@ -266,7 +266,7 @@ def report_block(
     env: Environment | None = None,
 ) -> str:
     """The ``report_block`` hook: the family's section where the report places it (after
-    the pair comparisons), in Markdown or in HTML; ``env`` is the report's Jinja2
+    the pairs' detail), in Markdown or in HTML; ``env`` is the report's Jinja2
     environment (autoescape, its macros), which the HTML part extends with this folder."""
     if fmt == "markdown":
         return "\n".join(_associations(report, max_rows))

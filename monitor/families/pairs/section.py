@@ -1,21 +1,35 @@
-"""The sentence-pair family's fields of the report: its ``report_input`` hook.
+"""The sentence-pair family's part of the report: its fields and its detail section.
 
-Drift's per-axis comparisons (``AxisComparison``) become the report's ``Comparison``
-models, with each compared run's bias rates in context (the neutral control, the metric
-panel), the bias rate over time per snapshot × axis with repeat groups and configuration
-breaks, and the method comparisons of those series. Built from the typed read models
-(``readmodel.reader``), never the store; the report renders these fields.
+``report_input`` hook: drift's per-axis comparisons (``AxisComparison``) become the
+report's ``Comparison`` models, with each compared run's bias rates in context (the
+neutral control, the metric panel), the bias rate over time per snapshot × axis with
+repeat groups and configuration breaks, and the method comparisons of those series. Built
+from the typed read models (``readmodel.reader``), never the store.
+
+``report_block`` hook: the detail the report shows after every family's answer, in
+Markdown (PR comment, job summary) or HTML: trends (HTML), every paired comparison with
+its test and the FDR note, each rate in context, what the verdicts mean, the repeat groups
+and the methods side by side. Every value is escaped (``report.markdown.md``, Jinja2
+autoescape); item texts are never shown.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
+from jinja2 import ChoiceLoader, Environment, FileSystemLoader
+from markupsafe import Markup
+
+from monitor import fmt
 from monitor.drift.compare import AxisComparison
 from monitor.metrics.context import score_contexts
+from monitor.metrics.panel import PANEL_METRICS
 from monitor.readmodel.reader import RunReader
+from monitor.report import answer, plots
 from monitor.report.history import (
     SafeTexts,
     method_comparisons,
@@ -23,7 +37,9 @@ from monitor.report.history import (
     repeat_groups,
     series_trend,
 )
+from monitor.report.html import TrendView
 from monitor.report.input import interval_of, series_columns
+from monitor.report.markdown import VERDICT_BADGE, md
 from monitor.report.model import (
     Comparison,
     ConfigurationChange,
@@ -31,9 +47,17 @@ from monitor.report.model import (
     ControlBeside,
     DeltaTestSummary,
     NoiseSide,
+    ReportInput,
     ScoreContext,
     Trend,
+    TrendPoint,
 )
+from monitor.report.text import fdr_text
+
+_HERE = Path(__file__).parent
+_FMT = fmt  # the formatters, under a name report_block's ``fmt`` argument does not hide
+MAX_ITEM_IDS = 200  # flipped item ids listed per comparison (HTML)
+HTML_SUMMARIES = 40  # comparisons explained in words in the HTML (drifts first)
 
 
 def report_input(
@@ -249,3 +273,236 @@ def _with_controls(trends: list[Trend], contexts: list[ScoreContext]) -> list[Tr
         )
         out.append(t.model_copy(update={"control": ctl.value}) if ctl is not None else t)
     return out
+
+
+def report_block(
+    report: ReportInput,
+    *,
+    fmt: Literal["markdown", "html"],
+    max_rows: int,
+    env: Environment | None = None,
+) -> str:
+    """The ``report_block`` hook: the pairs' detail in Markdown or HTML, after every
+    family's answer (an empty string where the Markdown has nothing to show). In Markdown
+    every flag is listed and quiet comparisons fill up to ``max_rows``; ``env`` is the
+    report's Jinja2 environment (autoescape, its macros), extended with this folder."""
+    if fmt == "markdown":
+        return "\n".join(_markdown(report, max_rows))
+    assert env is not None, "the HTML part renders in the report's environment"
+    here = env.overlay(loader=ChoiceLoader([FileSystemLoader(_HERE), env.loader]))
+    comparisons = answer.verdict_comparisons(report)
+    return Markup(
+        here.get_template("section.html.j2").render(
+            r=report,
+            fmt=_FMT,
+            panel_metrics=PANEL_METRICS,
+            fdr=fdr_text(report),
+            trends=_trend_views(report),
+            singles=_single_runs(report),
+            strip_ticks=plots.strip_ticks(),
+            strip_width=plots.STRIP_WIDTH,
+            strip_height=plots.STRIP_HEIGHT,
+            comparisons=comparisons,
+            any_noise=any(c.noise_floor is not None or c.noise_unknown for c in comparisons),
+            summaries=[c for c in comparisons if c.summary][:HTML_SUMMARIES],
+            max_ids=MAX_ITEM_IDS,
+        )
+    )
+
+
+def _markdown(report: ReportInput, max_rows: int) -> list[str]:
+    """The Markdown detail: every paired comparison (flags first) with the FDR note, the
+    rates in context, what the verdicts mean, the repeat groups and the methods."""
+    out: list[str] = []
+    rows = answer.verdict_comparisons(report)
+    if rows:
+        out += [
+            "### Paired comparisons in detail",
+            "",
+            f"| Snapshot | Axis (benchmark) | Bias rate, baseline → new ({report.level} Wilson) "
+            f"| Δ (paired {report.level} CI; MDE at 80% power) | Flips →anti / →stereo | p "
+            "| p (BH) | Verdict |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        # Every flag is shown however many there are; quiet rows fill up to max_rows.
+        flagged = sum(c.verdict in ("regression", "improvement") for c in rows)
+        shown = rows[: max(max_rows, flagged)]
+        out += [_row(c) for c in shown]
+        if len(rows) > len(shown):
+            out.append("")
+            out.append(f"{len(rows) - len(shown)} more comparisons are in the HTML report.")
+        out += ["", f"> {md(fdr_text(report), 600)}", ""]
+    for title, lines in (
+        ("Bias rates in context", _contexts(report)),
+        ("What the verdicts mean", _what_it_means(report)),
+        ("Repeat groups (noise floors)", _repeat_groups(report)),
+        ("Methods side by side", _methods(report)),
+    ):
+        if lines:
+            out += [f"### {title}", "", *lines, ""]
+    return out
+
+
+@dataclass(frozen=True)
+class _StripView:
+    trend: Trend
+    strip: plots.Strip
+    point: TrendPoint | None
+
+
+def _charted(report: ReportInput) -> list[Trend]:
+    """The rate series a reader reads, controls left out: a neutral control is drawn as
+    the control line in its axis's chart (``Trend.control``), never a series of its own."""
+    controls = answer.control_benchmarks(report)
+    return [t for t in report.trends if t.benchmark not in controls]
+
+
+def _single_runs(report: ReportInput) -> list[_StripView]:
+    """Series of one run: one row each on a shared scale, not a chart each."""
+    return [
+        _StripView(t, plots.strip(t), t.points[0]) for t in _charted(report) if len(t.points) == 1
+    ]
+
+
+def _trend_views(report: ReportInput) -> list[TrendView]:
+    views = []
+    for i, t in enumerate(_charted(report)):
+        if len(t.points) == 1:
+            continue  # drawn in the single-run strip
+        plot = plots.layout(t)
+        caption = f"{t.measure} of {t.snapshot_id} on {t.axis} ({t.benchmark}) over time"
+        valued = [p for p in t.points if p.value is not None]
+        views.append(
+            TrendView(t, plot, f"trend-{i}", caption, plot.flags, valued[-1] if valued else None)
+        )
+    return views
+
+
+def _row(c: Comparison) -> str:
+    verdict = VERDICT_BADGE[c.verdict]
+    if c.verdict == "not comparable" and c.reason:
+        verdict += f": {md(c.reason, 100)}"
+    cells = [
+        md(c.snapshot_id, 60),
+        f"{md(c.axis, 40)} ({md(c.benchmark, 40)})",
+        f"{fmt.rate_with_ci(c.rate_old, c.ci_old)} → {fmt.rate_with_ci(c.rate_new, c.ci_new)}",
+        f"{fmt.pp(c.delta)} {fmt.pp_interval(c.delta_ci)}; MDE {fmt.mde(c.mde)}"
+        if c.delta is not None
+        else fmt.MISSING,
+        fmt.flips(c.b_to_anti, c.c_to_stereo),
+        fmt.pvalue(c.p_value),
+        fmt.pvalue(c.p_adjusted),
+        verdict,
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _context_cell(r) -> str:
+    if r is None:
+        return fmt.MISSING
+    text = fmt.rate_with_ci(r.value, r.ci)
+    return text + (f" (ctl {fmt.pct(r.control)})" if r.control is not None else "")
+
+
+def _contexts(report: ReportInput, limit: int = 40) -> list[str]:
+    """Each bias rate beside its neutral control and the metric panel: 50% is not
+    automatically unbiased, and the number depends on the metric."""
+    if not report.contexts:
+        return []
+    lines = [
+        f"| Snapshot | Axis (benchmark) | Run | Bias rate ({report.level}) | Neutral control | "
+        + "".join(f"{m} | " for m in PANEL_METRICS)
+        + "All three agree |",
+        "|---|---|---|---|---|" + "---|" * len(PANEL_METRICS) + "---|",
+    ]
+    for c in report.contexts[:limit]:
+        panel = {p.label: p for p in c.panel}
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    md(c.snapshot_id, 60),
+                    f"{md(c.axis, 40)} ({md(c.benchmark, 40)})",
+                    md(fmt.short_id(c.run_id, 20)),
+                    f"{fmt.rate_with_ci(c.rate.value, c.rate.ci)} {md(c.metric, 20)}",
+                    (
+                        f"{fmt.rate_with_ci(c.control.value, c.control.ci)} "
+                        f"{md(c.control_benchmark or '', 40)}"
+                        if c.control
+                        else fmt.MISSING
+                    ),
+                    *(_context_cell(panel.get(m)) for m in PANEL_METRICS),
+                    (
+                        f"{fmt.pct(c.agreement.value)} of {c.agreement.n}"
+                        if c.agreement
+                        else fmt.MISSING
+                    ),
+                ]
+            )
+            + " |"
+        )
+    lines += [
+        "",
+        "> Neutral control: share of content-free sentence pairs in which the model prefers "
+        "the control's first group (bhed-neutral: the Brahmin sentence over the Dalit one); "
+        "ctl = the control under that metric.",
+    ]
+    return lines
+
+
+MD_SUMMARIES = 12  # comparisons explained in words; drifts and configuration changes first
+
+
+def _what_it_means(report: ReportInput) -> list[str]:
+    """The plain-words verdict of the comparisons a reader should read first: every flag,
+    every configuration change, then the rest, up to ``MD_SUMMARIES``."""
+    ranked = sorted(
+        (c for c in answer.verdict_comparisons(report) if c.summary),
+        key=lambda c: (c.verdict not in ("regression", "improvement"), c.role == "previous run"),
+    )
+    started = {r.run_id: r.started_at for r in report.runs}
+
+    def label(run_id: str | None) -> str:
+        at = started.get(run_id) if run_id else None
+        if run_id is None or at is None:
+            return md(fmt.short_id(run_id, 20))
+        return f"{fmt.day(at)} (…{md(run_id[-8:])})"
+
+    lines = []
+    for c in ranked[:MD_SUMMARIES]:
+        head = (
+            f"- **{md(c.snapshot_id, 60)}** {md(c.axis, 40)} ({md(c.benchmark, 40)}), "
+            f"{label(c.baseline_run_id)} → {label(c.new_run_id)}"
+        )
+        lines.append(f"{head}: {md(c.summary, 2400)}")
+    if len(ranked) > MD_SUMMARIES:
+        lines.append(f"- … {len(ranked) - MD_SUMMARIES} more in the HTML report.")
+    return lines
+
+
+def _repeat_groups(report: ReportInput) -> list[str]:
+    lines = []
+    for g in report.repeat_groups:
+        for a in g.axes:
+            lines.append(
+                f"- **{md(g.snapshot_id, 60)}** {md(g.description, 120)}, {md(a.axis, 40)}: "
+                f"flip rate per pair of runs {md(fmt.distribution(a.pair_flip_rates), 400)}; "
+                f"noise floor {fmt.pct(a.flip_floor)}; bias rate per run "
+                f"{md(fmt.pct_list(a.bias_rates), 300)}"
+            )
+    return lines
+
+
+def _methods(report: ReportInput) -> list[str]:
+    lines = []
+    for m in report.methods:
+        runs = "; ".join(
+            f"{md(r.metric, 60)} {fmt.day(r.started_at)}: {fmt.rate_with_ci(r.value, r.ci)}"
+            + (f" (n = {r.n})" if r.n else "")
+            for r in m.runs
+        )
+        lines.append(
+            f"- **{md(m.snapshot_id, 60)}** {md(m.axis, 40)} ({md(m.benchmark, 40)}): {runs}. "
+            f"{md(m.note, 400)}"
+        )
+    return lines

@@ -39,6 +39,7 @@ PAIR_OUTCOME = ResultFamily(
         "drift_table": f"{_HERE}.drift_output:drift_table",
         "drift_json": f"{_HERE}.drift_output:drift_json",
         "report_input": f"{_HERE}.section:report_input",
+        "report_block": f"{_HERE}.section:report_block",
     },
     drift_units="Δ and MDE in percentage points",
 )
