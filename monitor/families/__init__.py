@@ -87,6 +87,12 @@ with their roles, the subjects only one run scored) and ``show_flips=`` (``drift
                   value}: its fields of ``ReportInput`` (``monitor.report.input``; the
                   pairs': comparisons, contexts, bias-rate trends, repeat groups, methods);
                   ``with_flips``: ``--show-flips``, list the ids of the items that moved
+``report_lead``   (report, *, fmt, max_rows, env) -> str: its answer, first under the
+                  verdict (the pairs': per compared pair of runs, a row per axis); "" when
+                  it compared nothing
+``report_verdicts`` (report) -> [``report.answer.VerdictRef``]: its comparisons' verdicts
+                  and runs, which the report counts, names among its runs and lists under
+                  "What changed" (a family whose comparisons are drift's records needs none)
 ``report_block``  (report, *, fmt, max_rows, env) -> str: its detail section in Markdown
                   or HTML (``env``: the report's Jinja2 environment), after every family's
                   answer, in the registry's order (the pairs': trends, every paired

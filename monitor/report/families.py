@@ -39,6 +39,20 @@ def family_sections(report: ReportInput, fmt: Literal["markdown", "html"]) -> li
     return out
 
 
+def family_leads(
+    report: ReportInput, fmt: Literal["markdown", "html"], *, max_rows: int, env: Any = None
+) -> list[str]:
+    """The ``report_lead`` parts of families whose report data are fields of ``ReportInput``
+    (the pairs' per-pair, per-axis answer), in the registry's order, first under the
+    verdict; empty ones left out. ``env`` is the HTML renderer's Jinja2 environment."""
+    out = []
+    for family in FAMILIES.values():
+        hook = family.hook("report_lead")
+        if hook is not None and (lead := hook(report, fmt=fmt, max_rows=max_rows, env=env)):
+            out.append(lead)
+    return out
+
+
 def family_blocks(
     report: ReportInput, fmt: Literal["markdown", "html"], *, max_rows: int, env: Any = None
 ) -> list[str]:

@@ -19,7 +19,7 @@ from markupsafe import Markup
 
 from monitor import fmt
 from monitor.report import answer, plots
-from monitor.report.families import family_blocks, family_sections
+from monitor.report.families import family_blocks, family_leads, family_sections
 from monitor.report.model import QualityResult, ReportInput, RunSummary, Trend, TrendPoint
 from monitor.report.text import summary_line
 
@@ -52,13 +52,7 @@ class TrendView:
 
 
 def _runs_shown(report: ReportInput) -> tuple[list[RunSummary], list[QualityResult], int]:
-    named = {c.new_run_id for c in report.comparisons} | {
-        c.baseline_run_id for c in report.comparisons if c.baseline_run_id
-    }
-    named |= {c.new_run_id for c in report.effect_comparisons} | {
-        c.baseline_run_id for c in report.effect_comparisons
-    }
-    named |= {r for c in report.family_comparisons for r in (c.new_run_id, c.baseline_run_id)}
+    named = {r for v in answer.verdict_refs(report) for r in (v.new_run_id, v.baseline_run_id) if r}
     runs = [r for r in report.runs if r.status != "complete" or r.run_id in named]
     quality = [q for q in report.quality if not q.success or q.run_id in named]
     return runs, quality, len(report.runs) - len(runs) + report.runs_not_listed
@@ -74,7 +68,7 @@ def render_html(report: ReportInput) -> str:
         fmt=fmt,
         summary=summary_line(report),
         headline=answer.headline(report),
-        pairs=answer.pairs(report),
+        leads=[Markup(s) for s in family_leads(report, "html", max_rows=0, env=environment())],
         counts={v: n for v, n in answer.verdict_counts(report).items() if n},
         hidden_runs=hidden_runs,
         hidden_quality=len(report.quality) - len(quality) + report.quality_not_listed,

@@ -17,7 +17,7 @@ import re
 
 from monitor import fmt
 from monitor.report import answer
-from monitor.report.families import family_blocks, family_sections
+from monitor.report.families import family_blocks, family_leads, family_sections
 from monitor.report.model import ReportInput
 from monitor.report.text import summary_line
 
@@ -54,13 +54,14 @@ def _inert(text: str) -> str:
 
 
 def _what_changed(report: ReportInput) -> list[str]:
-    """Per compared pair of runs, what else differs between them: the pair axes' pairs
-    first (drifts first), then those of the other families' comparisons."""
+    """Per compared pair of runs, what else differs between them: the pairs of runs in
+    the order of the report's verdicts (family by family, the pairs' drifts first), then
+    any other run pair the report holds a diff for."""
     lines: list[str] = []
     diffs = {(d.new_run_id, d.baseline_run_id): d for d in report.provenance}
     keys: dict[tuple[str, str | None], str] = {}  # pair of runs -> snapshot, in order
-    for c in answer.verdict_comparisons(report):
-        keys.setdefault((c.new_run_id, c.baseline_run_id), c.snapshot_id)
+    for v in answer.verdict_refs(report):
+        keys.setdefault((v.new_run_id, v.baseline_run_id), v.snapshot_id)
     for d in report.provenance:
         keys.setdefault((d.new_run_id, d.baseline_run_id), d.snapshot_id)
     for key, snapshot_id in keys.items():
@@ -90,70 +91,11 @@ def _what_changed(report: ReportInput) -> list[str]:
     return lines
 
 
-def _answer(report: ReportInput, max_rows: int) -> list[str]:
-    """Per compared pair: the two runs named once (snapshot names and run ids in full),
-    then one row per axis; the neutral control only in its axis's row. Every flagged
-    axis is shown; quiet ones fill up to ``max_rows`` rows in all."""
-    lines: list[str] = []
-    pairs = answer.pairs(report)
-    quiet_budget = max(0, max_rows - sum(len(p.flagged) for p in pairs))
-    left_out = 0
-    for p in pairs:
-        flagged = p.flagged
-        quiet = [r for r in p.rows if r not in flagged][:quiet_budget]
-        quiet_budget -= len(quiet)
-        rows = flagged + quiet
-        left_out += len(p.rows) - len(rows)
-        if not rows and p.rows:
-            continue
-        base = p.baseline_snapshot_id or p.snapshot_id
-        role = f" ({md(p.role, 80)})" if p.role != "previous run" else ""
-        lines += [
-            # Run ids as plain escaped text: md()'s backslashes would show inside a code span.
-            f"**new** {md(p.snapshot_id, 120)}, run {md(p.new_run_id, 120)} · **baseline** "
-            f"{md(base, 120)}, run {md(p.baseline_run_id or fmt.MISSING, 120)}{role}",
-            "",
-        ]
-        if rows:
-            lines += [
-                f"| Axis | Verdict | Bias rate, baseline → new | Δ (paired {report.level} CI) "
-                "| MDE (80% power) | Neutral control, baseline → new |",
-                "|---|---|---|---|---|---|",
-            ]
-        for row in rows:
-            c = row.comparison
-            verdict = VERDICT_BADGE[c.verdict]
-            if c.verdict == "not comparable" and c.reason:
-                verdict += f": {md(c.reason, 100)}"
-            delta = (
-                f"{fmt.pp(c.delta)} {fmt.pp_interval(c.delta_ci)}"
-                if c.delta is not None
-                else fmt.MISSING
-            )
-            control = (
-                f"{fmt.pct(row.control.old)} → {fmt.pct(row.control.new)} "
-                f"({md(row.control.benchmark, 40)})"
-                if row.control
-                else fmt.MISSING
-            )
-            lines.append(
-                f"| {md(c.axis, 40)} ({md(c.benchmark, 40)}) | {verdict} | "
-                f"{fmt.pct(c.rate_old)} → {fmt.pct(c.rate_new)} | {delta} | {fmt.mde(c.mde)} "
-                f"| {control} |"
-            )
-        for text in p.unscored_text():
-            lines += ["", f"{md(text[0].upper() + text[1:], 400)} (no verdict)."]
-        lines.append("")
-    if left_out:
-        lines += [f"{left_out} more axis comparisons without a flag are in the HTML report.", ""]
-    return lines
-
-
 def render_markdown(report: ReportInput, *, max_rows: int = 40) -> str:
     """The report as GitHub-flavoured Markdown, at most ``MAX_CHARS`` long: the verdict
     line, the per-axis table, then the detail under the report's title."""
     out = [f"**Verdict:** {md(answer.headline(report), 1200)}", ""]
-    out += _answer(report, max_rows)
+    out += family_leads(report, "markdown", max_rows=max_rows)
     out += [f"## {md(report.title, 120)}", ""]
     window = f" · since {fmt.day(report.since)}" if report.since else ""
     out.append(f"Generated {fmt.when(report.generated_at)}{window} · {summary_line(report)}")

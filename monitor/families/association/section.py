@@ -26,6 +26,7 @@ from monitor.families.association.compare import EffectComparison as DriftEffect
 from monitor.families.association.spec import ASSOCIATION_TEST
 from monitor.metrics.registry import METRICS
 from monitor.readmodel.reader import RunReader
+from monitor.report.answer import VerdictRef
 from monitor.report.history import SafeTexts, series_trend
 from monitor.report.html import TrendView
 from monitor.report.input import interval_of, series_columns
@@ -256,6 +257,14 @@ def report_headline(report: ReportInput) -> str:
         return f"{where} (association tests): " + "; ".join(parts) + "."
     tests = f"{len(comps)} test{'s' * (len(comps) != 1)}"
     return f"{where} (association tests): no flagged change in {tests}."
+
+
+def report_verdicts(report: ReportInput) -> list[VerdictRef]:
+    """The ``report_verdicts`` hook: each compared test's verdict and runs."""
+    return [
+        VerdictRef(c.snapshot_id, c.new_run_id, c.baseline_run_id, c.verdict)
+        for c in report.effect_comparisons
+    ]
 
 
 def report_block(

@@ -34,6 +34,7 @@ ASSOCIATION_TEST = ResultFamily(
         "report_input": f"{_HERE}.section:report_input",
         "report_block": f"{_HERE}.section:report_block",
         "report_headline": f"{_HERE}.section:report_headline",
+        "report_verdicts": f"{_HERE}.section:report_verdicts",
     },
     show_title="association tests (effect size d, bootstrap intervals)",
     item_noun="terms",

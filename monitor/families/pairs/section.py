@@ -26,10 +26,11 @@ from markupsafe import Markup
 
 from monitor import fmt
 from monitor.drift.compare import AxisComparison
+from monitor.families.pairs import answer
 from monitor.metrics.context import score_contexts
 from monitor.metrics.panel import PANEL_METRICS
 from monitor.readmodel.reader import RunReader
-from monitor.report import answer, plots
+from monitor.report import plots
 from monitor.report.history import (
     SafeTexts,
     method_comparisons,
@@ -52,7 +53,6 @@ from monitor.report.model import (
     Trend,
     TrendPoint,
 )
-from monitor.report.text import fdr_text
 
 _HERE = Path(__file__).parent
 _FMT = fmt  # the formatters, under a name report_block's ``fmt`` argument does not hide
@@ -506,3 +506,15 @@ def _methods(report: ReportInput) -> list[str]:
             f"{md(m.note, 400)}"
         )
     return lines
+
+
+def fdr_text(report: ReportInput) -> str:
+    """How many tests were corrected together: a reader needs it to weigh any one flag."""
+    if report.fdr_note:
+        return report.fdr_note
+    m = sum(c.p_value is not None for c in answer.verdict_comparisons(report))
+    return (
+        f"p (BH) is Benjamini–Hochberg-adjusted over the {m} paired tests in this report "
+        f"(false discovery rate {report.alpha:g}); a drift is flagged only when p (BH) < "
+        f"{report.alpha:g} and the flips clear the snapshot's noise floor."
+    )

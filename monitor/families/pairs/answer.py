@@ -1,0 +1,277 @@
+"""The sentence-pair family's answer, the first thing the report shows.
+
+One verdict sentence (``report_headline``) and, per compared pair of runs, one row per
+axis: verdict, rates, Δ with its interval, MDE, and the axis's neutral control beside it
+(``report_lead``, in Markdown and HTML, so the first screen of the page and the first
+lines of a PR comment say the same). ``report_verdicts`` hands the report its comparisons'
+verdicts to count and list.
+
+A neutral control (bhed-neutral for caste) is never a verdict of its own: it is read
+beside the axis it controls (``Comparison.control``). A report input from before drift
+stopped comparing controls may still hold a comparison of the control benchmark itself;
+such a comparison is dropped here and its rates are taken from the run's contexts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from jinja2 import ChoiceLoader, Environment, FileSystemLoader
+from markupsafe import Markup
+
+from monitor import fmt
+from monitor.report.answer import FLAGS, VerdictRef
+from monitor.report.markdown import VERDICT_BADGE, md
+from monitor.report.model import VERDICT_ORDER, Comparison, ReportInput, UnscoredAxis
+
+_HERE = Path(__file__).parent
+_FMT = fmt  # the formatters, under a name report_lead's ``fmt`` argument does not hide
+
+
+@dataclass(frozen=True)
+class ControlCell:
+    """The axis's neutral control in both runs: benchmark, baseline rate, new rate."""
+
+    benchmark: str
+    old: float | None
+    new: float | None
+
+    def text(self) -> str:
+        """ "25.0% → 5.8% (bhed-neutral)"; one side missing reads as a dash."""
+        return f"{fmt.pct(self.old)} → {fmt.pct(self.new)} ({self.benchmark})"
+
+
+@dataclass(frozen=True)
+class AxisRow:
+    comparison: Comparison
+    control: ControlCell | None
+
+
+@dataclass
+class PairAnswer:
+    """One new run against its baseline: the runs named once, then one row per axis."""
+
+    snapshot_id: str
+    new_run_id: str
+    baseline_snapshot_id: str | None
+    baseline_run_id: str | None
+    role: str
+    rows: list[AxisRow] = field(default_factory=list)
+    unscored: list[UnscoredAxis] = field(default_factory=list)  # axes one side lacks
+
+    @property
+    def flagged(self) -> list[AxisRow]:
+        return [r for r in self.rows if is_flagged(r.comparison)]
+
+    def unscored_text(self) -> list[str]:
+        """ "not scored in the new run: gender, race" (and the same for the baseline)."""
+        out = []
+        for side in ("new", "baseline"):
+            axes = [u.axis for u in self.unscored if u.missing == side]
+            if axes:
+                out.append(f"{self.unscored_words(side)}: {', '.join(axes)}")
+        return out
+
+    @staticmethod
+    def unscored_words(side: str) -> str:
+        return "not scored in the new run" if side == "new" else "not scored in the baseline"
+
+
+def is_flagged(c: Comparison) -> bool:
+    """Drift's flag; a hand-built input without it is read by its verdict."""
+    return c.flagged or c.verdict in FLAGS
+
+
+def control_benchmarks(report: ReportInput) -> set[str]:
+    """Benchmarks that are some axis's neutral control in this report."""
+    return {x.control_benchmark for x in report.contexts if x.control_benchmark}
+
+
+def verdict_comparisons(report: ReportInput) -> list[Comparison]:
+    """The comparisons that carry a verdict: controls left out, drifts first."""
+    controls = control_benchmarks(report)
+    return sorted(
+        (c for c in report.comparisons if c.benchmark not in controls),
+        key=lambda c: (VERDICT_ORDER.index(c.verdict), c.snapshot_id, c.benchmark, c.axis),
+    )
+
+
+def _control(report: ReportInput, c: Comparison) -> ControlCell | None:
+    if c.control is not None:
+        return ControlCell(c.control.benchmark, c.control.rate_old, c.control.rate_new)
+    ctx = {(x.run_id, x.benchmark, x.axis): x for x in report.contexts}
+    new = ctx.get((c.new_run_id, c.benchmark, c.axis))
+    old = ctx.get((c.baseline_run_id, c.benchmark, c.axis)) if c.baseline_run_id else None
+    bench = (new and new.control_benchmark) or (old and old.control_benchmark)
+    if not bench:
+        return None
+
+    def rate(x) -> float | None:
+        return x.control.value if x is not None and x.control is not None else None
+
+    return ControlCell(bench, rate(old), rate(new))
+
+
+def pairs(report: ReportInput) -> list[PairAnswer]:
+    """Comparisons grouped by compared pair of runs: pairs with a flag first, then by name;
+    axes in each pair drifts first, then by axis."""
+    snapshot_of = {r.run_id: r.snapshot_id for r in report.runs}
+    by: dict[tuple[str, str | None], PairAnswer] = {}
+    for c in verdict_comparisons(report):
+        key = (c.new_run_id, c.baseline_run_id)
+        if key not in by:
+            by[key] = PairAnswer(
+                snapshot_id=c.snapshot_id,
+                new_run_id=c.new_run_id,
+                baseline_snapshot_id=snapshot_of.get(c.baseline_run_id or ""),
+                baseline_run_id=c.baseline_run_id,
+                role=c.role,
+            )
+        by[key].rows.append(AxisRow(c, _control(report, c)))
+    for u in report.unscored:
+        key = (u.new_run_id, u.baseline_run_id)
+        if key not in by:
+            by[key] = PairAnswer(
+                snapshot_id=u.snapshot_id,
+                new_run_id=u.new_run_id,
+                baseline_snapshot_id=snapshot_of.get(u.baseline_run_id),
+                baseline_run_id=u.baseline_run_id,
+                role="previous run",
+            )
+        by[key].unscored.append(u)
+    return sorted(by.values(), key=lambda p: (not p.flagged, p.snapshot_id, p.new_run_id))
+
+
+def _axes(rows: list[AxisRow]) -> str:
+    return ", ".join(f"{r.comparison.axis} ({fmt.pp(r.comparison.delta)})" for r in rows)
+
+
+def _pairs_headline(report: ReportInput, ps: list[PairAnswer]) -> str:
+    n_axes = sum(len(p.rows) for p in ps)
+    snapshots = sorted({p.snapshot_id for p in ps})
+    where = snapshots[0] if len(snapshots) == 1 else f"{len(snapshots)} snapshots"
+    parts = []
+    for verdict in FLAGS:
+        hits = [
+            (p, [r for r in p.rows if r.comparison.verdict == verdict and is_flagged(r.comparison)])
+            for p in ps
+        ]
+        hits = [(p, rows) for p, rows in hits if rows]
+        if hits:
+            n = sum(len(rows) for _, rows in hits)
+            listed = "; ".join(
+                (f"{p.snapshot_id} " if len(snapshots) > 1 else "") + _axes(rows)
+                for p, rows in hits
+            )
+            parts.append(f"{n} {verdict}{'s' * (n != 1)}: {listed}")
+    # The pair axes' own verdicts (a family's comparisons have their own sentence).
+    counts = {v: sum(r.comparison.verdict == v for p in ps for r in p.rows) for v in VERDICT_ORDER}
+    if parts:
+        rest = n_axes - counts["regression"] - counts["improvement"]
+        tail = f"; {rest} other axis comparison{'s' * (rest != 1)} without a flag" if rest else ""
+        return f"{where}: " + "; ".join(parts) + tail + "."
+    quiet = counts["no significant change"]
+    text = (
+        f"{where}: no significant change on {quiet} of {n_axes} compared "
+        f"{'axis' if n_axes == 1 else 'axes'}"
+    )
+    if counts["not comparable"]:
+        text += f"; {counts['not comparable']} not comparable"
+    return text + "."
+
+
+def report_headline(report: ReportInput) -> str:
+    """The ``report_headline`` hook: the pair axes in the report's one-sentence verdict
+    (empty when no pair of runs was compared)."""
+    ps = pairs(report)
+    return _pairs_headline(report, ps) if ps else ""
+
+
+def report_verdicts(report: ReportInput) -> list[VerdictRef]:
+    """The ``report_verdicts`` hook: each axis comparison's verdict and runs, controls
+    left out, drifts first."""
+    return [
+        VerdictRef(c.snapshot_id, c.new_run_id, c.baseline_run_id, c.verdict)
+        for c in verdict_comparisons(report)
+    ]
+
+
+def report_lead(
+    report: ReportInput,
+    *,
+    fmt: Literal["markdown", "html"],
+    max_rows: int,
+    env: Environment | None = None,
+) -> str:
+    """The ``report_lead`` hook: per compared pair of runs, the two runs named once
+    (snapshot names and run ids in full), then one row per axis; empty when no pair of
+    runs was compared. ``env``: the report's Jinja2 environment, for the HTML."""
+    if fmt == "markdown":
+        return "\n".join(_answer(report, max_rows))
+    ps = pairs(report)
+    if not ps:
+        return ""
+    assert env is not None, "the HTML part renders in the report's environment"
+    here = env.overlay(loader=ChoiceLoader([FileSystemLoader(_HERE), env.loader]))
+    return Markup(here.get_template("answer.html.j2").render(r=report, fmt=_FMT, pairs=ps))
+
+
+def _answer(report: ReportInput, max_rows: int) -> list[str]:
+    """Per compared pair: the two runs named once (snapshot names and run ids in full),
+    then one row per axis; the neutral control only in its axis's row. Every flagged
+    axis is shown; quiet ones fill up to ``max_rows`` rows in all."""
+    lines: list[str] = []
+    ps = pairs(report)
+    quiet_budget = max(0, max_rows - sum(len(p.flagged) for p in ps))
+    left_out = 0
+    for p in ps:
+        flagged = p.flagged
+        quiet = [r for r in p.rows if r not in flagged][:quiet_budget]
+        quiet_budget -= len(quiet)
+        rows = flagged + quiet
+        left_out += len(p.rows) - len(rows)
+        if not rows and p.rows:
+            continue
+        base = p.baseline_snapshot_id or p.snapshot_id
+        role = f" ({md(p.role, 80)})" if p.role != "previous run" else ""
+        lines += [
+            # Run ids as plain escaped text: md()'s backslashes would show inside a code span.
+            f"**new** {md(p.snapshot_id, 120)}, run {md(p.new_run_id, 120)} · **baseline** "
+            f"{md(base, 120)}, run {md(p.baseline_run_id or fmt.MISSING, 120)}{role}",
+            "",
+        ]
+        if rows:
+            lines += [
+                f"| Axis | Verdict | Bias rate, baseline → new | Δ (paired {report.level} CI) "
+                "| MDE (80% power) | Neutral control, baseline → new |",
+                "|---|---|---|---|---|---|",
+            ]
+        for row in rows:
+            c = row.comparison
+            verdict = VERDICT_BADGE[c.verdict]
+            if c.verdict == "not comparable" and c.reason:
+                verdict += f": {md(c.reason, 100)}"
+            delta = (
+                f"{fmt.pp(c.delta)} {fmt.pp_interval(c.delta_ci)}"
+                if c.delta is not None
+                else fmt.MISSING
+            )
+            control = (
+                f"{fmt.pct(row.control.old)} → {fmt.pct(row.control.new)} "
+                f"({md(row.control.benchmark, 40)})"
+                if row.control
+                else fmt.MISSING
+            )
+            lines.append(
+                f"| {md(c.axis, 40)} ({md(c.benchmark, 40)}) | {verdict} | "
+                f"{fmt.pct(c.rate_old)} → {fmt.pct(c.rate_new)} | {delta} | {fmt.mde(c.mde)} "
+                f"| {control} |"
+            )
+        for text in p.unscored_text():
+            lines += ["", f"{md(text[0].upper() + text[1:], 400)} (no verdict)."]
+        lines.append("")
+    if left_out:
+        lines += [f"{left_out} more axis comparisons without a flag are in the HTML report.", ""]
+    return lines
