@@ -1,14 +1,14 @@
-"""The longitudinal shapes of a report: repeat groups, configuration breaks, quarantined
-runs and methods side by side, read through the typed reading protocol (``readmodel.reader``).
+"""The longitudinal shapes of a report: trends with their repeat groups, configuration
+breaks and quarantined runs, read through the typed reading protocol (``readmodel.reader``).
 
 A history is not a line through every run. Repeat runs of one measurement configuration
 made close together are replicates and are drawn as one point with their spread (for a
 local snapshot only a ``--repeat`` group: its separate runs are deterministic, and a
 difference between them is drift, not noise; see ``drift.noise``); a change of
 model, API, prompt or metric is a break in the series, named; a quarantined run is a
-measurement failure and is shown apart from the line with its reason; and a snapshot
-measured by two methods (forced choice by log-probabilities, sampling) is shown side by
-side with the method difference named, never joined by a line or paired item by item.
+measurement failure and is shown apart from the line with its reason. (A family's own
+longitudinal tables, e.g. the pairs' repeat groups with their flip rates and methods side
+by side, live in its folder.)
 """
 
 from __future__ import annotations
@@ -19,19 +19,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from monitor.display import safe_text
-from monitor.drift.noise import MAX_RUNS, describe_group, replicate_units
-from monitor.drift.stats import noise_floor
-from monitor.metrics.registry import METRICS
 from monitor.readmodel.configuration import describe_changes
 from monitor.readmodel.models import StoredRun
 from monitor.readmodel.reader import RunReader
 from monitor.report.model import (
     SHOWN_SAFELY,
-    ConfigurationChange,
-    MethodComparison,
-    MethodRun,
-    RepeatGroup,
-    RepeatGroupAxis,
     Trend,
     TrendBreak,
     TrendGroup,
@@ -327,109 +319,3 @@ def _summary_point(cols: SeriesColumns, start: int, stop: int) -> TrendPoint:
         },
         context=SHOWN_SAFELY,
     )
-
-
-def _configuration_rows(run: StoredRun) -> tuple[ConfigurationChange, ...]:
-    cfg = run.configuration
-    rows = [
-        ("model", cfg.get("model")),
-        ("API", cfg.get("api")),
-        ("metric", cfg.get("metric")),
-        ("option order", cfg.get("option_order")),
-        ("prompt", cfg.get("prompt")),
-        ("parameters", cfg.get("parameters")),
-    ]
-    return tuple(ConfigurationChange(label=k, new=v) for k, v in rows if v not in (None, {}, ""))
-
-
-def repeat_groups(view: RunReader, snapshot_id: str, since: datetime | None) -> list[RepeatGroup]:
-    """Every repeat group (≥ 2 complete runs of one configuration) of the snapshot with a
-    run in the window, with its noise per axis as distributions."""
-    out: list[RepeatGroup] = []
-    cache: dict[str, StoredRun] = {}
-
-    def run(rid: str) -> StoredRun:
-        if rid not in cache:
-            cache[rid] = view.run(rid)
-        return cache[rid]
-
-    for g, unit in replicate_units(view.configuration_groups(snapshot_id), run):
-        span = [run(unit[0]).started_at, run(unit[-1]).started_at]
-        if since is not None and span[-1] < since:
-            continue
-        members = unit[-MAX_RUNS:]
-        outcomes = [view.axis_outcomes(r) for r in members]
-        axes = []
-        for key in sorted({k for o in outcomes for k in o}):
-            repeats = [o[key].outcomes for o in outcomes if key in o]
-            floor = noise_floor(repeats)
-            if floor is None:
-                continue
-            rates = []
-            for rep in repeats:
-                decided = [x for x in rep.values() if x in ("stereo", "anti")]
-                if decided:
-                    rates.append(sum(x == "stereo" for x in decided) / len(decided))
-            axes.append(
-                RepeatGroupAxis(
-                    benchmark=key[0],
-                    axis=key[1],
-                    pair_flip_rates=floor.pair_rates,
-                    flip_floor=floor.upper,
-                    bias_rates=tuple(rates),
-                )
-            )
-        description = describe_group(g, len(unit), span)
-        if len(members) < len(unit):
-            description += f" (noise from the latest {len(members)})"
-        out.append(
-            RepeatGroup(
-                snapshot_id=snapshot_id,
-                key=g.key,
-                description=description,
-                run_ids=unit,
-                configuration=_configuration_rows(run(unit[-1])),
-                axes=tuple(axes),
-            )
-        )
-    return out
-
-
-def method_comparisons(view: RunReader, trends: Sequence[Trend]) -> list[MethodComparison]:
-    """Snapshot axes measured by more than one metric: the latest run of each, side by side."""
-    by_axis: dict[tuple[str, str, str], list[Trend]] = {}
-    for t in trends:
-        if t.points:
-            by_axis.setdefault((t.snapshot_id, t.benchmark, t.axis), []).append(t)
-    out: list[MethodComparison] = []
-    for (snapshot, benchmark, axis), ts in sorted(by_axis.items()):
-        if len(ts) < 2:
-            continue
-        runs = []
-        for t in sorted(ts, key=lambda t: t.points[-1].started_at):
-            p = t.points[-1]
-            spec = METRICS.get(t.metric or "")
-            runs.append(
-                MethodRun(
-                    metric=t.metric or "?",
-                    method=spec.summary if spec else "unregistered metric",
-                    run_id=p.run_id,
-                    started_at=p.started_at,
-                    value=p.value,
-                    ci=(p.ci_low, p.ci_high) if p.ci_low is not None else None,
-                    n=p.n,
-                )
-            )
-        names = " vs ".join(r.metric for r in runs)
-        out.append(
-            MethodComparison(
-                snapshot_id=snapshot,
-                benchmark=benchmark,
-                axis=axis,
-                runs=tuple(runs),
-                note=f"method change ({names}): each rate follows its own method's definition, "
-                "so the runs are not compared item by item and their difference includes the "
-                "change of method, not only of the model",
-            )
-        )
-    return out

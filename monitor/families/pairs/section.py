@@ -27,17 +27,12 @@ from markupsafe import Markup
 from monitor import fmt
 from monitor.drift.compare import AxisComparison
 from monitor.families.pairs import answer
+from monitor.families.pairs.section_history import method_comparisons, repeat_groups
 from monitor.metrics.context import score_contexts
 from monitor.metrics.panel import PANEL_METRICS
 from monitor.readmodel.reader import RunReader
 from monitor.report import plots
-from monitor.report.history import (
-    SafeTexts,
-    method_comparisons,
-    quarantined_runs,
-    repeat_groups,
-    series_trend,
-)
+from monitor.report.history import SafeTexts, quarantined_runs, series_trend
 from monitor.report.html import TrendView
 from monitor.report.input import interval_of, series_columns
 from monitor.report.markdown import VERDICT_BADGE, md
