@@ -17,7 +17,6 @@ from monitor.drift.compare import (
     CONFIDENCE,
     CONFIGURATION_CHANGE,
     PREVIOUS_RUN,
-    AxisComparison,
     UnscoredAxis,
     adjust_family,
     with_sign_flips,
@@ -46,8 +45,11 @@ class Pair:
 
 class FamilyResult(Protocol):
     """What drift needs of a comparison a family's ``compare`` hook returns in its own type
-    (the association tests' ``EffectComparison``): the runs, the subject, a p to adjust
-    with every other test of the session, and the verdict that follows."""
+    (the pairs' ``AxisComparison``, the association tests' ``EffectComparison``): the
+    runs, the subject, a p to adjust with every other test of the session, and the verdict
+    that follows. A type whose comparisons carry delta tests takes their p-values from the
+    session's sign-flip batch with a ``with_delta_p_values`` method
+    (``drift.compare.with_sign_flips``)."""
 
     family: str
     benchmark: str
@@ -62,9 +64,10 @@ class FamilyResult(Protocol):
     def adjusted(self, p_adjusted: float | None, alpha: float) -> Any: ...
 
 
-# Any comparison drift makes, whatever the family: pair axes (paired flips), the families
-# in their own folder (``FamilyComparison``), or a folder family's own type.
-Comparison = AxisComparison | FamilyComparison | FamilyResult
+# Any comparison drift makes, whatever the family: drift's generic record
+# (``FamilyComparison``), or a family's own type (the pairs' ``AxisComparison``, the
+# association tests' ``EffectComparison``).
+Comparison = FamilyComparison | FamilyResult
 
 
 @dataclass
@@ -72,8 +75,8 @@ class DriftResult:
     """What one drift session found: one list of comparisons whatever the family, in the
     order the pairs were compared, BH-adjusted as one family of tests.
 
-    Readers that draw one family's table take its typed view (``axes``,
-    ``family_comparisons``, ``of_family``); anything that counts, gates or lists verdicts reads
+    Readers that draw one family's table take its typed view (``of_family``,
+    ``family_comparisons``); anything that counts, gates or lists verdicts reads
     ``comparisons`` itself, so a new family is counted without a new field here.
     """
 
@@ -85,17 +88,6 @@ class DriftResult:
     noise_sources: dict[str, list[str]] = field(default_factory=dict)
     alpha: float = ALPHA
     confidence: float = CONFIDENCE
-
-    @property
-    def axes(self) -> list[AxisComparison]:
-        """The pair families' per-axis comparisons (bias rates, paired flips)."""
-        return [c for c in self.comparisons if isinstance(c, AxisComparison)]
-
-    @property
-    def own_types(self) -> list[FamilyResult]:
-        """Comparisons in a folder family's own type (association tests), which carry the
-        provenance diff of their two runs as pair axes do."""
-        return [c for c in self.comparisons if not isinstance(c, AxisComparison | FamilyComparison)]
 
     def of_family(self, name: str) -> list[Comparison]:
         """The comparisons of one family (``ResultFamily.name``), for its own tables."""

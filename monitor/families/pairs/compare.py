@@ -26,16 +26,12 @@ from monitor.drift.compare import (
     ALPHA,
     CONFIDENCE,
     PREVIOUS_RUN,
-    AxisComparison,
-    ControlRates,
     UnscoredAxis,
     adjust_family,
-    test_key,
     with_sign_flips,
 )
 from monitor.drift.controls import Controls, controlled_by, manifest_controls
 from monitor.drift.deltas import DeltaTest, SignFlipBatch, paired_delta_test
-from monitor.drift.explain import explain
 from monitor.drift.noise import NoiseBook, NoiseContext
 from monitor.drift.power import DetectableChange, mcnemar_mde
 from monitor.drift.provenance_diff import diff_runs
@@ -47,6 +43,8 @@ from monitor.drift.stats import (
     paired_difference,
 )
 from monitor.drift.verdicts import MIN_ITEM_OVERLAP, Verdict, comparability
+from monitor.families.pairs.comparison import AxisComparison, ControlRates, test_key
+from monitor.families.pairs.explain import explain
 from monitor.metrics.intervals import Rate, wilson_rate
 from monitor.metrics.registry import METRICS
 from monitor.readmodel.configuration import describe_changes, measurement_configuration
@@ -297,7 +295,7 @@ def explained(
     comparisons: Sequence[AxisComparison], *, alpha: float, n_tests: int
 ) -> list[AxisComparison]:
     """The family's ``explain`` hook: each axis comparison with its verdict in plain words
-    (``drift.explain``), written once the drift session has counted its tests, which the
+    (``explain``), written once the drift session has counted its tests, which the
     paragraph cites ("0.19 after the Benjamini–Hochberg correction for the report's 5
     tests")."""
     return [replace(c, summary=explain(c, alpha=alpha, n_tests=n_tests)) for c in comparisons]

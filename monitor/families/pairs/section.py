@@ -25,8 +25,8 @@ from jinja2 import ChoiceLoader, Environment, FileSystemLoader
 from markupsafe import Markup
 
 from monitor import fmt
-from monitor.drift.compare import AxisComparison
 from monitor.families.pairs import answer
+from monitor.families.pairs.comparison import AxisComparison
 from monitor.families.pairs.section_history import method_comparisons, repeat_groups
 from monitor.metrics.context import score_contexts
 from monitor.metrics.panel import PANEL_METRICS

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from statistics import median
 
-from monitor.drift.compare import CONFIGURATION_CHANGE, AxisComparison
+from monitor.drift.compare import CONFIGURATION_CHANGE
 from monitor.drift.noise import GroupNoise
+from monitor.families.pairs.comparison import AxisComparison
 from monitor.fmt import pct, pvalue
 
 _SIDE_NAMES = {
