@@ -279,6 +279,18 @@ def test_report_heads_each_compared_pair_with_its_snapshots_and_fits_the_page(
     assert "…" not in qa.split("</table>")[0]
     assert qa.count('<table class="choice-qa">') == 2
 
+    # A window that starts after the baselines: they are still named, with their snapshot.
+    since = tmp_path / "report-since"
+    r = CliRunner().invoke(
+        app, ["report", "--since", "2025-03-02", "--out", str(since)], catch_exceptions=False
+    )
+    assert r.exit_code == 0, r.output
+    late = (since / "report.html").read_text()
+    for snapshot in ("qa-shared-prefix-one", "qa-shared-prefix-two"):
+        run_id = runs[snapshot, 1]
+        head = f"baseline</span> <strong>{snapshot}</strong> <code>{run_id}</code>"
+        assert head in late, late[late.index('<h3 id="choice-qa">') :][:1500]
+
     if BROWSER is None:
         pytest.skip("no chromium binary on PATH (apt-get install chromium)")
     # The long value is on the page, in the provenance table.

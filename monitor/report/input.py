@@ -84,10 +84,16 @@ def quality_results(view: RunReader, since: datetime | None) -> list[QualityResu
 def run_summaries(
     view: RunReader, since: datetime | None, named: set[str]
 ) -> tuple[list[RunSummary], int]:
-    """The runs a report lists (every run that is not complete, and the complete runs
-    it names), and how many runs of the window it leaves out: a year's history is
-    thousands of complete runs, so only the listed ones become models."""
+    """The runs a report lists (every run of the window that is not complete, and the runs
+    it names, a compared baseline from before the window included, so every compared run
+    has its snapshot and date), and how many runs of the window it leaves out: a year's
+    history is thousands of complete runs, so only the listed ones become models."""
     every = view.runs_since(since)
+    listed = [r for r in every if r.status != "complete" or r.run_id in named]
+    earlier = named - {r.run_id for r in every}
+    if earlier:  # older than the window: listed first, as the window's runs are by time
+        before = sorted(view.runs(earlier).values(), key=lambda r: (r.started_at, r.run_id))
+        listed = before + listed
     return [
         RunSummary(
             run_id=r.run_id,
@@ -97,9 +103,8 @@ def run_summaries(
             metric=r.metric,
             reason=r.notes if r.status != "complete" else None,
         )
-        for r in every
-        if r.status != "complete" or r.run_id in named
-    ], len(every)
+        for r in listed
+    ], len(every) - len(listed) + len(earlier)
 
 
 def _family_fields(
@@ -193,7 +198,7 @@ def build_report_input(
     family_fields = _family_fields(
         view, result, since=since, flags=flags, new_runs=new_runs, with_flips=with_flips
     )
-    runs, n_runs = run_summaries(view, since, run_ids)
+    runs, n_not_listed = run_summaries(view, since, run_ids)
     all_quality = quality_results(view, since)
     quality = [q for q in all_quality if not q.success or q.run_id in run_ids]
     return ReportInput(
@@ -204,7 +209,7 @@ def build_report_input(
         provenance=tuple(diffs.values()),
         quality=tuple(quality),
         runs=tuple(runs),
-        runs_not_listed=n_runs - len(runs),
+        runs_not_listed=n_not_listed,
         quality_not_listed=len(all_quality) - len(quality),
         notes=tuple(notes),
         fdr_note=result.fdr_note(),
