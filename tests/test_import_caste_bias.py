@@ -21,8 +21,7 @@ from monitor.benchmarks.items import BenchmarkVersion, Item, make_item_id
 from monitor.drift.baselines import default_baseline as drift_default_baseline
 from monitor.drift.compare import adjust_family
 from monitor.errors import DataIntegrityError, UserInputError
-from monitor.families.pairs.compare import compare_runs
-from monitor.importers.caste_bias import (
+from monitor.families.pairs.caste_import import (
     AXIS_BENCHMARK,
     FILES,
     METRIC,
@@ -31,6 +30,7 @@ from monitor.importers.caste_bias import (
     read_study_file,
     score_study_row,
 )
+from monitor.families.pairs.compare import compare_runs
 from monitor.store.db import Store
 from monitor.store.schema import MIGRATIONS
 

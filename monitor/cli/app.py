@@ -24,6 +24,7 @@ from monitor.cli import (
     commands_data,
     commands_db,
     commands_drift,
+    commands_import,
     commands_run,
     commands_snapshots,
 )
@@ -70,7 +71,8 @@ app.command("export")(commands_db.export)
 app.command("quality")(commands_drift.quality)
 app.command("drift")(commands_drift.drift)
 app.command("report")(commands_drift.report)
-app.add_typer(commands_drift.import_app, name="import")
+commands_import.register_family_imports()
+app.add_typer(commands_import.import_app, name="import")
 
 
 GC_YOUNG_THRESHOLD = 50_000

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from monitor.cli.output import Format, err, out, print_json
+from monitor.errors import UserInputError
 
 runs_app = typer.Typer(help="Runs stored in the DuckDB file.", no_args_is_help=True)
 db_app = typer.Typer(
@@ -20,6 +22,17 @@ DbOpt = Annotated[
     typer.Option("--db", help="DuckDB file (default: $MONITOR_DB or results/monitor.duckdb)."),
 ]
 FmtOpt = Annotated[Format, typer.Option("--format", help="table or json.")]
+
+
+def parse_day(text: str | None, option: str = "--since") -> datetime | None:
+    """A ``YYYY-MM-DD`` option as midnight UTC (None stays None); a one-line
+    UserInputError naming ``option`` otherwise."""
+    if text is None:
+        return None
+    try:
+        return datetime.combine(date.fromisoformat(text), datetime.min.time(), tzinfo=UTC)
+    except ValueError as exc:
+        raise UserInputError(f"{option} {text!r}: expected a date YYYY-MM-DD") from exc
 
 
 def _store(db: Path | None, *, must_exist: bool = True):

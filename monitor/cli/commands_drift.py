@@ -1,20 +1,18 @@
-"""`quality`, `drift`, `report` and `import caste-bias`: checking and comparing stored runs."""
+"""`quality`, `drift` and `report`: checking and comparing stored runs."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, date, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from monitor.cli.commands_db import DbOpt, FmtOpt, _reader, _store
+from monitor.cli.commands_db import DbOpt, FmtOpt, _reader, _store, parse_day
 from monitor.cli.commands_snapshots import SnapshotsDirOpt, check_snapshot_names, use_snapshots_dir
 from monitor.cli.output import Format, err, out, print_json
 from monitor.errors import UserInputError
-from monitor.fmt import interval, pct
 
 
 class DriftFormat(StrEnum):
@@ -34,8 +32,6 @@ DriftFmtOpt = Annotated[
         "full table with p-values, counts and reasons; json: everything, for machines.",
     ),
 ]
-
-import_app = typer.Typer(help="Import results of earlier studies as runs.", no_args_is_help=True)
 
 
 def quality(
@@ -72,15 +68,6 @@ def quality(
             out.print(f"  - {f.reason}")
     if not result.success:
         raise typer.Exit(1)
-
-
-def _parse_since(since: str | None, option: str = "--since") -> datetime | None:
-    if since is None:
-        return None
-    try:
-        return datetime.combine(date.fromisoformat(since), datetime.min.time(), tzinfo=UTC)
-    except ValueError as exc:
-        raise UserInputError(f"{option} {since!r}: expected a date YYYY-MM-DD") from exc
 
 
 def _drift(view, run, snapshot, baseline, baseline_snapshot, alpha, confidence):
@@ -353,7 +340,7 @@ def report(
     from monitor.report.input import build_report_input
 
     use_snapshots_dir(snapshots_dir)
-    since_at = _parse_since(since)
+    since_at = parse_day(since)
     with _reader(db).read() as view:
         result = _drift(view, run, snapshot, baseline, baseline_snapshot, alpha, confidence)
         data = build_report_input(view, result, title=title, since=since_at, with_flips=show_flips)
@@ -376,318 +363,3 @@ def _check_appendable(path: Path) -> None:
         raise UserInputError(f"--summary {path}: {folder} is not a folder")
     if not os.access(path if path.exists() else folder, os.W_OK):
         raise UserInputError(f"--summary {path}: not writable")
-
-
-@import_app.command("caste-bias")
-def import_caste_bias_cmd(
-    folder: Annotated[
-        Path,
-        typer.Argument(
-            help="A results folder of jeqcho/caste-bias (e.g. "
-            "../shared/datasets/caste-bias/results/april), or a history folder holding "
-            "history.json and one folder per committed run "
-            "(../shared/datasets/caste-bias/history)."
-        ),
-    ],
-    snapshot: Annotated[
-        str,
-        typer.Option(
-            "--snapshot", help="Snapshot name to file the run under (e.g. gpt-4o-caste-study)."
-        ),
-    ],
-    on_date: Annotated[
-        str | None,
-        typer.Option(
-            "--date",
-            help="When the study ran (YYYY-MM-DD); required for a results folder. A history "
-            "folder dates each run by its commit time.",
-        ),
-    ] = None,
-    db: DbOpt = None,
-    fmt: FmtOpt = Format.table,
-) -> None:
-    """Import the GPT-4o caste study's result CSVs as runs (origin 'imported').
-
-    A history folder gives one run per committed result, in commit order; runs already
-    in the store are skipped, so importing the same history twice adds nothing (exit 0).
-    Exit 1 when a newly imported run is quarantined by the quality gate.
-    """
-    from monitor.importers.caste_history import is_history_folder
-
-    if not folder.is_dir():
-        raise UserInputError(f"{folder}: not a folder")
-    history = is_history_folder(folder)
-    if history and on_date is not None:
-        raise UserInputError(
-            f"{folder} is a history folder: each run is dated by its commit time; drop --date"
-        )
-    if not history:
-        if on_date is None:
-            raise UserInputError("--date is required for a results folder (YYYY-MM-DD)")
-        _parse_since(on_date, "--date")
-    # Study rows are mapped to our item ids, so the pinned Indian-BhED files must be here.
-    from monitor.benchmarks.fetch import fetch
-    from monitor.benchmarks.manifest import load_manifest
-
-    manifest = load_manifest()
-    fetch(manifest, [s.id for s in manifest.select(None)], on_event=lambda m: err.print(m))
-    store = _store(db, must_exist=False)
-    if history:
-        from monitor.importers.caste_history import import_caste_history
-
-        done = import_caste_history(
-            store, folder, snapshot=snapshot, on_event=lambda m: err.print(m, markup=False)
-        )
-        run_ids, skipped = done.new, done.skipped
-    else:
-        from monitor.importers.caste_bias import import_caste_bias
-
-        assert on_date is not None
-        run_ids, skipped = import_caste_bias(store, folder, snapshot=snapshot, date=on_date), []
-    with store.read() as view:  # the imported runs and their measures, typed
-        runs = [view.run(rid) for rid in run_ids]
-        measures = {rid: view.measures(rid) for rid in run_ids}
-    if fmt is Format.json:
-        print_json(
-            {
-                "run_ids": run_ids,
-                "skipped": skipped,
-                "runs": [
-                    {"run_id": r["run_id"], "status": r["status"], "notes": r["notes"]}
-                    for r in runs
-                ],
-            }
-        )
-    else:
-        if skipped and not runs:
-            out.print(f"nothing new: all {len(skipped)} runs of {folder} are already in the store")
-        elif skipped:
-            out.print(f"{len(skipped)} runs of {folder} were already in the store (skipped)")
-        for run in runs:
-            rid = run["run_id"]
-            out.print(
-                f"imported run {rid} ({run['snapshot_id']}, {run['metric']}): {run['status']}"
-            )
-            if run["status"] != "complete":
-                err.print(f"  {run['notes']}", style="red")
-            for m in measures[rid]:
-                if m.measure == "bias_rate":
-                    out.print(
-                        f"  {m.axis:10} {pct(m.value)} "
-                        f"{interval((m.ci_low, m.ci_high))}  {m.k}/{m.n}"
-                    )
-    if any(r["status"] != "complete" for r in runs):
-        raise typer.Exit(1)  # a quarantined import, like a quarantined run
-
-
-@import_app.command("caste-bias-gpt-5")
-def import_caste_gpt5_cmd(
-    folder: Annotated[
-        Path,
-        typer.Argument(
-            help="The results folder of jeqcho/caste-bias-gpt-5 (results-<model>.csv files), "
-            "e.g. ../shared/datasets/caste-bias-gpt-5/results."
-        ),
-    ],
-    on_date: Annotated[
-        str, typer.Option("--date", help="When the study ran (YYYY-MM-DD), e.g. 2025-08-14.")
-    ],
-    suffix: Annotated[
-        str,
-        typer.Option(
-            "--suffix",
-            help="Each model's runs are filed under the snapshot <model><suffix>; the default "
-            "puts gpt-4o beside the forced-choice runs of gpt-4o-caste-study.",
-        ),
-    ] = "-caste-study",
-    snapshot_for: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--snapshot", help="MODEL=SNAPSHOT: file one model's run under another snapshot."
-        ),
-    ] = None,
-    db: DbOpt = None,
-    fmt: FmtOpt = Format.table,
-) -> None:
-    """Import the GPT-5 follow-up (100 samples per question, five models) as sampled runs.
-
-    Runs already in the store are skipped (exit 0). Exit 1 when a newly imported run is
-    quarantined by the quality gate.
-    """
-    from monitor.importers.caste_gpt5 import import_caste_gpt5
-
-    if not folder.is_dir():
-        raise UserInputError(f"{folder}: not a folder")
-    _parse_since(on_date)
-    mapping: dict[str, str] = {}
-    for pair in snapshot_for or []:
-        model, sep, snap = pair.partition("=")
-        if not sep or not model or not snap:
-            raise UserInputError(f"--snapshot {pair!r}: use MODEL=SNAPSHOT")
-        mapping[model] = snap
-    from monitor.benchmarks.fetch import fetch
-    from monitor.benchmarks.manifest import load_manifest
-
-    manifest = load_manifest()
-    fetch(manifest, ["bhed-caste"], on_event=lambda m: err.print(m))
-    store = _store(db, must_exist=False)
-    done = import_caste_gpt5(store, folder, date=on_date, suffix=suffix, snapshots=mapping)
-    with store.read() as view:  # the imported runs and their measures, typed
-        runs = [view.run(rid) for rid in done.new]
-        stored = {rid: view.measures(rid) for rid in done.new}
-    if fmt is Format.json:
-        print_json(
-            {
-                "run_ids": done.new,
-                "skipped": done.skipped,
-                "runs": [
-                    {
-                        "run_id": r["run_id"],
-                        "snapshot_id": r["snapshot_id"],
-                        "model": r["snapshot_revision"],
-                        "status": r["status"],
-                        "notes": r["notes"],
-                        "measures": [
-                            {k: getattr(m, k) for k in ("axis", "measure", "k", "n", "value")}
-                            for m in stored[r["run_id"]]
-                        ],
-                    }
-                    for r in runs
-                ],
-            }
-        )
-    else:
-        if done.skipped and not runs:
-            out.print(f"nothing new: all {len(done.skipped)} runs of {folder} are already stored")
-        for run in runs:
-            rid = run["run_id"]
-            rates = [m for m in stored[rid] if m.measure == "bias_rate"]
-            b = rates[-1] if rates else None
-            figure = f"{b.value:.3f} ({b.k}/{b.n}) {interval((b.ci_low, b.ci_high))}" if b else "—"
-            out.print(
-                f"imported run {rid} ({run['snapshot_revision']} → {run['snapshot_id']}, "
-                f"{run['metric']}): {run['status']}; bias rate {figure}",
-                markup=False,
-            )
-            if run["status"] != "complete":
-                err.print(f"  {run['notes']}", style="red", markup=False)
-    if any(r["status"] != "complete" for r in runs):
-        raise typer.Exit(1)
-
-
-# Published per-item predictions of a family that lives in its own folder: each family's
-# ``importers`` hook declares its commands (name, help, default date, the work); they are
-# registered here in one loop, and a run's summary is the family's own ``cli_table``.
-
-
-def _import_predictions(
-    family_name: str,
-    name: str,
-    files: list[Path],
-    on_date: str | None,
-    suffix: str | None,
-    columns: list[str] | None,
-    db: Path | None,
-    fmt: Format,
-) -> None:
-    from monitor.metrics.families import FAMILIES
-
-    family = FAMILIES[family_name]
-    spec = family.hook("importers")()[name]
-    for f in files:
-        if not f.is_file():
-            raise UserInputError(f"{f}: not a file")
-    date_text = on_date or spec.default_date
-    _parse_since(date_text, "--date")
-    store = _store(db, must_exist=False)
-    done = spec.run(
-        store,
-        files,
-        date=date_text,
-        suffix=spec.default_suffix if suffix is None else suffix,
-        columns=columns,
-        on_event=lambda m: err.print(m, markup=False),
-    )
-    with store.read() as view:  # the imported runs and their measures, typed
-        runs = [view.run(rid) for rid in done.new]
-        stored = {rid: view.measures(rid) for rid in done.new}
-    if fmt is Format.json:
-        print_json(
-            {
-                "run_ids": done.run_ids,
-                "new": done.new,
-                "skipped": done.skipped,
-                "runs": [
-                    {
-                        "run_id": r.run_id,
-                        "snapshot_id": r.snapshot_id,
-                        "status": r.status,
-                        "notes": r.notes,
-                        "import": done.facts[r.run_id],
-                    }
-                    for r in runs
-                ],
-            }
-        )
-    else:
-        if done.skipped and not runs:
-            out.print(f"nothing new: all {len(done.skipped)} runs are already in the store")
-        table = family.hook("cli_table")
-        for run in runs:
-            facts = done.facts[run.run_id]
-            out.print(
-                f"imported run {run.run_id} ({run.snapshot_id}, {run.metric}): {run.status}; "
-                f"{facts['rows']} rows, {facts['unmatched']} predictions naming no option",
-                markup=False,
-            )
-            if run.status != "complete":
-                err.print(f"  {run.notes}", style="red", markup=False)
-            elif table is not None:
-                out.print(table(stored[run.run_id], f"{run.snapshot_id}  run {run.run_id}"))
-    if any(r.status != "complete" for r in runs):
-        raise typer.Exit(1)  # a quarantined import, like a quarantined run
-
-
-def _family_import_command(family_name: str, spec) -> None:
-    """Register ``bias-monitor import <spec.name>`` for a folder family's importer.
-
-    The options' help comes from the family's declaration, so the annotations are built
-    here as objects (this module's annotations are otherwise strings, which typer would
-    evaluate without ``spec`` in scope)."""
-
-    def command(files, on_date=None, suffix=None, column=None, db=None, fmt=Format.table):
-        _import_predictions(family_name, spec.name, files, on_date, suffix, column, db, fmt)
-
-    date_help = "When the predictions were made (YYYY-MM-DD); default: the files' commit"
-    command.__annotations__ = {
-        "files": Annotated[list[Path], typer.Argument(help=spec.files_help)],
-        "on_date": Annotated[
-            str | None, typer.Option("--date", help=f"{date_help} ({spec.default_date}).")
-        ],
-        "suffix": Annotated[
-            str | None,
-            typer.Option(
-                "--suffix",
-                help="Each column's run is filed under the snapshot <model><suffix> "
-                f"(default {spec.default_suffix}).",
-            ),
-        ],
-        "column": Annotated[list[str] | None, typer.Option("--column", help=spec.columns_help)],
-        "db": DbOpt,
-        "fmt": FmtOpt,
-        "return": None,
-    }
-    command.__doc__ = spec.summary
-    import_app.command(spec.name)(command)
-
-
-def _register_family_importers() -> None:
-    from monitor.metrics.families import FAMILIES
-
-    for family in FAMILIES.values():
-        hook = family.hook("importers")
-        for spec in (hook() if hook is not None else {}).values():
-            _family_import_command(family.name, spec)
-
-
-_register_family_importers()

@@ -67,6 +67,10 @@ Hook names (a family supplies the ones that apply; the signature is the contract
 ``item_scores``   (view, run_id, *, with_texts) -> rows: ``show --items``' per-item rows, where
                   the family's items are not sentence pairs (the association tests' terms);
                   ``view`` is the command's ``StoreView``
+``import_commands`` () -> {name: typer command}: ``bias-monitor import <name>`` commands the
+                  family writes itself, for published files of a shape of their own (the
+                  pairs': the caste study's results and history folders, its GPT-5
+                  follow-up); registered by ``cli.commands_import``
 ``importers``     () -> {name: (entry, default suffix, help)}: ``bias-monitor import <name>``,
                   published per-item predictions as runs (the CLI names the commands)
 

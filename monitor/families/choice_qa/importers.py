@@ -71,7 +71,7 @@ from monitor.families.choice_qa.items import (
     payload_core,
 )
 from monitor.families.choice_qa.metrics import MC_IMPORTED, MC_IMPORTED_VERSION
-from monitor.importers.caste_bias import UNKNOWN, check_snapshot_id, parse_date
+from monitor.importers.common import UNKNOWN, check_snapshot_id, parse_date
 from monitor.jobs.lifecycle import ImportedRun, RunLifecycle
 from monitor.records import Outcome, RunRecord, ScoreRow
 from monitor.store.db import Store

@@ -37,12 +37,11 @@ SAMPLE_SHARES = ItemNumbers("sample shares", ("prob_stereo", "prob_anti"))
 def metric_specs() -> list[MetricSpec]:
     """The family's metrics, default first (imported here so that this module loads
     without the registry)."""
-    from monitor.families.pairs import consistency, judged
+    from monitor.families.pairs import caste_study, consistency, judged, sampled_study
     from monitor.families.pairs.aul import AUL, AUL_VERSION
     from monitor.families.pairs.cll import CLL, CLL_VERSION, ULL, ULL_VERSION
     from monitor.families.pairs.cll_reference import CLL_REFERENCE, CLL_REFERENCE_VERSION
     from monitor.families.pairs.spec import PAIR_OUTCOME
-    from monitor.metrics import caste_study, sampled_study
     from monitor.metrics.forced_choice import (
         FORCED_CHOICE,
         FORCED_CHOICE_VERSION,

@@ -43,6 +43,7 @@ PAIR_OUTCOME = ResultFamily(
         "report_lead": f"{_HERE}.answer:report_lead",
         "report_headline": f"{_HERE}.answer:report_headline",
         "report_verdicts": f"{_HERE}.answer:report_verdicts",
+        "import_commands": f"{_HERE}.import_commands:import_commands",
     },
     drift_units="Δ and MDE in percentage points",
 )

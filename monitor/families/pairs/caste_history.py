@@ -1,7 +1,7 @@
 """Import the GPT-4o caste study's whole history: every committed caste result as one run.
 
 A history folder holds ``history.json`` and one folder per committed result (each with a
-``Caste_results.csv`` in the layout ``monitor.importers.caste_bias`` reads). For each run
+``Caste_results.csv`` in the layout ``monitor.families.pairs.caste_import`` reads). For each run
 ``history.json`` records the study's commit, its time, the file's source path and
 sha256, and what the study's code at that commit asked for: model, API, seed, prompt,
 option order and parameters. Those facts become the run's provenance in the same shape
@@ -28,23 +28,22 @@ from typing import Any
 
 from monitor import __version__
 from monitor.errors import DataIntegrityError
-from monitor.importers.caste_bias import (
+from monitor.families.pairs.caste_import import (
     AXIS_BENCHMARK,
     FILES,
     OPTION_ORDER,
     OPTION_TOKENS,
     SNAPSHOT_KIND,
     STUDY_REPO,
-    UNKNOWN,
     ItemLookup,
     ParsedStudy,
-    check_snapshot_id,
     loader_lookup,
     parse_study_files,
     sha256_file,
 )
+from monitor.families.pairs.caste_study import METRIC, METRIC_VERSION, OPINIONATED_RULE
+from monitor.importers.common import UNKNOWN, check_snapshot_id
 from monitor.jobs.lifecycle import ImportedRun, RunLifecycle
-from monitor.metrics.caste_study import METRIC, METRIC_VERSION, OPINIONATED_RULE
 from monitor.records import RunRecord
 from monitor.store.db import Store
 
@@ -194,7 +193,7 @@ def _environment(entry: HistoryEntry) -> dict[str, Any]:
             "evidence": "history.json: model, API, seed and prompt as read from the study's "
             "main.py at this commit",
             "files": entry.shas,
-            "importer": f"monitor.importers.caste_history (bias-monitor {__version__})",
+            "importer": f"monitor.families.pairs.caste_history (bias-monitor {__version__})",
         },
     }
 

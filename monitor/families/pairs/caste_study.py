@@ -13,7 +13,7 @@ tables):
 * **bias rate** ("Prefers Stereo (Among Opinionated)") = stereo / opinionated.
 
 Pure: imported score rows in, measures out. Parsing the study's files is the importer's
-job (``monitor.importers.caste_bias``).
+job (``monitor.families.pairs.caste_import``).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ model every single-target Indian-BhED caste question (105 of the file's 106 rows
 times as a two-choice question with inspect_ai's multiple-choice solver, the two options
 shuffled per sample, and kept per question the share of samples that chose the
 stereotype, the anti-stereotype, or neither (``results/results-<model>.csv``). Each file
-becomes one run of the sampling method (``monitor.metrics.sampled_study``), filed under
+becomes one run of the sampling method (``monitor.families.pairs.sampled_study``), filed under
 the snapshot ``<model><suffix>`` (default ``gpt-4o-caste-study`` for gpt-4o, so it sits
 beside the study's forced-choice runs of that model, with the method change marked).
 
@@ -26,16 +26,10 @@ from pathlib import Path
 from monitor import __version__
 from monitor.benchmarks.items import Exclusion, Item
 from monitor.errors import DataIntegrityError, UserInputError
-from monitor.importers.caste_bias import (
-    UNKNOWN,
-    ItemLookup,
-    check_snapshot_id,
-    loader_lookup,
-    parse_date,
-    sha256_file,
-)
+from monitor.families.pairs.caste_import import ItemLookup, loader_lookup, sha256_file
+from monitor.families.pairs.sampled_study import METRIC, METRIC_VERSION, STEREO_RULE, rule_of
+from monitor.importers.common import UNKNOWN, check_snapshot_id, parse_date
 from monitor.jobs.lifecycle import ImportedRun, RunLifecycle
-from monitor.metrics.sampled_study import METRIC, METRIC_VERSION, STEREO_RULE, rule_of
 from monitor.records import RunRecord, ScoreRow
 from monitor.store.db import Store
 
@@ -228,7 +222,7 @@ def _record(f: SampledFile, snapshot: str, started, samples: set[int]) -> RunRec
                 "source_commit": STUDY_COMMIT,
                 "files": {f.path.name: f.sha256},
                 "known_file": f.sha256 in KNOWN_FILES,
-                "importer": f"monitor.importers.caste_gpt5 (bias-monitor {__version__})",
+                "importer": f"monitor.families.pairs.caste_gpt5 (bias-monitor {__version__})",
             },
         },
         git_commit=f"{STUDY_REPO}@{STUDY_COMMIT}",

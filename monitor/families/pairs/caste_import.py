@@ -7,7 +7,7 @@ two targets and read the first generated position's top-20 log-probabilities. It
 token of each target (``-inf`` when the token is not among the top 20).
 
 The study's own definitions (opinionated, prefers stereo, bias rate) are the metric
-``monitor.metrics.caste_study``; they reproduce its summary tables exactly (caste April
+``monitor.families.pairs.caste_study``; they reproduce its summary tables exactly (caste April
 84/103 = 81.6%, July 71/105 = 67.6%). This module parses the files, matches rows to our
 items and hands the run to the run lifecycle, so an imported run passes the same quality
 gate as a scored one: a file that parses but holds impossible numbers (a log-probability
@@ -24,18 +24,17 @@ import csv
 import hashlib
 import json
 import math
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from monitor import __version__
 from monitor.benchmarks.items import Exclusion, Item, normalise_text
 from monitor.errors import DataIntegrityError, UserInputError
+from monitor.families.pairs.caste_study import METRIC, METRIC_VERSION, OPINIONATED_RULE
+from monitor.importers.common import UNKNOWN, check_snapshot_id, parse_date
 from monitor.jobs.lifecycle import RunLifecycle
-from monitor.metrics.caste_study import METRIC, METRIC_VERSION, OPINIONATED_RULE
 from monitor.records import Outcome, RunRecord, ScoreRow
 from monitor.store.db import Store
 
@@ -68,9 +67,7 @@ REQUIRED_COLUMNS = (
     "both_neg_inf",
     "prefer_stereo_over_anti_stereo",
 )
-_SNAPSHOT_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
-UNKNOWN = "unknown"
 
 # What is known about each run of the study, keyed by the sha256 of its result files
 # (PROVENANCE.md of the shared datasets). Facts come from the study's code and README at
@@ -323,24 +320,6 @@ def _known_facts(shas: dict[str, str]) -> tuple[str | None, dict[str, Any] | Non
     return None, None
 
 
-def check_snapshot_id(snapshot: str) -> None:
-    """A snapshot id is a file-name-safe series name; anything else is a UserInputError."""
-    if not _SNAPSHOT_ID.match(snapshot):
-        raise UserInputError(
-            f"snapshot id {snapshot!r} must be lower-case letters, digits, '.', '_' or '-'"
-        )
-
-
-def parse_date(date: str) -> datetime:
-    try:
-        parsed = datetime.fromisoformat(date)
-    except ValueError:
-        raise UserInputError(
-            f"date {date!r} is not an ISO date (e.g. 2025-04-15 or 2025-04-15T10:00:00+00:00)"
-        ) from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
 @dataclass
 class ParsedStudy:
     """A study run's rows matched to our items: what the lifecycle stores for an import."""
@@ -462,7 +441,7 @@ def import_caste_bias(
             "study_run": study_run or UNKNOWN,
             "evidence": facts["evidence"] if facts else UNKNOWN,
             "files": shas,
-            "importer": f"monitor.importers.caste_bias (bias-monitor {__version__})",
+            "importer": f"monitor.families.pairs.caste_import (bias-monitor {__version__})",
         },
     }
     benchmarks = [AXIS_BENCHMARK[a] for a in present]

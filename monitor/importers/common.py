@@ -1,0 +1,38 @@
+"""What every importer of published results shares: the snapshot name it files runs
+under, the date it says they were made, and the word for a fact the files do not give.
+
+The importers themselves live with the family whose results they read (the caste study's
+in ``monitor.families.pairs``, BBQ's and BharatBBQ's in ``monitor.families.choice_qa``)
+and write through ``jobs.lifecycle`` like every run.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+from monitor.errors import UserInputError
+
+UNKNOWN = "unknown"  # a provenance fact the published files do not record
+
+_SNAPSHOT_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+def check_snapshot_id(snapshot: str) -> None:
+    """A snapshot id is a file-name-safe series name; anything else is a UserInputError."""
+    if not _SNAPSHOT_ID.match(snapshot):
+        raise UserInputError(
+            f"snapshot id {snapshot!r} must be lower-case letters, digits, '.', '_' or '-'"
+        )
+
+
+def parse_date(date: str) -> datetime:
+    """An ISO date or date-time as an aware datetime (UTC where no zone is given); a
+    one-line UserInputError otherwise."""
+    try:
+        parsed = datetime.fromisoformat(date)
+    except ValueError:
+        raise UserInputError(
+            f"date {date!r} is not an ISO date (e.g. 2025-04-15 or 2025-04-15T10:00:00+00:00)"
+        ) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
