@@ -112,3 +112,12 @@ def test_sampling_is_shown_beside_forced_choice_with_the_method_marked(imported)
     assert "sampled-choice-100-imported 2025-08-14: 69.5%" in section
     html = (out / "report.html").read_text()
     assert "Methods side by side" in html and "100 two-choice samples per question" in html
+
+
+def test_a_bad_date_is_refused_by_its_option_name(imported):
+    """``--date 2025-13-01`` is refused before anything is read, naming ``--date`` (the
+    message named ``--since``, an option this command does not have)."""
+    proc = cli(imported["env"], "import", "caste-bias-gpt-5", str(imported["folder"]),
+               "--date", "2025-13-01", check=False)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert "--date '2025-13-01': expected a date YYYY-MM-DD" in proc.stderr, proc.stderr
