@@ -242,8 +242,10 @@ def merge_cmd(
     report = merge(store, sources)
     lifecycle = RunLifecycle(store)
     quarantined = {}
+    with store.read() as view:  # the merged runs' statuses, typed
+        added = {r.run_id: r.status for r in view.runs(report.runs_added).values()}
     for run_id in report.runs_added:
-        if store.get_run(run_id)["status"] != "complete":
+        if added[run_id] != "complete":
             continue
         verdict = lifecycle.gate(run_id)
         if verdict.status == "quarantined":

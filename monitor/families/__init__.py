@@ -100,7 +100,11 @@ with their roles, the subjects only one run scored) and ``show_flips=`` (``drift
 ``report_block``  (report, *, fmt, max_rows, env) -> str: its detail section in Markdown
                   or HTML (``env``: the report's Jinja2 environment), after every family's
                   answer, in the registry's order (the pairs': trends, every paired
-                  comparison, rates in context, repeat groups, methods)
+                  comparison, rates in context)
+``report_appendix`` (report, *, fmt, max_rows, env) -> str: its reference material, after
+                  what changed between the compared runs in the Markdown and after every
+                  family's detail in the HTML (the pairs': repeat groups, methods side by
+                  side); "" when it has none
 ``report_headline`` (report) -> str: its sentence in the report's one-line verdict
                   ("" when it compared nothing)
 

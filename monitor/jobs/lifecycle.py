@@ -274,7 +274,8 @@ class RunLifecycle:
         under that process, which then dies unable to record its failure), an
         ``interrupted`` one is waiting to be resumed, and a ``failed`` one keeps its
         failure reason; none of them has results to judge yet."""
-        status = self.store.get_run(run_id)["status"]
+        with self.store.read() as view:
+            status = view.resolve_run(run_id).status
         if status not in ("complete", "quarantined"):
             raise UserInputError(
                 f"run {run_id} is {status}; quality judges finished runs only "

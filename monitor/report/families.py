@@ -53,6 +53,20 @@ def family_leads(
     return out
 
 
+def family_appendices(
+    report: ReportInput, fmt: Literal["markdown", "html"], *, max_rows: int, env: Any = None
+) -> list[str]:
+    """The ``report_appendix`` parts (a family's reference material, e.g. the pairs'
+    repeat groups and methods side by side), in the registry's order, which the Markdown
+    places after what changed; empty ones left out."""
+    out = []
+    for family in FAMILIES.values():
+        hook = family.hook("report_appendix")
+        if hook is not None and (part := hook(report, fmt=fmt, max_rows=max_rows, env=env)):
+            out.append(part)
+    return out
+
+
 def family_blocks(
     report: ReportInput, fmt: Literal["markdown", "html"], *, max_rows: int, env: Any = None
 ) -> list[str]:

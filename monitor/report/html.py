@@ -19,7 +19,12 @@ from markupsafe import Markup
 
 from monitor import fmt
 from monitor.report import answer, plots
-from monitor.report.families import family_blocks, family_leads, family_sections
+from monitor.report.families import (
+    family_appendices,
+    family_blocks,
+    family_leads,
+    family_sections,
+)
 from monitor.report.model import QualityResult, ReportInput, RunSummary, Trend, TrendPoint
 from monitor.report.text import summary_line
 
@@ -75,5 +80,8 @@ def render_html(report: ReportInput) -> str:
         family_html=[Markup(s) for s in family_sections(report, "html")],
         family_blocks=[
             Markup(s) for s in family_blocks(report, "html", max_rows=0, env=environment())
+        ],
+        family_appendices=[
+            Markup(s) for s in family_appendices(report, "html", max_rows=0, env=environment())
         ],
     )

@@ -17,7 +17,12 @@ import re
 
 from monitor import fmt
 from monitor.report import answer
-from monitor.report.families import family_blocks, family_leads, family_sections
+from monitor.report.families import (
+    family_appendices,
+    family_blocks,
+    family_leads,
+    family_sections,
+)
 from monitor.report.model import ReportInput
 from monitor.report.text import summary_line
 
@@ -110,6 +115,9 @@ def render_markdown(report: ReportInput, *, max_rows: int = 40) -> str:
     changed = _what_changed(report)
     if changed:
         out += ["### What changed", "", *changed, ""]
+    # Reference material (repeat groups, methods) after what changed: a long history's
+    # repeat groups must not push that past the length limit.
+    out += family_appendices(report, "markdown", max_rows=max_rows)
 
     quarantined = report.quarantined()
     if quarantined:

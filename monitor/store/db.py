@@ -658,6 +658,8 @@ class Store:
         with self._connect() as con:
             return queries.list_runs(con, snapshot=snapshot, status=status, limit=limit)
 
+    # Raw rows as dicts, for tests and one-off tooling: the product reads runs and
+    # measures through ``read()``'s typed ``StoreView``, the one read API of the rooms.
     def get_run(self, run_id_or_prefix: str) -> dict[str, Any]:
         with self._connect() as con:
             return queries.get_run(con, run_id_or_prefix)

@@ -8,8 +8,9 @@ from the typed read models (``readmodel.reader``), never the store.
 
 ``report_block`` hook: the detail the report shows after every family's answer, in
 Markdown (PR comment, job summary) or HTML: trends (HTML), every paired comparison with
-its test and the FDR note, each rate in context, what the verdicts mean, the repeat groups
-and the methods side by side. Every value is escaped (``report.markdown.md``, Jinja2
+its test and the FDR note, each rate in context, what the verdicts mean.
+``report_appendix`` hook: the repeat groups and the methods side by side, after what
+changed between the compared runs. Every value is escaped (``report.markdown.md``, Jinja2
 autoescape); item texts are never shown.
 """
 
@@ -283,31 +284,62 @@ def report_block(
     report's Jinja2 environment (autoescape, its macros), extended with this folder."""
     if fmt == "markdown":
         return "\n".join(_markdown(report, max_rows))
+    comparisons = answer.verdict_comparisons(report)
+    return _render(
+        env,
+        "section.html.j2",
+        r=report,
+        fmt=_FMT,
+        panel_metrics=PANEL_METRICS,
+        fdr=fdr_text(report),
+        trends=_trend_views(report),
+        singles=_single_runs(report),
+        strip_ticks=plots.strip_ticks(),
+        strip_width=plots.STRIP_WIDTH,
+        strip_height=plots.STRIP_HEIGHT,
+        comparisons=comparisons,
+        any_noise=any(c.noise_floor is not None or c.noise_unknown for c in comparisons),
+        summaries=[c for c in comparisons if c.summary][:HTML_SUMMARIES],
+        max_ids=MAX_ITEM_IDS,
+    )
+
+
+def report_appendix(
+    report: ReportInput,
+    *,
+    fmt: Literal["markdown", "html"],
+    max_rows: int,
+    env: Environment | None = None,
+) -> str:
+    """The ``report_appendix`` hook: the repeat groups with their noise and the methods
+    side by side, reference material the report places after what changed between the
+    compared runs (a long history's repeat groups would otherwise push that past the
+    Markdown's length limit). Empty when the report has neither."""
+    if fmt == "markdown":
+        out: list[str] = []
+        for title, lines in (
+            ("Repeat groups (noise floors)", _repeat_groups(report)),
+            ("Methods side by side", _methods(report)),
+        ):
+            if lines:
+                out += [f"### {title}", "", *lines, ""]
+        return "\n".join(out)
+    if not report.repeat_groups and not report.methods:
+        return ""
+    return _render(env, "appendix.html.j2", r=report, fmt=_FMT)
+
+
+def _render(env: Environment | None, template: str, **context: Any) -> Markup:
+    """``template`` of this folder rendered in the report's environment (autoescape, its
+    macros), which the HTML renderer passes as ``env``."""
     assert env is not None, "the HTML part renders in the report's environment"
     here = env.overlay(loader=ChoiceLoader([FileSystemLoader(_HERE), env.loader]))
-    comparisons = answer.verdict_comparisons(report)
-    return Markup(
-        here.get_template("section.html.j2").render(
-            r=report,
-            fmt=_FMT,
-            panel_metrics=PANEL_METRICS,
-            fdr=fdr_text(report),
-            trends=_trend_views(report),
-            singles=_single_runs(report),
-            strip_ticks=plots.strip_ticks(),
-            strip_width=plots.STRIP_WIDTH,
-            strip_height=plots.STRIP_HEIGHT,
-            comparisons=comparisons,
-            any_noise=any(c.noise_floor is not None or c.noise_unknown for c in comparisons),
-            summaries=[c for c in comparisons if c.summary][:HTML_SUMMARIES],
-            max_ids=MAX_ITEM_IDS,
-        )
-    )
+    return Markup(here.get_template(template).render(**context))
 
 
 def _markdown(report: ReportInput, max_rows: int) -> list[str]:
     """The Markdown detail: every paired comparison (flags first) with the FDR note, the
-    rates in context, what the verdicts mean, the repeat groups and the methods."""
+    rates in context and what the verdicts mean."""
     out: list[str] = []
     rows = answer.verdict_comparisons(report)
     if rows:
@@ -330,8 +362,6 @@ def _markdown(report: ReportInput, max_rows: int) -> list[str]:
     for title, lines in (
         ("Bias rates in context", _contexts(report)),
         ("What the verdicts mean", _what_it_means(report)),
-        ("Repeat groups (noise floors)", _repeat_groups(report)),
-        ("Methods side by side", _methods(report)),
     ):
         if lines:
             out += [f"### {title}", "", *lines, ""]

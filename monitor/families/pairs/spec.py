@@ -40,6 +40,7 @@ PAIR_OUTCOME = ResultFamily(
         "drift_json": f"{_HERE}.drift_output:drift_json",
         "report_input": f"{_HERE}.section:report_input",
         "report_block": f"{_HERE}.section:report_block",
+        "report_appendix": f"{_HERE}.section:report_appendix",
         "report_lead": f"{_HERE}.answer:report_lead",
         "report_headline": f"{_HERE}.answer:report_headline",
         "report_verdicts": f"{_HERE}.answer:report_verdicts",
