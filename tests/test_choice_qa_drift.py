@@ -278,6 +278,12 @@ def test_report_heads_each_compared_pair_with_its_snapshots_and_fits_the_page(
         assert f"<strong>{snapshot}</strong> <code>{run_id}</code>" in qa
     assert "…" not in qa.split("</table>")[0]
     assert qa.count('<table class="choice-qa">') == 2
+    # The quality gate and the run list name every run whole (no snapshot column in the
+    # former: a cut id read import-qa-shared-prefi… for all four).
+    gate = html[html.index('<h2 id="quality">') : html.index('<h2 id="provenance">')]
+    listed = html[html.index('<h2 id="runs">') :]
+    for run_id in runs.values():
+        assert f"<code>{run_id}</code>" in gate and f"<code>{run_id}</code>" in listed
 
     # A window that starts after the baselines: they are still named, with their snapshot.
     since = tmp_path / "report-since"

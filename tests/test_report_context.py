@@ -41,6 +41,9 @@ def test_markdown_html_and_json_show_the_context() -> None:
     html = render_html(report)
     assert "Bias rates in context" in html and "61.3%" in html and "ctl 92.3%" in html
     assert from_json(to_json(report)) == report
+    # The run whole: two runs of one snapshot share their first 20 characters and more.
+    assert "| 20261123T000000Z-smollm2-abc123 |" in row
+    assert "<td><code>20261123T000000Z-smollm2-abc123</code></td>" in html
 
 
 def test_context_values_are_escaped() -> None:

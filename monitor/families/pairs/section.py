@@ -448,7 +448,7 @@ def _contexts(report: ReportInput, limit: int = 40) -> list[str]:
                 [
                     md(c.snapshot_id, 60),
                     f"{md(c.axis, 40)} ({md(c.benchmark, 40)})",
-                    md(fmt.short_id(c.run_id, 20)),
+                    md(c.run_id, 120),  # whole: two runs of a snapshot share a prefix
                     f"{fmt.rate_with_ci(c.rate.value, c.rate.ci)} {md(c.metric, 20)}",
                     (
                         f"{fmt.rate_with_ci(c.control.value, c.control.ci)} "
