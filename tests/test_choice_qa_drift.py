@@ -162,7 +162,7 @@ def test_table_wide_has_a_row_per_measure_and_its_reason(stored):
     assert r.exit_code == 0
     base, moved = stored["runs"]["base"], stored["runs"]["moved"]
     lines = r.output.splitlines()
-    assert lines[0].startswith(f"choice-qa: {base} → {moved}")
+    assert lines[0].startswith(f"choice questions: {base} → {moved}")
     # A row names the benchmark and axis; its four measures are indented under it.
     assert any(x.startswith("bharatbbq-caste / caste ") for x in lines), lines
     rows = [x for x in lines if x.startswith("  ") and "│" in x]

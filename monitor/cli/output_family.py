@@ -14,7 +14,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from monitor.cli.output_drift import by_pair, pair_heading, pp, wrap
+from monitor.metrics.families import FAMILIES
 from monitor.records import FamilyComparison
+
+
+def _words(family: str) -> str:
+    """What a reader calls the family's results ("choice questions"), else its name."""
+    spec = FAMILIES.get(family)
+    return (spec.words if spec else "") or family
 
 
 def _num(c: FamilyComparison, x: float | None, sign: bool = True) -> str:
@@ -48,7 +55,7 @@ def family_lines(
     for (new, base), mine in by_pair(comparisons).items():
         first = mine[0]
         unit = "values and Δ in points" if first.unit == "points" else "raw values"
-        what = f"{first.family}; {unit}; {100 * first.confidence:g}% intervals"
+        what = f"{_words(first.family)}; {unit}; {100 * first.confidence:g}% intervals"
         lines += pair_heading(new, base, snapshot_of, what, width)
         if first.contrast:  # the runs differ by design (e.g. languages): said first
             lines += wrap(f"  {first.contrast}", width, "    ")
@@ -86,7 +93,8 @@ def family_table(comparisons: Sequence[FamilyComparison], level: str) -> None:
 
     for (new, base), mine in by_pair(comparisons).items():
         table = narrow(
-            f"{mine[0].family}: {base} → {new} (p(BH) over all tests shown; {level} intervals)"
+            f"{_words(mine[0].family)}: {base} → {new} (p(BH) over all tests shown; "
+            f"{level} intervals)"
         )
         names = [f"  {c.measure} ({c.label})" if c.label else f"  {c.measure}" for c in mine]
         # A measure's name is never cut (its label may wrap below it).
