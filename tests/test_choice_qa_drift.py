@@ -278,6 +278,9 @@ def test_report_heads_each_compared_pair_with_its_snapshots_and_fits_the_page(
         assert f"<strong>{snapshot}</strong> <code>{run_id}</code>" in qa
     assert "…" not in qa.split("</table>")[0]
     assert qa.count('<table class="choice-qa">') == 2
+    # Choice questions only: no other family's empty sections to scroll past.
+    for other in ('id="trends"', 'id="comparisons"', 'id="context"', 'id="associations"'):
+        assert other not in html, other
     # The quality gate and the run list name every run whole (no snapshot column in the
     # former: a cut id read import-qa-shared-prefi… for all four).
     gate = html[html.index('<h2 id="quality">') : html.index('<h2 id="provenance">')]

@@ -54,6 +54,13 @@ def test_context_values_are_escaped() -> None:
 
 
 def test_no_context_section_without_contexts() -> None:
+    """A report without pair results (nothing compared, or choice questions only) has no
+    pair sections: no empty trends, comparisons or context tables to scroll past."""
     empty = ReportInput(title="t", generated_at=datetime(2026, 11, 23, tzinfo=UTC))
     assert "Bias rates in context" not in render_markdown(empty)
-    assert "No bias rate with a neutral control" in render_html(empty)
+    html = render_html(empty)
+    for section in ('id="trends"', 'id="comparisons"', 'id="context"'):
+        assert section not in html
+    assert "No comparison in this report: no run had a baseline to compare with." in html
+    # With a context, the section is there (and the others with it).
+    assert 'id="context"' in render_html(_report())

@@ -275,10 +275,13 @@ def report_block(
     env: Environment | None = None,
 ) -> str:
     """The ``report_block`` hook: the family's section where the report places it (after
-    the pairs' detail), in Markdown or in HTML; ``env`` is the report's Jinja2
+    the pairs' detail), in Markdown or in HTML, or nothing where the report holds no
+    association test; ``env`` is the report's Jinja2
     environment (autoescape, its macros), which the HTML part extends with this folder."""
     if fmt == "markdown":
         return "\n".join(_associations(report, max_rows))
+    if not (report.associations or report.effect_comparisons or report.effect_trends):
+        return ""  # no association test in this report: no section
     assert env is not None, "the HTML part renders in the report's environment"
     here = env.overlay(loader=ChoiceLoader([FileSystemLoader(_HERE), env.loader]))
     forests = _forest_views(report)

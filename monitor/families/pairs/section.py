@@ -279,11 +279,13 @@ def report_block(
     env: Environment | None = None,
 ) -> str:
     """The ``report_block`` hook: the pairs' detail in Markdown or HTML, after every
-    family's answer (an empty string where the Markdown has nothing to show). In Markdown
+    family's answer (an empty string where the report holds no pair results). In Markdown
     every flag is listed and quiet comparisons fill up to ``max_rows``; ``env`` is the
     report's Jinja2 environment (autoescape, its macros), extended with this folder."""
     if fmt == "markdown":
         return "\n".join(_markdown(report, max_rows))
+    if not (report.comparisons or report.contexts or report.trends):
+        return ""  # no pair results in this report (e.g. choice questions only): no section
     comparisons = answer.verdict_comparisons(report)
     return _render(
         env,
