@@ -9,10 +9,15 @@ ask a model for), ``scoring.py`` (the local driver's hook), ``api_plans.py`` (th
 API driver's: forced choice, sampled answers), ``judged.py`` and ``judged_task.py`` (the
 Indic-Bias generation task: its judge's verdicts and its two-snapshot driver),
 ``metrics.py`` (the metric specs), ``consistency.py`` (rows rebuilt from their inputs)
-and ``measures.py`` with ``identity.py`` (what a run's measures add). Its output:
-``compare.py`` (the drift comparator), ``drift_output.py`` (``drift``'s lines, table and
-JSON) and ``table.py`` (``run`` and ``show``). The rest (the API metrics' functions, the
-imported studies' definitions, the report's sections and ``AxisComparison`` with drift's
-statistics) still lives in the rooms, where the monitor began with it; see
+and ``measures.py`` with ``identity.py`` (what a run's measures add). Published results:
+``caste_import.py``, ``caste_history.py`` and ``caste_gpt5.py`` (the caste study's
+files as runs), ``caste_study.py`` and ``sampled_study.py`` (the studies' own
+definitions) and ``import_commands.py`` (their ``bias-monitor import`` commands). Its
+output: ``comparison.py`` (``AxisComparison``), ``compare.py`` (the drift comparator) and
+``explain.py`` (its verdicts in words), ``drift_output.py`` (``drift``'s lines, table and
+JSON), ``table.py`` (``run`` and ``show``), and the report's parts: ``answer.py`` (the
+answer it leads with), ``section.py`` and ``section_history.py`` (the pairs' fields, their
+detail and appendix). What it shares with other families stays in the rooms (the API
+metrics' answer reading, drift's statistics, the report's JSON schema); see
 ARCHITECTURE.md.
 """
