@@ -39,32 +39,35 @@ def family_sections(report: ReportInput, fmt: Literal["markdown", "html"]) -> li
     return out
 
 
+def _parts(
+    hook_name: str, report: ReportInput, fmt: Literal["markdown", "html"], max_rows: int, env: Any
+) -> list[str]:
+    """Each family's ``hook_name`` part, in the registry's order; empty ones left out (an
+    empty part adds no blank line)."""
+    out = []
+    for family in FAMILIES.values():
+        hook = family.hook(hook_name)
+        if hook is not None and (part := hook(report, fmt=fmt, max_rows=max_rows, env=env)):
+            out.append(part)
+    return out
+
+
 def family_leads(
     report: ReportInput, fmt: Literal["markdown", "html"], *, max_rows: int, env: Any = None
 ) -> list[str]:
     """The ``report_lead`` parts of families whose report data are fields of ``ReportInput``
-    (the pairs' per-pair, per-axis answer), in the registry's order, first under the
-    verdict; empty ones left out. ``env`` is the HTML renderer's Jinja2 environment."""
-    out = []
-    for family in FAMILIES.values():
-        hook = family.hook("report_lead")
-        if hook is not None and (lead := hook(report, fmt=fmt, max_rows=max_rows, env=env)):
-            out.append(lead)
-    return out
+    (the pairs' per-pair, per-axis answer), first under the verdict. ``env`` is the HTML
+    renderer's Jinja2 environment."""
+    return _parts("report_lead", report, fmt, max_rows, env)
 
 
 def family_appendices(
     report: ReportInput, fmt: Literal["markdown", "html"], *, max_rows: int, env: Any = None
 ) -> list[str]:
     """The ``report_appendix`` parts (a family's reference material, e.g. the pairs'
-    repeat groups and methods side by side), in the registry's order, which the Markdown
-    places after what changed; empty ones left out."""
-    out = []
-    for family in FAMILIES.values():
-        hook = family.hook("report_appendix")
-        if hook is not None and (part := hook(report, fmt=fmt, max_rows=max_rows, env=env)):
-            out.append(part)
-    return out
+    repeat groups and methods side by side), which the Markdown places after what
+    changed."""
+    return _parts("report_appendix", report, fmt, max_rows, env)
 
 
 def family_blocks(
@@ -74,9 +77,4 @@ def family_blocks(
     ``ReportInput`` (the pairs, the association tests), in the registry's order, where the
     report places them (after every family's answer). ``env`` is the HTML renderer's
     Jinja2 environment."""
-    out = []
-    for family in FAMILIES.values():
-        hook = family.hook("report_block")
-        if hook is not None and (block := hook(report, fmt=fmt, max_rows=max_rows, env=env)):
-            out.append(block)  # an empty block adds no blank line
-    return out
+    return _parts("report_block", report, fmt, max_rows, env)
