@@ -22,6 +22,11 @@ the four Indian-BhED axes), the same thread count, CPU, fp32:
   own copy of the model, attention ``sdpa``): what the float64 core costs, and how far a
   float32 core puts the tree from the padded path (up to 7.9e-4 nats on 2026-11-24).
 
+* **MKL linears**: the monitor with every linear layer back on ``F.linear`` (torch's
+  default, MKL's sgemm), on its own copy of the model: what oneDNN's kernel and the
+  float64 first layers (``monitor.backends.onednn_linear``, since 2026-11-28) change in
+  time and in values.
+
 They run interleaved (monitor, lm-eval, unshared, float32 core, monitor, ...) so that a
 change in the machine's load hits all four; the script prints the load average before
 every round and the medians. Checks, printed with the times: each sentence's log-prob from the
@@ -35,7 +40,9 @@ the LM head's weight); attention's own score/value products (< 3% here) are left
 "executed" counts the positions each contender really fed (padding included; for the
 monitor, prefix-tree nodes), "useful" the positions the task needs without sharing or
 padding (one per scored token). The peak is a plain fp32 ``torch.mm`` on the same
-threads, once square and once shaped like the model's MLP at the monitor's batch width.
+threads, once square and once shaped like the model's MLP at the monitor's batch width,
+and oneDNN's linear kernel at that shape (2.2x MKL's on this project's AMD CPUs); the
+share of peak printed is the monitor's rate on the positions fed against the higher.
 
 What paid and what did not (measured on the 2-core development machine, see the
 report in the branch's history for the numbers):
@@ -114,6 +121,7 @@ sys.path.insert(0, str(REPO))
 from monitor import paths  # noqa: E402
 from monitor.backends.hf_causal import HFCausalLM  # noqa: E402
 from monitor.backends.loading import model_folder  # noqa: E402
+from monitor.backends.onednn_linear import Float64Linear, OneDnnLinear  # noqa: E402
 from monitor.benchmarks.items import Item  # noqa: E402
 from monitor.families.pairs.panel_planner import make_panel_planner  # noqa: E402
 from monitor.families.pairs.planners import make_planner  # noqa: E402
@@ -265,18 +273,39 @@ class LmEvalWorker:
 # --- measuring ------------------------------------------------------------------------
 
 
-def matmul_peak(m: int, k: int, n: int, seconds: float = 2.0) -> float:
-    """Best GFLOP/s of a plain fp32 (m x k) @ (k x n) on the current thread count."""
+def matmul_peak(m: int, k: int, n: int, seconds: float = 2.0, onednn: bool = False) -> float:
+    """Best GFLOP/s of a plain fp32 (m x k) @ (k x n) on the current thread count:
+    ``torch.mm`` (MKL), or with ``onednn`` oneDNN's linear kernel in one piece."""
     a, b = torch.randn(m, k), torch.randn(k, n)
     out = torch.empty(m, n)
-    torch.mm(a, b, out=out)
+    weight = b.t().contiguous()
+
+    def once() -> None:
+        if onednn:
+            torch.ops.mkldnn._linear_pointwise(a, weight, None, "none", [], "")
+        else:
+            torch.mm(a, b, out=out)
+
+    once()
     best, end = float("inf"), time.perf_counter() + seconds
     while time.perf_counter() < end:
         t = time.perf_counter()
         for _ in range(5):
-            torch.mm(a, b, out=out)
+            once()
         best = min(best, (time.perf_counter() - t) / 5)
     return 2 * m * k * n / best / 1e9
+
+
+def on_aten_linears(model: torch.nn.Module) -> torch.nn.Module:
+    """A copy of a routed model whose linear layers all run on ``F.linear`` again (MKL):
+    the monitor before oneDNN, for the bench's row."""
+    plain = copy.deepcopy(model)
+    for module in plain.modules():
+        if isinstance(module, (OneDnnLinear, Float64Linear)):
+            module.__class__ = torch.nn.Linear
+            module.__dict__.pop("_float64", None)
+            module.__dict__.pop("_parts", None)
+    return plain
 
 
 def lm_eval_positions(token_counts: list[int], batch_size: int) -> int:
@@ -391,17 +420,26 @@ def main() -> int:
     narrow_model = copy.deepcopy(backend.model)
     narrow_model.set_attn_implementation("sdpa")
     narrow = HFCausalLM(narrow_model, backend.tokenizer, name=backend.name, wide_attention=False)
+    aten = HFCausalLM(
+        on_aten_linears(backend.model), backend.tokenizer, name=backend.name, onednn_linears=False
+    )
     items = load_items(args.datasets, args.limit)
     texts = [t for it in items for t in (it.text_stereo, it.text_anti)]
     worker = LmEvalWorker(python, folder, texts, args.batch_size)
     try:
-        return measure(args, backend, unshared, narrow, items, worker)
+        return measure(args, backend, unshared, narrow, aten, items, worker)
     finally:
         worker.close()
 
 
 def measure(
-    args, backend: HFCausalLM, unshared: HFCausalLM, narrow: HFCausalLM, items, worker
+    args,
+    backend: HFCausalLM,
+    unshared: HFCausalLM,
+    narrow: HFCausalLM,
+    aten: HFCausalLM,
+    items,
+    worker,
 ) -> int:
     threads = torch.get_num_threads()
     params = sum(p.numel() for p in backend.model.parameters())
@@ -427,7 +465,8 @@ def measure(
     old = Contender("monitor: same, prefix sharing off (padded)")
     f32 = Contender("monitor: shared prefixes, float32 attention core")
     pan = Contender("default run (panel): cll + cll-reference + ull")
-    mon.useful = old.useful = f32.useful = sum(len(r) - 1 for r in requests)
+    mkl = Contender("monitor: linears on F.linear (MKL), not oneDNN")
+    mon.useful = old.useful = f32.useful = mkl.useful = sum(len(r) - 1 for r in requests)
     panel_planner = make_panel_planner("cll", backend)
     pan.useful = sum(
         len(r) - 1
@@ -440,13 +479,20 @@ def measure(
     score_items(backend, warm, "cll", batch_size=args.batch_size, panel=False)
     score_items(unshared, warm, "cll", batch_size=args.batch_size, panel=False)
     score_items(narrow, warm, "cll", batch_size=args.batch_size, panel=False)
+    score_items(aten, warm, "cll", batch_size=args.batch_size, panel=False)
     score_items(backend, warm, "cll", batch_size=args.batch_size, panel=True)
     worker.run(limit=2 * len(warm))
 
     peak_square = matmul_peak(2048, 2048, 2048)
     peak_model = matmul_peak(256, 576, 1536)
+    peak_onednn = matmul_peak(256, 576, 1536, onednn=True)
 
-    runs: dict[str, list[list[ScoreRow]]] = {"monitor": [], "unshared": [], "float32": []}
+    runs: dict[str, list[list[ScoreRow]]] = {
+        "monitor": [],
+        "unshared": [],
+        "float32": [],
+        "aten": [],
+    }
     lm_values: list[list[float]] = []
     for r in range(args.rounds):
         print(f"round {r + 1}/{args.rounds}, load average {load_average()}", flush=True)
@@ -458,21 +504,24 @@ def measure(
         runs["unshared"].append(timed_monitor(unshared, items, args.batch_size, old))
         runs["float32"].append(timed_monitor(narrow, items, args.batch_size, f32))
         timed_monitor(backend, items, args.batch_size, pan, panel=True)
+        runs["aten"].append(timed_monitor(aten, items, args.batch_size, mkl))
         print(
             f"  monitor {mon.seconds[-1]:.1f} s ({mon.cpu[-1]:.1f} s CPU), lm-eval "
             f"{lme.seconds[-1]:.1f} s ({lme.cpu[-1]:.1f}), unshared {old.seconds[-1]:.1f} s "
             f"({old.cpu[-1]:.1f}), float32 core {f32.seconds[-1]:.1f} s ({f32.cpu[-1]:.1f}), "
-            f"panel {pan.seconds[-1]:.1f} s ({pan.cpu[-1]:.1f})",
+            f"panel {pan.seconds[-1]:.1f} s ({pan.cpu[-1]:.1f}), MKL linears "
+            f"{mkl.seconds[-1]:.1f} s ({mkl.cpu[-1]:.1f})",
             flush=True,
         )
     print(f"load average at end: {load_average()}")
     share = matmul_share(backend, items, args.batch_size)
-    contenders = (mon, lme, old, f32, pan)
+    contenders = (mon, lme, old, f32, pan, mkl)
     print_rounds(contenders)
 
     print(
-        f"\nfp32 matmul peak on {threads} threads: {peak_square:.0f} GFLOP/s (2048^3), "
-        f"{peak_model:.0f} GFLOP/s (256x576 @ 576x1536, the model's MLP shape)"
+        f"\nfp32 matmul peak on {threads} threads: torch.mm (MKL) {peak_square:.0f} GFLOP/s "
+        f"(2048^3), {peak_model:.0f} GFLOP/s (256x576 @ 576x1536, the model's MLP shape); "
+        f"oneDNN {peak_onednn:.0f} GFLOP/s (the MLP shape)"
     )
     flop = 2 * params
     header = (
@@ -509,8 +558,18 @@ def measure(
         f"{pan.executed / mon.executed:.2f}x the positions fed"
     )
     print(
+        f"aten linears (MKL) / monitor: "
+        f"{statistics.median(mkl.seconds) / statistics.median(mon.seconds):.2f}x wall clock "
+        f"(what oneDNN's kernel saves)"
+    )
+    peak = max(peak_model, peak_onednn)
+    mon_rate = flop * mon.executed / statistics.median(mon.seconds) / 1e9
+    print(
         f"matrix products: {share:.0%} of the monitor's wall time (one profiled run; "
-        f"the rest is attention masks, softmax, norms, gathers, the normaliser, Python)"
+        f"the rest is attention masks, softmax, norms, gathers, the normaliser, Python); "
+        f"the monitor runs at {mon_rate / peak:.0%} of the machine's fp32 peak at the MLP "
+        f"shape ({mon_rate:.0f} of {peak:.0f} GFLOP/s on the positions fed), so the limit "
+        f"is {peak / mon_rate:.2f}x away"
     )
     print(
         f"GFLOP/s: positions fed and projected x 2 x {params / 1e6:.1f}M / median seconds; "
@@ -532,6 +591,13 @@ def measure(
         f"float32 core (shared) vs unshared path: max |diff| {f32vs.worst:.2e} nats "
         f"({f32vs.over} over {TOLERANCE:g}; {f32vs.equal} of {f32vs.compared} the same "
         f"bits); outcomes that differ: {f32vs.flips}"
+    )
+    mklvs = compare_rows(runs["unshared"][0], runs["aten"][0])
+    print(
+        f"MKL linears vs unshared path: max |diff| {mklvs.worst:.2e} nats "
+        f"({mklvs.over} over {TOLERANCE:g}); against the monitor: max |diff| "
+        f"{compare_rows(rows, runs['aten'][0]).worst:.2e}; outcomes that differ from the "
+        f"monitor's: {compare_rows(rows, runs['aten'][0]).flips}"
     )
     reruns = all(same_bits(rows, later) for later in runs["monitor"][1:])
     lm_reruns = all(v == lm_values[0] for v in lm_values[1:])
@@ -579,7 +645,9 @@ def print_rounds(contenders) -> None:
     print()
 
 
-MATMUL_OPS = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"})
+MATMUL_OPS = frozenset(
+    {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "mkldnn::_linear_pointwise"}
+)
 
 
 def matmul_share(backend: HFCausalLM, items: list[Item], batch_size: int) -> float:

@@ -160,6 +160,8 @@ def test_ten_reruns_of_a_pinned_local_snapshot_raise_no_flag(monitor_env: Path) 
     ids = [o["run_id"] for o in out]
     shown = json.loads(cli("show", ids[0], "--format", "json").stdout)
     assert shown["run"]["environment"]["scoring"]["panel"] is False
+    # float32 on a CPU: the linear layers ran on oneDNN, and the run says so.
+    assert shown["run"]["environment"]["scoring"]["linear_kernel"] == "onednn"
     assert {m["measure"] for m in shown["measures"]} == {"bias_rate", "tie_rate"}
     flagged = []
     for new, old in zip(ids[1:], ids[:-1], strict=True):

@@ -35,6 +35,7 @@ from transformers import (
 )
 
 from monitor.backends.hf_causal import PREFIX_SHARING_MODEL_TYPES, HFCausalLM, pass_sizes
+from monitor.backends.onednn_linear import ATEN, ONEDNN, onednn_available
 from monitor.backends.prefix_tree import tree_batches
 from monitor.backends.wide_attention import WIDE_SDPA
 from monitor.kinds import load_backend
@@ -196,6 +197,10 @@ def test_scoring_options_record_the_choice() -> None:
         "batch_size": 16,
         "max_batch_tokens": 512,
         "attn_implementation": WIDE_SDPA,
+        # float32 on a CPU: the linear layers run on oneDNN (test_onednn_linear.py).
+        "linear_kernel": ONEDNN if onednn_available() else ATEN,
+        # The tiny model's two layers are both among the first three run in float64.
+        "float64_linear_layers": 2 if onednn_available() else 0,
     }
     assert padded.scoring_options()["prefix_sharing"] is False
     assert scoring_provenance(shared) == {"chunk_requests": 128, **shared.scoring_options()}

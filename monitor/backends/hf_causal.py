@@ -31,6 +31,11 @@ Why it looks the way it does:
   log-likelihood had the same bits as with the full head. ``token_logprobs`` reads every
   row, so it runs the full head as before; so does a model whose forward lacks
   ``logits_to_keep``, and the padded path.
+* A float32 model's linear layers on a CPU run on oneDNN's kernel, 2.2x MKL's throughput
+  on this project's AMD CPUs; those of its first three decoder layers run in float64,
+  whose rounding the later layers magnify, and the LM head sums each logit in four
+  parts (``monitor.backends.onednn_linear``; the run records the choice). The figures
+  below were measured with MKL's kernel.
 * A float32 model's attention core runs in float64 (``monitor.backends.wide_attention``).
   With a float32 core the tree and the padded path differed by rounding, up to 7.9e-4
   nats on a log-prob sum (SmolLM2, cll v3, the four Indian-BhED axes): name tokens right
@@ -56,6 +61,7 @@ import numpy as np
 import torch
 
 from monitor.backends.base import UniqueSequences
+from monitor.backends.onednn_linear import float64_layers, linear_kernel, route_linears
 from monitor.backends.prefix_tree import PrefixTree, tree_batches
 from monitor.backends.wide_attention import WIDE_SDPA, widen_attention
 
@@ -195,11 +201,19 @@ class HFCausalLM:
         # tests set a copy to plain "sdpa" to compare the float32 core); the model's
         # config says which one a run used (``scoring_options``).
         wide_attention: bool = True,
+        # True routes a float32 CPU model's linear layers through oneDNN, 2.2x MKL's
+        # throughput on AMD CPUs (``monitor.backends.onednn_linear``); False leaves them
+        # on ``F.linear`` (benchmarks compare the two). Recorded as ``linear_kernel``.
+        onednn_linears: bool = True,
     ) -> None:
         self.model = model.eval()
         # Before the sharing check: the wide core is one of the implementations it takes.
         if wide_attention:
             widen_attention(self.model)
+        if onednn_linears:
+            route_linears(self.model)
+        self.linear_kernel = linear_kernel(self.model)
+        self.float64_layers = float64_layers(self.model)
         self.tokenizer = tokenizer
         self.name = name
         self.device = device
@@ -234,6 +248,8 @@ class HFCausalLM:
             "max_batch_tokens": self.max_batch_tokens
             or (TREE_MAX_TOKENS if self.prefix_sharing else None),
             "attn_implementation": getattr(self.model.config, "_attn_implementation", None),
+            "linear_kernel": self.linear_kernel,
+            "float64_linear_layers": self.float64_layers,
         }
 
     @property
