@@ -13,8 +13,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
+from typing import Any
 
-from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from jinja2 import (
+    ChoiceLoader,
+    Environment,
+    FileSystemLoader,
+    PackageLoader,
+    StrictUndefined,
+    select_autoescape,
+)
 from markupsafe import Markup
 
 from monitor import fmt
@@ -54,6 +63,17 @@ class TrendView:
     caption: str
     flags: list[plots.Marker]
     latest: TrendPoint | None
+
+
+def render_folder_template(
+    env: Environment | None, folder: Path, name: str, **context: Any
+) -> Markup:
+    """Template ``name`` of a family's ``folder``, rendered in the report's environment
+    (autoescape, its macros), which the HTML renderer passes to a family's hooks as
+    ``env``: the folder's templates first, the report's own behind them."""
+    assert env is not None, "the HTML part renders in the report's environment"
+    here = env.overlay(loader=ChoiceLoader([FileSystemLoader(folder), env.loader]))
+    return Markup(here.get_template(name).render(**context))
 
 
 def _runs_shown(report: ReportInput) -> tuple[list[RunSummary], list[QualityResult], int]:

@@ -17,8 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from jinja2 import ChoiceLoader, Environment, FileSystemLoader
-from markupsafe import Markup
+from jinja2 import Environment
 
 from monitor import fmt
 from monitor.families.association import plots
@@ -28,7 +27,7 @@ from monitor.metrics.registry import METRICS
 from monitor.readmodel.reader import RunReader
 from monitor.report.answer import VerdictRef
 from monitor.report.history import SafeTexts, series_trend
-from monitor.report.html import TrendView
+from monitor.report.html import TrendView, render_folder_template
 from monitor.report.input import interval_of, series_columns
 from monitor.report.markdown import VERDICT_BADGE, md
 from monitor.report.model import (
@@ -282,16 +281,15 @@ def report_block(
         return "\n".join(_associations(report, max_rows))
     if not (report.associations or report.effect_comparisons or report.effect_trends):
         return ""  # no association test in this report: no section
-    assert env is not None, "the HTML part renders in the report's environment"
-    here = env.overlay(loader=ChoiceLoader([FileSystemLoader(_HERE), env.loader]))
     forests = _forest_views(report)
-    return Markup(
-        here.get_template("section.html.j2").render(
-            r=report,
-            fmt=_FMT,
-            forests=forests,
-            forest_rows=[a for f in forests for a in f.rows],
-            effect_trends=_effect_trend_views(report),
-            dfmt=plots.d_text,
-        )
+    return render_folder_template(
+        env,
+        _HERE,
+        "section.html.j2",
+        r=report,
+        fmt=_FMT,
+        forests=forests,
+        forest_rows=[a for f in forests for a in f.rows],
+        effect_trends=_effect_trend_views(report),
+        dfmt=plots.d_text,
     )

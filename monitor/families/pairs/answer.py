@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from jinja2 import ChoiceLoader, Environment, FileSystemLoader
-from markupsafe import Markup
+from jinja2 import Environment
 
 from monitor import fmt
 from monitor.report.answer import FLAGS, VerdictRef
+from monitor.report.html import render_folder_template
 from monitor.report.markdown import VERDICT_BADGE, md
 from monitor.report.model import VERDICT_ORDER, Comparison, ReportInput, UnscoredAxis
 
@@ -213,9 +213,7 @@ def report_lead(
     ps = pairs(report)
     if not ps:
         return ""
-    assert env is not None, "the HTML part renders in the report's environment"
-    here = env.overlay(loader=ChoiceLoader([FileSystemLoader(_HERE), env.loader]))
-    return Markup(here.get_template("answer.html.j2").render(r=report, fmt=_FMT, pairs=ps))
+    return render_folder_template(env, _HERE, "answer.html.j2", r=report, fmt=_FMT, pairs=ps)
 
 
 def _answer(report: ReportInput, max_rows: int) -> list[str]:

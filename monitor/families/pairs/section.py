@@ -22,8 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from jinja2 import ChoiceLoader, Environment, FileSystemLoader
-from markupsafe import Markup
+from jinja2 import Environment
 
 from monitor import fmt
 from monitor.families.pairs import answer
@@ -34,7 +33,7 @@ from monitor.metrics.panel import PANEL_METRICS
 from monitor.readmodel.reader import RunReader
 from monitor.report import plots
 from monitor.report.history import SafeTexts, quarantined_runs, series_trend
-from monitor.report.html import TrendView
+from monitor.report.html import TrendView, render_folder_template
 from monitor.report.input import interval_of, series_columns
 from monitor.report.markdown import VERDICT_BADGE, md
 from monitor.report.model import (
@@ -287,8 +286,9 @@ def report_block(
     if not (report.comparisons or report.contexts or report.trends):
         return ""  # no pair results in this report (e.g. choice questions only): no section
     comparisons = answer.verdict_comparisons(report)
-    return _render(
+    return render_folder_template(
         env,
+        _HERE,
         "section.html.j2",
         r=report,
         fmt=_FMT,
@@ -328,15 +328,7 @@ def report_appendix(
         return "\n".join(out)
     if not report.repeat_groups and not report.methods:
         return ""
-    return _render(env, "appendix.html.j2", r=report, fmt=_FMT)
-
-
-def _render(env: Environment | None, template: str, **context: Any) -> Markup:
-    """``template`` of this folder rendered in the report's environment (autoescape, its
-    macros), which the HTML renderer passes as ``env``."""
-    assert env is not None, "the HTML part renders in the report's environment"
-    here = env.overlay(loader=ChoiceLoader([FileSystemLoader(_HERE), env.loader]))
-    return Markup(here.get_template(template).render(**context))
+    return render_folder_template(env, _HERE, "appendix.html.j2", r=report, fmt=_FMT)
 
 
 def _markdown(report: ReportInput, max_rows: int) -> list[str]:
