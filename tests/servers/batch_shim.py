@@ -26,10 +26,12 @@ import itertools
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import httpx
+
+from servers.loopback import LoopbackServer
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
 
@@ -48,7 +50,7 @@ class BatchShim:
             self._hold.set()
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
+        self._server: LoopbackServer | None = None
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -65,8 +67,7 @@ class BatchShim:
             def do_POST(self) -> None:
                 shim._post(self)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server = LoopbackServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from servers.loopback import LoopbackServer
 
 _CREDENTIALS = {"authorization", "api-key", "x-api-key"}
 
@@ -53,7 +55,7 @@ class EchoServer:
     """``with EchoServer() as srv: srv.port``"""
 
     def __init__(self) -> None:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server = LoopbackServer(("127.0.0.1", 0), _Handler)
         self.port = self._server.server_port
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 

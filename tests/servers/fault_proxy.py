@@ -19,11 +19,13 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import httpx
+
+from servers.loopback import LoopbackServer
 
 Action = Literal["status", "slow", "truncate", "rewrite", "drop"]
 
@@ -114,8 +116,7 @@ class FaultProxy:
         self._counts: dict[str, int] = {}
         self._lock = threading.Lock()
         self._http = httpx.Client(timeout=upstream_timeout_s)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._server.daemon_threads = True
+        self._server = LoopbackServer(("127.0.0.1", 0), _handler_for(self))
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property

@@ -28,8 +28,10 @@ import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from servers.loopback import LoopbackServer
 
 MAX_BODY_BYTES = 1024 * 1024
 MODEL = "scripted-chat-1"
@@ -72,8 +74,7 @@ class ScriptedChat:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
+        self._server = LoopbackServer(("127.0.0.1", 0), self._handler())
         self.port = self._server.server_port
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
