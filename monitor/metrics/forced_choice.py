@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from monitor.metrics.intervals import ALL_AXES, rate_measure
+from monitor.metrics.intervals import ALL_AXES, axis_of, rate_measure
 from monitor.records import Measure, Outcome, ScoreRow
 
 FORCED_CHOICE = "forced-choice"
@@ -377,10 +377,7 @@ def group_by_axis(
     out: dict[tuple[str, str], _Tally] = defaultdict(_Tally)
     axes_of: dict[str, set[str]] = defaultdict(set)
     for row in rows:
-        try:
-            key = item_axis[row.item_id]
-        except KeyError:
-            raise ValueError(f"score row for item {row.item_id} has no benchmark/axis") from None
+        key = axis_of(row, item_axis)
         tally(out[key], row)
         axes_of[key[0]].add(key[1])
     for benchmark, axes in axes_of.items():

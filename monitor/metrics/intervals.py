@@ -113,6 +113,25 @@ def rate_measure(
     )
 
 
+def axis_of(row: ScoreRow, item_axis: Mapping[str, tuple[str, str]]) -> tuple[str, str]:
+    """The (benchmark, axis) of ``row``'s item. A row for an unknown item is an error, not
+    skipped: silently dropping it would change a rate."""
+    try:
+        return item_axis[row.item_id]
+    except KeyError:
+        raise ValueError(f"score row for item {row.item_id} has no benchmark/axis") from None
+
+
+def rows_by_axis(
+    rows: Iterable[ScoreRow], item_axis: Mapping[str, tuple[str, str]]
+) -> dict[tuple[str, str], list[ScoreRow]]:
+    """``rows`` grouped per (benchmark, axis) of their items, in arrival order."""
+    out: dict[tuple[str, str], list[ScoreRow]] = defaultdict(list)
+    for row in rows:
+        out[axis_of(row, item_axis)].append(row)
+    return dict(out)
+
+
 def axis_measures(
     rows: Iterable[ScoreRow], item_axis: Mapping[str, tuple[str, str]]
 ) -> list[Measure]:
@@ -125,10 +144,7 @@ def axis_measures(
     counts: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     axes_of: dict[str, set[str]] = defaultdict(set)
     for row in rows:
-        try:
-            benchmark, axis = item_axis[row.item_id]
-        except KeyError:
-            raise ValueError(f"score row for item {row.item_id} has no benchmark/axis") from None
+        benchmark, axis = axis_of(row, item_axis)
         counts[(benchmark, axis)][row.outcome] += 1
         axes_of[benchmark].add(axis)
     for benchmark, axes in axes_of.items():

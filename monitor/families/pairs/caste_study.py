@@ -18,10 +18,9 @@ job (``monitor.families.pairs.caste_import``).
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
-from monitor.metrics.intervals import rate_measure
+from monitor.metrics.intervals import rate_measure, rows_by_axis
 from monitor.records import Measure, ScoreRow
 
 METRIC = "forced-choice-top20-imported"
@@ -64,10 +63,5 @@ def study_measures(
     rows: Iterable[ScoreRow], item_axis: Mapping[str, tuple[str, str]]
 ) -> list[Measure]:
     """Per (benchmark, axis) of the imported rows, in the order the study reports them."""
-    by_axis: dict[tuple[str, str], list[ScoreRow]] = defaultdict(list)
-    for row in rows:
-        try:
-            by_axis[item_axis[row.item_id]].append(row)
-        except KeyError:
-            raise ValueError(f"score row for item {row.item_id} has no benchmark/axis") from None
+    by_axis = rows_by_axis(rows, item_axis)
     return [m for key in sorted(by_axis) for m in axis_study_measures(*key, by_axis[key])]

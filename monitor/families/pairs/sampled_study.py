@@ -25,10 +25,9 @@ Pure: imported score rows in, measures out.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
-from monitor.metrics.intervals import rate_measure
+from monitor.metrics.intervals import rate_measure, rows_by_axis
 from monitor.records import Measure, ScoreRow
 
 METRIC = "sampled-choice-100-imported"
@@ -75,10 +74,5 @@ def sampled_study_measures(
     rows: Iterable[ScoreRow], item_axis: Mapping[str, tuple[str, str]]
 ) -> list[Measure]:
     """Per (benchmark, axis) of the imported rows."""
-    by_axis: dict[tuple[str, str], list[ScoreRow]] = defaultdict(list)
-    for row in rows:
-        try:
-            by_axis[item_axis[row.item_id]].append(row)
-        except KeyError:
-            raise ValueError(f"score row for item {row.item_id} has no benchmark/axis") from None
+    by_axis = rows_by_axis(rows, item_axis)
     return [m for key in sorted(by_axis) for m in axis_sampled_measures(*key, by_axis[key])]
