@@ -38,9 +38,22 @@ time: the layers' products are small and lose efficiency when cut); the head in 
 (the first 400 items' sentences: 0 over 1e-4 where the partial sums leave 2, but 39% more
 time); float64 only for rows whose input exceeds a magnitude (no smaller maximum,
 slower). Only every decoder layer in float64 brought all of the 40 worst sentences within
-1e-4 (max 7.1e-5; not timed: float64 products run on MKL). Values differ from MKL's in
-the last bits, so the run records the choice (``HFCausalLM.scoring_options``:
-``linear_kernel``, ``float64_linear_layers``).
+1e-4 (max 7.1e-5; not timed: float64 products run on MKL).
+
+Where the rest comes from (2026-11-28, the 24 worst sentences and 24 at random, against
+the float64 copy): not the head (its logits from the same hidden state in float64 left
+the worst at 2.0e-4) and not the length of the float32 sums (``down_proj`` in 2 to 6
+partial sums: no better), but the rows of positions 0 and 1, BOS and the token after it,
+whose activations SmolLM2 grows to ~1e3 and every later row attends to. Those two rows in
+float64 in layers 3 on, in ``o_proj`` and ``down_proj`` only (the products that write
+into the residual stream), brought the worst 24 to max 6.9e-5 (0 over 1e-4; random 24:
+2.9e-5), but cost 11% more time (6.6 such rows of 106 per pass; their float64 weights
+stream from memory every pass), so it is not taken; remembering the rows' products
+across passes (BOS's are the same in every pass) might make it cheap. Without the three
+float64 layers the row fix alone is not enough (worst 6.9e-4).
+
+oneDNN's values differ from MKL's in the last bits, so the run records the choice
+(``HFCausalLM.scoring_options``: ``linear_kernel``, ``float64_linear_layers``).
 
 Only float32 on a CPU is routed: bf16 and fp16 linears already go to oneDNN in torch, a
 float64 model (the reference copy) has no oneDNN kernel, and a GPU has its own. The

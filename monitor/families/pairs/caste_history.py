@@ -29,19 +29,18 @@ from typing import Any
 from monitor import __version__
 from monitor.errors import DataIntegrityError
 from monitor.families.pairs.caste_import import (
-    AXIS_BENCHMARK,
     FILES,
     OPTION_ORDER,
     OPTION_TOKENS,
-    SNAPSHOT_KIND,
     STUDY_REPO,
     ItemLookup,
     ParsedStudy,
     loader_lookup,
     parse_study_files,
     sha256_file,
+    study_run_record,
 )
-from monitor.families.pairs.caste_study import METRIC, METRIC_VERSION, OPINIONATED_RULE
+from monitor.families.pairs.caste_study import OPINIONATED_RULE
 from monitor.importers.common import UNKNOWN, check_snapshot_id
 from monitor.jobs.lifecycle import ImportedRun, RunLifecycle
 from monitor.records import RunRecord
@@ -214,39 +213,17 @@ def history_run_id(snapshot: str, entry: HistoryEntry) -> str:
 
 
 def _record(snapshot: str, entry: HistoryEntry, parsed: ParsedStudy) -> RunRecord:
-    model = str(entry.facts["model_requested"])
-    benchmarks = [AXIS_BENCHMARK[a] for a in entry.present]
     commit = str(entry.facts["commit"])
-    return RunRecord(
+    return study_run_record(
         run_id=history_run_id(snapshot, entry),
-        snapshot_id=snapshot,
-        snapshot_kind=SNAPSHOT_KIND,
-        snapshot_revision=model,
-        snapshot_manifest={
-            "id": snapshot,
-            "kind": SNAPSHOT_KIND,
-            "display_name": f"OpenAI {model} (imported from {STUDY_REPO})",
-            "source": {"type": "openai-api", "model": model},
-        },
-        metric=METRIC,
-        metric_version=METRIC_VERSION,
-        benchmarks=benchmarks,
-        dataset_versions={
-            b: {"benchmark_version": sorted(parsed.versions.get(b, set()))} for b in benchmarks
-        },
-        fingerprint=hashlib.sha256(
-            json.dumps(
-                [METRIC, METRIC_VERSION, snapshot, model, sorted(entry.shas.values())]
-            ).encode()
-        ).hexdigest(),
-        trigger="import",
-        started_at=entry.started_at,
-        origin="imported",
-        status="complete",
+        snapshot=snapshot,
+        model=str(entry.facts["model_requested"]),
+        axes=entry.present,
+        parsed=parsed,
+        file_shas=list(entry.shas.values()),
+        started=entry.started_at,
         environment=_environment(entry),
-        git_commit=f"{STUDY_REPO}@{commit}",
-        device="unknown (OpenAI API)",
-        dtype="unknown",
+        commit=commit,
         notes=f"imported from {STUDY_REPO}@{commit[:12]} {entry.facts['source_path']} "
         f"(history {entry.folder.name}/)",
     )

@@ -26,6 +26,7 @@ import json
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -381,6 +382,57 @@ def parse_study_files(
     return ParsedStudy(items, scores, exclusions, versions)
 
 
+def study_run_record(
+    *,
+    run_id: str,
+    snapshot: str,
+    model: str,
+    axes: Iterable[str],
+    parsed: ParsedStudy,
+    file_shas: Iterable[str],
+    started: datetime,
+    environment: dict[str, Any],
+    commit: str,
+    notes: str,
+) -> RunRecord:
+    """The run record of one imported set of the study's result files: the one place that
+    says what such a run is (its snapshot manifest, metric, benchmarks and their versions,
+    fingerprint), for a single import and for each run of a history alike. The numbers
+    came from the study's code at ``commit`` on OpenAI's servers, so that is the run's
+    commit and its device and dtype are unknown."""
+    benchmarks = [AXIS_BENCHMARK[a] for a in axes]
+    return RunRecord(
+        run_id=run_id,
+        snapshot_id=snapshot,
+        snapshot_kind=SNAPSHOT_KIND,
+        snapshot_revision=model,
+        snapshot_manifest={
+            "id": snapshot,
+            "kind": SNAPSHOT_KIND,
+            "display_name": f"OpenAI {model} (imported from {STUDY_REPO})",
+            "source": {"type": "openai-api", "model": model},
+        },
+        metric=METRIC,
+        metric_version=METRIC_VERSION,
+        benchmarks=benchmarks,
+        dataset_versions={
+            b: {"benchmark_version": sorted(parsed.versions.get(b, set()))} for b in benchmarks
+        },
+        fingerprint=hashlib.sha256(
+            json.dumps([METRIC, METRIC_VERSION, snapshot, model, sorted(file_shas)]).encode()
+        ).hexdigest(),
+        trigger="import",
+        started_at=started,
+        origin="imported",
+        status="complete",
+        environment=environment,
+        git_commit=f"{STUDY_REPO}@{commit}",
+        device="unknown (OpenAI API)",
+        dtype="unknown",
+        notes=notes,
+    )
+
+
 def import_caste_bias(
     db: Store | Path | str,
     folder: Path | str,
@@ -444,40 +496,19 @@ def import_caste_bias(
             "importer": f"monitor.families.pairs.caste_import (bias-monitor {__version__})",
         },
     }
-    benchmarks = [AXIS_BENCHMARK[a] for a in present]
     digest = hashlib.sha256(
         json.dumps([snapshot, started.isoformat(), sorted(shas.items())]).encode()
     ).hexdigest()
-    run = RunRecord(
+    run = study_run_record(
         run_id=f"import-{snapshot}-{started:%Y%m%d}-{digest[:8]}",
-        snapshot_id=snapshot,
-        snapshot_kind=SNAPSHOT_KIND,
-        snapshot_revision=model,
-        snapshot_manifest={
-            "id": snapshot,
-            "kind": SNAPSHOT_KIND,
-            "display_name": f"OpenAI {model} (imported from {STUDY_REPO})",
-            "source": {"type": "openai-api", "model": model},
-        },
-        metric=METRIC,
-        metric_version=METRIC_VERSION,
-        benchmarks=benchmarks,
-        dataset_versions={
-            b: {"benchmark_version": sorted(parsed.versions.get(b, set()))} for b in benchmarks
-        },
-        fingerprint=hashlib.sha256(
-            json.dumps([METRIC, METRIC_VERSION, snapshot, model, sorted(shas.values())]).encode()
-        ).hexdigest(),
-        trigger="import",
-        started_at=started,
-        origin="imported",
-        status="complete",
+        snapshot=snapshot,
+        model=model,
+        axes=list(present),
+        parsed=parsed,
+        file_shas=list(shas.values()),
+        started=started,
         environment=environment,
-        # What produced the numbers is the study's code at a commit, run on OpenAI's servers:
-        # record that instead of our own commit and device, and say "unknown" where unknown.
-        git_commit=f"{STUDY_REPO}@{STUDY_COMMIT}",
-        device="unknown (OpenAI API)",
-        dtype="unknown",
+        commit=STUDY_COMMIT,
         notes=f"imported from {STUDY_REPO}@{STUDY_COMMIT[:12]} {folder.name}/",
     )
     store = db if isinstance(db, Store) else Store.open(db)
