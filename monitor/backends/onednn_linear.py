@@ -48,9 +48,11 @@ whose activations SmolLM2 grows to ~1e3 and every later row attends to. Those tw
 float64 in layers 3 on, in ``o_proj`` and ``down_proj`` only (the products that write
 into the residual stream), brought the worst 24 to max 6.9e-5 (0 over 1e-4; random 24:
 2.9e-5), but cost 11% more time (6.6 such rows of 106 per pass; their float64 weights
-stream from memory every pass), so it is not taken; remembering the rows' products
-across passes (BOS's are the same in every pass) might make it cheap. Without the three
-float64 layers the row fix alone is not enough (worst 6.9e-4).
+stream from memory every pass), so it is not taken. Remembering the rows' products
+across passes would not make it cheap: BOS's row is the same in every pass, but the four
+axes' 1,898 requests start with 359 different tokens, so most passes meet a new one and
+stream the weights anyway. Without the three float64 layers the row fix alone is not
+enough (worst 6.9e-4).
 
 oneDNN's values differ from MKL's in the last bits, so the run records the choice
 (``HFCausalLM.scoring_options``: ``linear_kernel``, ``float64_linear_layers``).
