@@ -23,9 +23,9 @@ the four Indian-BhED axes), the same thread count, CPU, fp32:
   float32 core puts the tree from the padded path (up to 7.9e-4 nats on 2026-11-24).
 
 * **MKL linears**: the monitor with every linear layer back on ``F.linear`` (torch's
-  default, MKL's sgemm), on its own copy of the model: what oneDNN's kernel and the
-  float64 first layers (``monitor.backends.onednn_linear``, since 2026-11-28) change in
-  time and in values.
+  default, MKL's sgemm), on its own copy of the model: what oneDNN's kernel, the
+  float64 first layers and first rows (``monitor.backends.onednn_linear``, since
+  2026-11-28) change in time and in values.
 
 They run interleaved (monitor, lm-eval, unshared, float32 core, monitor, ...) so that a
 change in the machine's load hits all four; the script prints the load average before

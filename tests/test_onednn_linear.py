@@ -3,7 +3,9 @@
 What must hold: the backend routes every linear layer of a float32 CPU model, and only
 those: the first ``FLOAT64_LAYERS`` decoder layers' to float64, the rest to oneDNN's
 kernel, the head in partial sums (the profiler sees oneDNN's op, and torch's own float32
-product nowhere); the model
+product nowhere), the products that write into the residual stream of the next layers
+with their first positions' rows in float64 (the pass's ``position_ids`` say which); the
+model
 keeps its modules and its tied head; the values are those of the same model within
 float32's rounding (against a float64 copy); the choice is in the run's scoring options;
 and a forward autograd records, or a dtype the layer was not routed for, takes
@@ -25,8 +27,13 @@ from monitor.backends.hf_causal import HFCausalLM
 from monitor.backends.onednn_linear import (
     ATEN,
     FLOAT64_LAYERS,
+    FLOAT64_POSITIONS,
+    FLOAT64_ROW_LAYERS,
     HEAD_PARTS,
     ONEDNN,
+    RESIDUAL_WRITERS,
+    FirstRows,
+    FirstRowsLinear,
     Float64Linear,
     OneDnnLinear,
     SummedHeadLinear,
@@ -80,10 +87,22 @@ def test_a_float32_cpu_backend_runs_every_linear_on_onednn_and_keeps_the_tied_he
     options = backend.scoring_options()
     assert options["linear_kernel"] == ONEDNN
     assert options["float64_linear_layers"] == FLOAT64_LAYERS
+    assert options["float64_first_row_layers"] == 2  # the two after those, under FLOAT64_ROW_LAYERS
     for number, layer in enumerate(model.model.layers):
-        kind = Float64Linear if number < FLOAT64_LAYERS else OneDnnLinear
-        linears = [m for m in layer.modules() if isinstance(m, torch.nn.Linear)]
-        assert len(linears) == 7 and all(type(m) is kind for m in linears), number
+        linears = {
+            name.rsplit(".", 1)[-1]: m
+            for name, m in layer.named_modules()
+            if isinstance(m, torch.nn.Linear)
+        }
+        assert len(linears) == 7, number
+        for name, m in linears.items():
+            if number < FLOAT64_LAYERS:
+                kind = Float64Linear
+            elif name in RESIDUAL_WRITERS:
+                kind = FirstRowsLinear
+            else:
+                kind = OneDnnLinear
+            assert type(m) is kind, (number, name)
     assert type(model.lm_head) is SummedHeadLinear
     assert model.lm_head.weight is model.model.embed_tokens.weight  # the tie is kept
 
@@ -99,6 +118,7 @@ def test_a_float32_cpu_backend_runs_every_linear_on_onednn_and_keeps_the_tied_he
     aten = HFCausalLM(plain, tok, name="tiny", onednn_linears=False)
     assert aten.scoring_options()["linear_kernel"] == ATEN
     assert aten.scoring_options()["float64_linear_layers"] == 0
+    assert aten.scoring_options()["float64_first_row_layers"] == 0
     assert ("aten::linear", "float") in _ops(aten, seqs)
     want = HFCausalLM(exact, tok, name="tiny-f64").token_logprobs(seqs)
     got, before = backend.token_logprobs(seqs), aten.token_logprobs(seqs)
@@ -122,6 +142,55 @@ def test_a_layer_with_a_bias_adds_it() -> None:
         want = wide(x.double())
     assert got.dtype == torch.float32 and got.shape == (3, 37, 40)
     torch.testing.assert_close(got.double(), want, atol=1e-5, rtol=0)
+
+
+def test_the_first_positions_rows_are_the_float64_product_and_the_rest_onednn() -> None:
+    torch.manual_seed(4)
+    layer = torch.nn.Linear(1536, 576, bias=True)
+    wide = copy.deepcopy(layer).double()
+    layer.__class__ = FirstRowsLinear
+    layer.first_rows = rows = FirstRows()
+    # Two rows of a padded pass: positions 0..5 each; and one row of a tree pass, where
+    # positions repeat (two first tokens under one BOS).
+    for positions in (torch.arange(6).expand(2, 6), torch.tensor([[0, 1, 2, 1, 2, 3]])):
+        ids = torch.zeros(positions.shape, dtype=torch.long)
+        rows.note(layer, (), {"input_ids": ids, "position_ids": positions})
+        first = positions.reshape(-1) < FLOAT64_POSITIONS
+        assert torch.equal(rows.index, torch.nonzero(first).squeeze(1))
+        x = torch.randn(*positions.shape, 1536) * 30  # large, as at SmolLM2's first positions
+        with torch.inference_mode():
+            got = layer(x).reshape(-1, 576)
+            exact = wide(x.double()).reshape(-1, 576)
+            onednn = torch.ops.mkldnn._linear_pointwise(x, layer.weight, layer.bias, "none", [], "")
+        onednn = onednn.reshape(-1, 576)
+        # The first positions: the float64 product rounded once, not oneDNN's.
+        torch.testing.assert_close(got[first].double(), exact[first], atol=1e-5, rtol=0)
+        assert not torch.equal(got[first], onednn[first])
+        assert (got[first].double() - exact[first]).abs().max() < (
+            (onednn[first].double() - exact[first]).abs().max()
+        )
+        assert torch.equal(got[~first], onednn[~first])  # the rest: oneDNN, bit for bit
+    # An input that is not this pass's hidden state (another row count): oneDNN only.
+    x = torch.randn(5, 1536)
+    with torch.inference_mode():
+        assert torch.equal(
+            layer(x),
+            torch.ops.mkldnn._linear_pointwise(x, layer.weight, layer.bias, "none", [], ""),
+        )
+
+
+def test_the_model_tells_its_residual_writers_which_rows_are_first() -> None:
+    model, tok = _tied_llama()
+    HFCausalLM(model, tok, name="tiny")
+    writer = model.model.layers[FLOAT64_LAYERS].self_attn.o_proj
+    assert type(writer) is FirstRowsLinear and FLOAT64_LAYERS + 2 <= FLOAT64_ROW_LAYERS
+    ids = torch.randint(3, len(tok), (3, 4))
+    with torch.inference_mode():
+        model(input_ids=ids, use_cache=False)  # no position_ids: 0, 1, 2, 3 in every row
+        assert writer.first_rows.index.tolist() == [0, 1, 4, 5, 8, 9]
+        tree = torch.tensor([[0, 1, 1, 2]])
+        model(input_ids=ids[:1], position_ids=tree, use_cache=False)
+        assert writer.first_rows.index.tolist() == [0, 1, 2]
 
 
 def test_a_summed_head_equals_the_float64_product_within_float32_rounding() -> None:

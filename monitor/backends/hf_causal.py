@@ -33,9 +33,10 @@ Why it looks the way it does:
   ``logits_to_keep``, and the padded path.
 * A float32 model's linear layers on a CPU run on oneDNN's kernel, 2.2x MKL's throughput
   on this project's AMD CPUs; those of its first three decoder layers run in float64,
-  whose rounding the later layers magnify, and the LM head sums each logit in four
-  parts (``monitor.backends.onednn_linear``; the run records the choice). The figures
-  below were measured with MKL's kernel.
+  whose rounding the later layers magnify, the next nine layers' ``o_proj`` and
+  ``down_proj`` compute BOS's and the first token's rows in float64, and the LM head
+  sums each logit in four parts (``monitor.backends.onednn_linear``; the run records
+  the choice). The figures below were measured with MKL's kernel.
 * A float32 model's attention core runs in float64 (``monitor.backends.wide_attention``).
   With a float32 core the tree and the padded path differed by rounding, up to 7.9e-4
   nats on a log-prob sum (SmolLM2, cll v3, the four Indian-BhED axes): name tokens right
@@ -61,7 +62,12 @@ import numpy as np
 import torch
 
 from monitor.backends.base import UniqueSequences
-from monitor.backends.onednn_linear import float64_layers, linear_kernel, route_linears
+from monitor.backends.onednn_linear import (
+    float64_layers,
+    float64_row_layers,
+    linear_kernel,
+    route_linears,
+)
 from monitor.backends.prefix_tree import PrefixTree, tree_batches
 from monitor.backends.wide_attention import WIDE_SDPA, widen_attention
 
@@ -214,6 +220,7 @@ class HFCausalLM:
             route_linears(self.model)
         self.linear_kernel = linear_kernel(self.model)
         self.float64_layers = float64_layers(self.model)
+        self.float64_row_layers = float64_row_layers(self.model)
         self.tokenizer = tokenizer
         self.name = name
         self.device = device
@@ -250,6 +257,7 @@ class HFCausalLM:
             "attn_implementation": getattr(self.model.config, "_attn_implementation", None),
             "linear_kernel": self.linear_kernel,
             "float64_linear_layers": self.float64_layers,
+            "float64_first_row_layers": self.float64_row_layers,
         }
 
     @property
