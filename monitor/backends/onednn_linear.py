@@ -121,6 +121,15 @@ def _routable(x: torch.Tensor, weight: torch.Tensor) -> bool:
     )
 
 
+def _float64_weights(layer: torch.nn.Linear) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``layer``'s weight and bias in float64, converted once, on first use, and kept."""
+    wide = getattr(layer, "_float64", None)
+    if wide is None:
+        bias = None if layer.bias is None else layer.bias.detach().double()
+        wide = layer._float64 = (layer.weight.detach().double(), bias)
+    return wide
+
+
 class OneDnnLinear(torch.nn.Linear):
     """``nn.Linear`` whose float32 CPU forward is oneDNN's kernel (module docstring)."""
 
@@ -162,10 +171,7 @@ class Float64Linear(torch.nn.Linear):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not _routable(x, self.weight):
             return F.linear(x, self.weight, self.bias)
-        wide = getattr(self, "_float64", None)
-        if wide is None:  # converted once, on first use
-            bias = None if self.bias is None else self.bias.detach().double()
-            wide = self._float64 = (self.weight.detach().double(), bias)
+        wide = _float64_weights(self)
         return F.linear(x.double(), *wide).float()
 
 
@@ -216,10 +222,7 @@ class FirstRowsLinear(OneDnnLinear):
         rows = self.first_rows.of(x) if _routable(x, self.weight) else None
         if rows is None:
             return y
-        wide = getattr(self, "_float64", None)
-        if wide is None:  # converted once, on first use
-            bias = None if self.bias is None else self.bias.detach().double()
-            wide = self._float64 = (self.weight.detach().double(), bias)
+        wide = _float64_weights(self)
         padded = -(-len(rows) // ROW_BLOCK) * ROW_BLOCK
         block = x.new_zeros((padded, self.in_features), dtype=torch.float64)
         block[: len(rows)] = x.reshape(-1, self.in_features)[rows]
@@ -291,22 +294,19 @@ def linear_kernel(model: torch.nn.Module) -> str:
     return ONEDNN if routed and _float32_on_cpu(model) else ATEN
 
 
-def float64_layers(model: torch.nn.Module) -> int:
-    """How many of ``model``'s decoder layers run their linear layers in float64."""
+def _layers_with(model: torch.nn.Module, kind: type[torch.nn.Linear]) -> int:
+    """How many of a float32 CPU ``model``'s decoder layers hold a linear layer of ``kind``."""
     if not _float32_on_cpu(model):
         return 0
-    return sum(
-        any(isinstance(m, Float64Linear) for m in layer.modules())
-        for layer in decoder_layers(model)
-    )
+    return sum(any(isinstance(m, kind) for m in layer.modules()) for layer in decoder_layers(model))
+
+
+def float64_layers(model: torch.nn.Module) -> int:
+    """How many of ``model``'s decoder layers run their linear layers in float64."""
+    return _layers_with(model, Float64Linear)
 
 
 def float64_row_layers(model: torch.nn.Module) -> int:
     """How many of ``model``'s decoder layers compute their first positions' rows in
     float64 where they write into the residual stream."""
-    if not _float32_on_cpu(model):
-        return 0
-    return sum(
-        any(isinstance(m, FirstRowsLinear) for m in layer.modules())
-        for layer in decoder_layers(model)
-    )
+    return _layers_with(model, FirstRowsLinear)
