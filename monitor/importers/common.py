@@ -12,6 +12,7 @@ import re
 from datetime import UTC, datetime
 
 from monitor.errors import UserInputError
+from monitor.snapshots.model import SNAPSHOT_ID_MAX_CHARS
 
 UNKNOWN = "unknown"  # a provenance fact the published files do not record
 
@@ -19,7 +20,14 @@ _SNAPSHOT_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 
 def check_snapshot_id(snapshot: str) -> None:
-    """A snapshot id is a file-name-safe series name; anything else is a UserInputError."""
+    """A snapshot id is a file-name-safe series name of at most ``SNAPSHOT_ID_MAX_CHARS``
+    (a longer one is accepted by the store but breaks ``export``, whose file names hold
+    it); anything else is a UserInputError."""
+    if len(snapshot) > SNAPSHOT_ID_MAX_CHARS:
+        raise UserInputError(
+            f"snapshot id {snapshot[:40]!r}… is {len(snapshot)} characters; at most "
+            f"{SNAPSHOT_ID_MAX_CHARS} (a shorter --suffix?)"
+        )
     if not _SNAPSHOT_ID.match(snapshot):
         raise UserInputError(
             f"snapshot id {snapshot!r} must be lower-case letters, digits, '.', '_' or '-'"

@@ -51,7 +51,13 @@ def _folder_digest(value: str) -> str:
 
 GitRevision = Annotated[str, AfterValidator(check_git_revision)]
 FolderDigest = Annotated[str, AfterValidator(_folder_digest)]
-SnapshotId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*$")]
+# A snapshot id names files (``<id>.toml``, export files named by run ids that hold it),
+# and a file name has at most 255 bytes: 100 characters leave room for what is added.
+SNAPSHOT_ID_MAX_CHARS = 100
+SnapshotId = Annotated[
+    str,
+    StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=SNAPSHOT_ID_MAX_CHARS),
+]
 
 
 class _Strict(BaseModel):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from monitor.errors import UserInputError
 from monitor.kinds import KINDS
-from monitor.snapshots.model import Snapshot, check_git_revision
+from monitor.snapshots.model import SNAPSHOT_ID_MAX_CHARS, Snapshot, check_git_revision
 from monitor.snapshots.registry import load_snapshot_file
 from monitor.snapshots.resolve import folder_digest
 
@@ -42,6 +42,11 @@ def sanitise_id(name: str) -> str:
     text = re.sub(r"-{2,}", "-", text).lstrip("._-").rstrip("-")
     if not text:
         raise UserInputError(f"cannot make a snapshot id from {name!r}; give one with --id NAME")
+    if len(text) > SNAPSHOT_ID_MAX_CHARS:
+        raise UserInputError(
+            f"a snapshot id from {name[:40]!r}… would be {len(text)} characters, more than "
+            f"{SNAPSHOT_ID_MAX_CHARS}; give a shorter one with --id NAME"
+        )
     return text
 
 
@@ -166,6 +171,10 @@ def pin(
         )
     if snapshot_id is not None:
         sid = snapshot_id
+        if len(sid) > SNAPSHOT_ID_MAX_CHARS:  # it names the file written below
+            raise UserInputError(
+                f"--id: {len(sid)} characters; a snapshot id has at most {SNAPSHOT_ID_MAX_CHARS}"
+            )
         if sanitise_id(sid) != sid:
             raise UserInputError(
                 f"--id {sid!r}: use lower-case letters, digits, '.', '_' and '-', starting "

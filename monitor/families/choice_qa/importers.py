@@ -39,9 +39,7 @@ already stored are skipped.
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import re
 import string
@@ -68,10 +66,12 @@ from monitor.families.choice_qa.items import (
     _index,
     bbq_record,
     bharatbbq_record,
+    csv_table,
     payload_core,
 )
 from monitor.families.choice_qa.metrics import MC_IMPORTED, MC_IMPORTED_VERSION
 from monitor.importers.common import UNKNOWN, check_snapshot_id, parse_date
+from monitor.inputs import read_input_file
 from monitor.jobs.lifecycle import ImportedRun, RunLifecycle
 from monitor.records import Outcome, RunRecord, ScoreRow
 from monitor.store.db import Store
@@ -188,6 +188,7 @@ def read_bbq(
     }
     unmatched = dict.fromkeys(BBQ_COLUMNS, 0)
     metadata_differs = 0
+    first: dict[str, str] = {}  # item id -> where it was read first
     for path in paths:
         data = _read(path)
         sha = hashlib.sha256(data).hexdigest()
@@ -216,6 +217,11 @@ def read_bbq(
                 raise DataIntegrityError(
                     f"{where}: example_id {fields['source_id']} is not the pinned "
                     f"{benchmark} record (the predictions file does not belong to it)"
+                )
+            if (seen := first.setdefault(item.item_id, where)) != where:
+                raise DataIntegrityError(
+                    f"{where}: example_id {fields['source_id']} repeats {seen}: the same "
+                    "question twice would be scored twice"
                 )
             metadata_differs += item.payload["target"] != fields["target"]
             for column, run in runs.items():
@@ -345,12 +351,7 @@ def read_bharatbbq(
     """One run per model column of a BharatBBQ predictions file."""
     data = _read(path)
     sha = hashlib.sha256(data).hexdigest()
-    try:
-        reader = csv.DictReader(io.StringIO(data.decode("utf-8-sig"), newline=""))
-        rows = list(reader)
-    except (UnicodeDecodeError, csv.Error) as exc:
-        raise DataIntegrityError(f"{path}: not a UTF-8 CSV file ({exc})") from None
-    header = reader.fieldnames or []
+    rows, header = csv_table(data, str(path))
     missing = [c for c in BHARAT_REQUIRED if c not in header]
     if missing or not rows:
         raise DataIntegrityError(
@@ -371,6 +372,13 @@ def read_bharatbbq(
         raise UserInputError(f"{path}: {benchmark} is not a BharatBBQ benchmark of the manifest")
     version = BenchmarkVersion(benchmark, BHARAT_COMMIT, sha, "none")
     items = [_bharat_item(r, n, version, benchmark, str(path)) for n, r in enumerate(rows)]
+    first: dict[str, int] = {}
+    for n, item in enumerate(items):
+        if (m := first.setdefault(item.item_id, n)) != n:
+            raise DataIntegrityError(
+                f"{path}: row {n} (id {item.payload['source_id']}) repeats row {m}: the same "
+                "question twice would be scored twice"
+            )
     match = match_examples(items, examples[benchmark]) if benchmark in examples else {}
     unmatched_templates = sorted(
         {i.template or "" for i in items if match.get(i.item_id) is None}, key=_numeric
@@ -455,10 +463,8 @@ _BHARAT_HOW = {
 
 
 def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise UserInputError(f"{path}: cannot read ({exc.strerror})") from None
+    """A prediction file's bytes: a regular file of at most ``MAX_INPUT_BYTES``."""
+    return read_input_file(path)
 
 
 def _jsonl(data: bytes, path: Path) -> list[dict[str, Any]]:
@@ -609,8 +615,7 @@ def cli_import_bharatbbq(
     if len(paths) != 1:
         raise UserInputError("import bharatbbq takes one predictions file")
     (path,) = paths
-    head = _read(path).split(b"\n", 2)
-    rows = list(csv.DictReader(io.StringIO(b"\n".join(head[:2]).decode("utf-8-sig"))))
+    rows, _header = csv_table(_read(path), str(path))
     if not rows or "Category" not in rows[0]:
         raise DataIntegrityError(f"{path}: not a BharatBBQ predictions file (no Category)")
     benchmark = "bharatbbq-" + rows[0]["Category"].lower().replace("_", "-")

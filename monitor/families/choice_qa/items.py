@@ -69,6 +69,7 @@ from monitor.benchmarks.items import (
 )
 from monitor.benchmarks.manifest import BenchmarkSpec
 from monitor.errors import DataIntegrityError, UserInputError
+from monitor.inputs import read_input_file
 
 KIND = "choice-question"
 FORMATS = ("bbq-jsonl", "bharatbbq-csv")
@@ -251,15 +252,51 @@ def _jsonl(data: bytes, name: str) -> list[dict[str, Any]]:
 
 
 def _csv_rows(data: bytes, name: str) -> list[dict[str, str]]:
+    rows, header = csv_table(data, name)
+    missing = [c for c in BHARATBBQ_COLUMNS if c not in header]
+    if missing:
+        raise DataIntegrityError(f"{name}: missing column(s) {', '.join(missing)}")
+    return rows
+
+
+def csv_table(data: bytes, name: str) -> tuple[list[dict[str, str]], list[str]]:
+    """The rows of a UTF-8 CSV file as dicts, and its header; a one-line
+    ``DataIntegrityError`` naming the line where a row is not well formed.
+
+    An unclosed quote must not cost a row silently: the quoted field runs on into the next
+    line and takes that row with it. The reader is strict (a quote that closes a field
+    must be followed by a comma or a line end, which the next row's quotes seldom are,
+    and a quote left open at the end of the file is an error), and a row whose field
+    count is not the header's is refused: either one shows the joined rows.
+    ``csv.DictReader`` fills a short row with ``None`` and keeps a long row's extra
+    fields aside, so it is not used. A field over the csv module's 128 KiB limit is
+    refused here too. Blank lines are skipped, as ``DictReader`` skips them."""
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise DataIntegrityError(f"{name}: not UTF-8 ({exc})") from None
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    missing = [c for c in BHARATBBQ_COLUMNS if c not in (reader.fieldnames or ())]
-    if missing:
-        raise DataIntegrityError(f"{name}: missing column(s) {', '.join(missing)}")
-    return list(reader)
+        raise DataIntegrityError(f"{name}: not UTF-8 (byte {exc.start})") from None
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    rows: list[dict[str, str]] = []
+    start = 1  # the physical line the record being read starts on
+    try:
+        header = next(reader, [])
+        start = reader.line_num + 1
+        for fields in reader:
+            if fields and len(fields) != len(header):
+                lines = f"{start}" if reader.line_num == start else f"{start}-{reader.line_num}"
+                raise DataIntegrityError(
+                    f"{name}: line {lines}: {len(fields)} fields where the header has "
+                    f"{len(header)} (a field missing, or an unclosed quote joining rows)"
+                )
+            if fields:
+                rows.append(dict(zip(header, fields, strict=True)))
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        hint = "" if "field limit" in str(exc) else "; an unclosed quote?"
+        raise DataIntegrityError(
+            f"{name}: line {start}: not a well-formed CSV row ({exc}{hint})"
+        ) from None
+    return rows, header
 
 
 def bbq_target(record: Mapping[str, Any]) -> int | None:
@@ -382,10 +419,9 @@ def _translated(
 ) -> tuple[list[dict[str, Any]], str]:
     """The English records with the texts of the row-parallel file in ``folder``."""
     path = folder / Path(spec.path).name
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UserInputError(f"{name}: cannot read translation {path}: {exc.strerror}") from None
+    # A regular file of bounded size: a name linked to /dev/zero would otherwise be read
+    # until the memory runs out.
+    data = read_input_file(path, what=f"{name}: translation")
     rows = _csv_rows(data, str(path))
     if len(rows) != len(english):
         raise DataIntegrityError(
