@@ -77,6 +77,8 @@ def _import_predictions(
             }
         )
     else:
+        for rid in done.skipped:  # the same rows, whatever the date or line endings
+            out.print(f"{done.snapshots[rid]}: already imported as {rid}", markup=False)
         if done.skipped and not runs:
             out.print(f"nothing new: all {len(done.skipped)} runs are already in the store")
         table = family.hook("cli_table")

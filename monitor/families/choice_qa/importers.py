@@ -33,8 +33,14 @@ context, question, options (up to the unknown string), correct and target option
 the matched Examples ``id`` is kept in the row's ``details["examples_source_id"]``, and
 the counts in ``environment["import"]["examples_match"]``.
 
-Re-importing adds nothing: a run's id comes from the snapshot and the file hashes; runs
-already stored are skipped.
+Re-importing adds nothing: a run's id and fingerprint are its *content key*
+(:func:`content_key`), a sha256 over the snapshot, the column, and every row read — each
+item's content (its benchmark and payload, not its id, which for BharatBBQ depends on the
+file's bytes) with the prediction and the option it picked — plus the exclusions, sorted.
+File names, bytes (line endings, a byte-order mark, row order) and ``--date`` are not in
+it, so a CRLF copy of a file, or the same file with another date, is the run already
+stored: it is skipped ("already imported as RUN"). Another ``--suffix`` or ``--column``
+is another series, and another prediction in any row another run.
 """
 
 from __future__ import annotations
@@ -474,14 +480,39 @@ def _jsonl(data: bytes, path: Path) -> list[dict[str, Any]]:
         raise DataIntegrityError(f"{path}: not JSON Lines ({exc})") from None
 
 
+def content_key(run: PredictionRun) -> str:
+    """What makes two imports the same run: the rows read, not the bytes they came in.
+
+    Each row is its item's content (``make_content_id`` over the benchmark and the payload
+    without its language: the BharatBBQ predictions' item ids are namespaced by the
+    file's sha256, so a CRLF copy gives other ids for the same questions), the prediction
+    as written and the option it picked; rows and exclusions are sorted, so their order
+    in the file does not count. The date, file names and line endings are not part of it."""
+    rows = sorted(
+        [
+            make_content_id(
+                run.items[s.item_id].benchmark, KIND, payload_core(run.items[s.item_id].payload)
+            ),
+            s.details.get("prediction"),
+            s.details.get("choice"),
+        ]
+        for s in run.scores
+    )
+    excluded = sorted([e.benchmark, e.source_row, e.reason] for e in run.exclusions)
+    body = [MC_IMPORTED, MC_IMPORTED_VERSION, run.snapshot, run.column, rows, excluded]
+    return hashlib.sha256(json.dumps(body, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
 def _record(
     run: PredictionRun, started: datetime, source: tuple[str, str], how: Mapping[str, str]
 ) -> RunRecord:
     repo, commit = source
     shas = sorted(run.files.items())
-    digest = hashlib.sha256(json.dumps([run.snapshot, run.column, shas]).encode()).hexdigest()
+    key = content_key(run)
     return RunRecord(
-        run_id=f"import-{run.snapshot}-{started:%Y%m%d}-{digest[:8]}",
+        # The id is the content key (no date, no file hash): importing the same rows
+        # again finds this run, whatever --date or line endings the second import has.
+        run_id=f"import-{run.snapshot}-{key[:16]}",
         snapshot_id=run.snapshot,
         snapshot_kind="imported-predictions",
         snapshot_revision=UNKNOWN,
@@ -494,9 +525,7 @@ def _record(
         metric_version=MC_IMPORTED_VERSION,
         benchmarks=list(run.benchmarks),
         dataset_versions={b: {"benchmark_version": sorted(v)} for b, v in run.versions.items()},
-        fingerprint=hashlib.sha256(
-            json.dumps([MC_IMPORTED, MC_IMPORTED_VERSION, run.snapshot, shas]).encode()
-        ).hexdigest(),
+        fingerprint=key,
         trigger="import",
         started_at=started,
         origin="imported",
@@ -507,6 +536,7 @@ def _record(
                 "source_commit": commit,
                 "column": run.column,
                 "files": dict(shas),
+                "content_key": key,
                 "importer": f"monitor.families.choice_qa.importers (bias-monitor {__version__})",
                 **run.facts,
             },
