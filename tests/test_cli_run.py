@@ -19,6 +19,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from monitor.jobs.hold import AT_ENV, HOLD_ENV
+
 pytestmark = pytest.mark.slow
 
 
@@ -176,27 +178,26 @@ def test_kill_minus_nine_then_resume(monitor_env: Path) -> None:
     # lands midway.
     run = ["run", "-b", "bhed-religion", "--batch-size", "4", "--no-panel"]
     args = [sys.executable, "-m", "monitor", *run]
+    # The run holds (monitor.jobs.hold) once 32 rows are committed, and is killed there:
+    # polling the store raced the scoring, which on a fast machine ends between polls.
+    hold = monitor_env / "hold"
     child = subprocess.Popen(
         args,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env=os.environ.copy(),
+        env={**os.environ, HOLD_ENV: str(hold), AT_ENV: "stored:32"},
         start_new_session=True,
     )
-    stored = 0
     deadline = time.monotonic() + 600
     try:
-        while time.monotonic() < deadline and child.poll() is None:
-            time.sleep(1.0)
-            try:
-                stored, _ = db_counts(db)
-            except (duckdb.Error, OSError):
-                continue  # the writer holds the file for a moment
-            if stored >= 32:
-                break
+        while not hold.with_suffix(".held").exists():
+            assert child.poll() is None, f"the run ended (exit {child.returncode}) unheld"
+            assert time.monotonic() < deadline, "the run did not reach 32 stored rows"
+            time.sleep(0.2)
     finally:
         os.killpg(child.pid, signal.SIGKILL)
         child.wait()
+    stored, _ = db_counts(db)
     assert 0 < stored < 121, f"could not catch the run midway (stored={stored})"
 
     con = duckdb.connect(str(db), read_only=True)

@@ -9,6 +9,7 @@ resumed (tests/test_cli_run.py::test_kill_minus_nine_then_resume).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -19,6 +20,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from monitor.jobs.hold import AT_ENV, HOLD_ENV
 from monitor.records import RunRecord
 from monitor.store.db import Store
 from monitor.store.leases import Owner
@@ -81,12 +83,15 @@ def test_a_live_owners_run_is_passed_over_and_a_gone_owners_run_is_taken(tmp_pat
     assert store.claim_resumable("fp", remote)[0] == "remote"
 
 
-def _runs(db: Path) -> list[dict]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "monitor", "runs", "list", "--db", str(db), "--format", "json"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    return json.loads(proc.stdout) if proc.returncode == 0 else []
+def _wait_for(path: Path, proc: subprocess.Popen, timeout: float = 600) -> None:
+    """Until ``path`` exists; fails at once if ``proc`` ended first (it never held)."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if proc.poll() is not None:
+            _out, err = proc.communicate()
+            pytest.fail(f"the run ended (exit {proc.returncode}) before it held:\n{err[-3000:]}")
+        assert time.monotonic() < deadline, f"no {path.name} after {timeout:.0f} s"
+        time.sleep(0.1)
 
 
 @pytest.mark.slow
@@ -94,23 +99,33 @@ def test_two_identical_commands_on_one_store_give_two_complete_runs(monitor_env:
     db = monitor_env / "monitor.duckdb"
     args = [sys.executable, "-m", "monitor", "run", "-b", "bhed-caste", "--no-controls",
             "--no-panel", "--db", str(db), "--format", "json"]  # fmt: skip
-    first = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    # The second starts once the first's run exists and is being scored: the case where
-    # it used to resume (and corrupt) the first one's run.
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline and first.poll() is None:
-        if any(r["status"] == "running" for r in _runs(db)):
-            break
-        time.sleep(0.5)
-    second = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out1, err1 = first.communicate(timeout=900)
-    out2, err2 = second.communicate(timeout=900)
+    # The first run is held (monitor.jobs.hold) once it is open — its lease held, nothing
+    # scored — and the second runs whole meanwhile: the case where the second used to
+    # resume (and corrupt) the first one's run. Held, not raced: on a fast machine the
+    # first used to finish before the second started.
+    hold = monitor_env / "hold"
+    first = subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, HOLD_ENV: str(hold), AT_ENV: "scoring"},
+    )  # fmt: skip
+    try:
+        _wait_for(hold.with_suffix(".held"), first)
+        held_run = hold.with_suffix(".held").read_text(encoding="utf-8")
+        second = subprocess.run(args, capture_output=True, text=True, timeout=900)
+        out2, err2 = second.stdout, second.stderr
+        hold.with_suffix(".release").touch()
+        out1, err1 = first.communicate(timeout=900)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    assert f"run {held_run} of the same configuration is being scored by pid" in err2, err2
+    assert "being scored by" not in err1
     assert first.returncode == 0, err1
     assert second.returncode == 0, err2
     [a], [b] = json.loads(out1), json.loads(out2)
-    assert a["run_id"] != b["run_id"]
+    assert a["run_id"] == held_run != b["run_id"]
     assert a["status"] == b["status"] == "complete" and a["n_scored"] == b["n_scored"] == 106
-    assert "being scored by pid" in err2 or "being scored by pid" in err1
     with duckdb.connect(str(db), read_only=True) as con:
         per_run = dict(con.execute("SELECT run_id, count(*) FROM scores GROUP BY 1").fetchall())
         leases = con.execute("SELECT count(*) FROM run_leases").fetchone()[0]

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from monitor.jobs.context import JobContext
+from monitor.jobs.hold import hold_at
 from monitor.jobs.lifecycle import Attempt, OpenRun
 from monitor.jobs.options import RunOutcome
 from monitor.records import RunRecord
@@ -103,6 +104,7 @@ def drive(ctx: JobContext, scoring: KindScoring | RunOutcome) -> list[RunOutcome
         with ctx.lifecycle.attempt(
             run, ctx.snapshot.id, redact=hooks.redact, before_close=hooks.before_close
         ) as attempt:
+            hold_at("scoring", run.run_id)  # a test's fixed point: open, leased, unscored
             hooks.score(run)
         if attempt.outcome is not None:
             outcomes.append(attempt.outcome)

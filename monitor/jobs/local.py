@@ -25,6 +25,7 @@ from monitor.backends.device_facts import torch_facts
 from monitor.errors import SnapshotUnavailable, UserInputError
 from monitor.jobs.context import JobContext
 from monitor.jobs.driver import RunHooks, drive
+from monitor.jobs.hold import hold_at
 from monitor.jobs.lifecycle import OpenRun
 from monitor.jobs.options import RunOutcome
 from monitor.jobs.run_record import fingerprint, new_repeat_group, new_run_record
@@ -162,6 +163,14 @@ class _LocalRun(RunHooks):
     def score(self, run: OpenRun) -> None:
         ctx, backend = self.shared.ctx, self.shared.backend
         writes = TimedWrites(lambda rows: ctx.store.add_scores(run.run_id, rows))
+        stored = len(run.already_scored)
+
+        def on_batch(rows: list[ScoreRow]) -> None:
+            nonlocal stored
+            writes(rows)
+            stored += len(rows)
+            hold_at("stored", run.run_id, stored=stored, prepare=writes.flush)  # tests only
+
         try:
             self.shared.score(
                 backend,
@@ -170,7 +179,7 @@ class _LocalRun(RunHooks):
                 batch_size=ctx.options.batch_size,
                 progress=self.advance,
                 already_scored=run.already_scored,
-                on_batch=writes,
+                on_batch=on_batch,
                 panel=ctx.options.panel,
             )
         except BaseException:
