@@ -111,10 +111,12 @@ def test_two_identical_commands_on_one_store_give_two_complete_runs(monitor_env:
     try:
         _wait_for(hold.with_suffix(".held"), first)
         held_run = hold.with_suffix(".held").read_text(encoding="utf-8")
-        second = subprocess.run(args, capture_output=True, text=True, timeout=900)
+        # One whole run, then the rest of the first: 1,800 s each, for a loaded machine
+        # (at load 22 on two cores one run took over 900 s).
+        second = subprocess.run(args, capture_output=True, text=True, timeout=1800)
         out2, err2 = second.stdout, second.stderr
         hold.with_suffix(".release").touch()
-        out1, err1 = first.communicate(timeout=900)
+        out1, err1 = first.communicate(timeout=1800)
     finally:
         if first.poll() is None:
             first.kill()

@@ -17,8 +17,8 @@ stores (no schema change), in one place, so drift, the gate and the reports agre
 Runs the monitor scored through an API record their prompts by hash only, inside the
 resume fingerprint (model, endpoint, metric, items, prompt templates and request
 parameters), so for them that fingerprint is part of the key as well. Imported runs carry
-a fingerprint of their source files instead, and local runs one of fields listed above,
-so theirs is not used.
+a fingerprint of their source files (BBQ's and BharatBBQ's predictions: of the rows
+read) instead, and local runs one of fields listed above, so theirs is not used.
 
 Environment facts (library versions, the monitor's commit, CI ids) are deliberately not
 part of the key: a run-to-run change they cause is part of what a group's noise shows,

@@ -42,8 +42,9 @@ IMPORTERS: dict[str, ImporterSpec] = {
             f"{_HERE}:cli_import_bbq",
             "-bbq-paper",
             "Import BBQ's UnifiedQA predictions: one run per prediction column (race, arc, "
-            "qonly), under unifiedqa-t5-11b-<column>-bbq-paper. Runs already stored are "
-            "skipped (exit 0); exit 1 when a new run is quarantined by the quality gate.",
+            "qonly), under unifiedqa-t5-11b-<column>-bbq-paper. Runs already stored (the "
+            "same rows, whatever the date or line endings) are skipped (exit 0); exit 1 "
+            "when a new run is quarantined by the quality gate.",
             "BBQ's UnifiedQA prediction files, e.g. "
             "../shared/datasets/bbq/results/UnifiedQA/preds_Age.jsonl (one or more "
             "categories).",
@@ -56,8 +57,8 @@ IMPORTERS: dict[str, ImporterSpec] = {
             "-bharatbbq-paper",
             "Import a BharatBBQ predictions file: one run per model column, under "
             "<model>-bharatbbq-paper, with the authors' script's numbers as reference_* "
-            "measures. Runs already stored are skipped (exit 0); exit 1 when a new run is "
-            "quarantined.",
+            "measures. Runs already stored (the same rows, whatever the date or line "
+            "endings) are skipped (exit 0); exit 1 when a new run is quarantined.",
             "One BharatBBQ predictions file, e.g. "
             "../shared/datasets/bharatbbq/Example_Predictions/Age_examples.csv.",
             "2025-08-14",
