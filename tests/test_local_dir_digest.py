@@ -1,0 +1,198 @@
+"""Issue 44, findings 1, 4, 8 and 11: a pinned folder pins what is loaded.
+
+Through the CLI a user types. The quick tests build small folders (the refusals happen
+before any weight is read); the slow test pins the real SmolLM2 weights and swaps them
+between the check and the load through the test-only hook
+``MONITOR_TEST_PAUSE_BEFORE_LOAD`` (``monitor/snapshots/local_dir.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SMOLLM2 = "smollm2-135m-instruct-q4"
+
+
+def cli(
+    env: dict[str, str], *args: str, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "monitor", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+def one_line_refusal(proc: subprocess.CompletedProcess[str]) -> str:
+    """Exit 2, one ``error:`` line last on stderr (after progress lines), no traceback."""
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert "Traceback" not in proc.stderr and len(errors) == 1, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == errors[0], proc.stderr
+    return errors[0]
+
+
+@pytest.fixture
+def env(tmp_path: Path, shared_datasets: Path) -> dict[str, str]:
+    (tmp_path / "snaps").mkdir()
+    out = {
+        **os.environ,
+        "MONITOR_SNAPSHOTS_DIR": str(tmp_path / "snaps"),
+        "MONITOR_CACHE_DIR": str(tmp_path / "cache"),
+        "MONITOR_DATA_DIR": str(tmp_path / "datasets"),
+        "MONITOR_DATA_MIRROR": str(shared_datasets),
+        "NO_COLOR": "1",
+    }
+    out.pop("MONITOR_HOME", None)
+    out.pop("MONITOR_TEST_PAUSE_BEFORE_LOAD", None)
+    return out
+
+
+def _model_folder(folder: Path, *, index: dict[str, str] | None = None) -> Path:
+    """A folder ``snapshots add`` takes as hf-causal (its weights are never read here)."""
+    folder.mkdir(parents=True)
+    config = {"architectures": ["LlamaForCausalLM"]}
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    if index is None:
+        (folder / "model.safetensors").write_bytes(b"weights")
+    else:
+        (folder / "model.safetensors.index.json").write_text(
+            json.dumps({"metadata": {}, "weight_map": index}), encoding="utf-8"
+        )
+    return folder
+
+
+def _pin_by_hand(env: dict[str, str], sid: str, folder: Path) -> None:
+    """A snapshot file as an older ``snapshots add`` wrote it (the digest from the
+    current rule, so only the layout check can refuse it)."""
+    from monitor.snapshots.resolve import folder_digest
+
+    Path(env["MONITOR_SNAPSHOTS_DIR"], f"{sid}.toml").write_text(
+        f'id = "{sid}"\nkind = "hf-causal"\ndisplay_name = "{sid}"\n\n[source]\n'
+        f'type = "local-dir"\npath = "{folder}"\ndigest = "{folder_digest(folder)}"\n',
+        encoding="utf-8",
+    )
+
+
+OUTSIDE = {
+    "parent": "../outside/model.safetensors",
+    "absolute": "/tmp/outside/model.safetensors",
+    "hidden": ".w/model.safetensors",
+}
+
+
+@pytest.mark.parametrize("case", sorted(OUTSIDE))
+def test_an_index_entry_the_digest_does_not_cover_is_refused_at_add_and_at_run(env, tmp_path, case):
+    """Finding 1: index entries leaving the folder or hidden from the digest."""
+    entry = OUTSIDE[case]
+    folder = _model_folder(tmp_path / "models" / "m", index={"lm_head.weight": entry})
+    if case == "hidden":
+        (folder / ".w").mkdir()
+        (folder / ".w" / "model.safetensors").write_bytes(b"weights")
+    else:
+        (tmp_path / "models" / "outside").mkdir()
+        (tmp_path / "models" / "outside" / "model.safetensors").write_bytes(b"weights")
+
+    added = cli(env, "snapshots", "add", str(folder), "--id", "m")
+    line = one_line_refusal(added)
+    assert f"entry {entry!r}" in line and "model.safetensors.index.json" in line
+    assert not (tmp_path / "snaps" / "m.toml").exists()
+
+    _pin_by_hand(env, "m", folder)
+    db = tmp_path / "m.duckdb"
+    run = cli(env, "run", "-s", "m", "-b", "bhed-caste", "--no-controls", "--db", str(db))
+    line = one_line_refusal(run)
+    assert line.startswith("error: snapshot m: folder ") and f"entry {entry!r}" in line
+    assert not db.exists()  # refused before the store was opened
+
+
+def test_a_file_in_a_symlinked_subfolder_is_covered_by_the_digest(env, tmp_path):
+    """Finding 1: the digest follows a linked folder, so changing a file in it refuses the run."""
+    folder = _model_folder(tmp_path / "models" / "m")
+    linked = tmp_path / "elsewhere" / "tokenizer"
+    linked.mkdir(parents=True)
+    (linked / "vocab.json").write_text("{}", encoding="utf-8")
+    (folder / "tokenizer").symlink_to(linked, target_is_directory=True)
+    added = cli(env, "snapshots", "add", str(folder), "--id", "m")
+    assert added.returncode == 0, added.stderr
+
+    (linked / "vocab.json").write_text('{"a": 0}', encoding="utf-8")
+    db = tmp_path / "m.duckdb"
+    run = cli(env, "run", "-s", "m", "-b", "bhed-caste", "--no-controls", "--db", str(db))
+    assert "changed since it was pinned" in one_line_refusal(run)
+    assert not db.exists()
+
+
+@pytest.mark.parametrize("command", ["add", "run"])
+def test_a_pickle_in_a_sentence_transformers_module_is_refused(env, tmp_path, command):
+    """Finding 8: ``2_Dense/pytorch_model.bin`` would be unpickled by sentence-transformers."""
+    folder = tmp_path / "models" / "encoder"
+    (folder / "1_Pooling").mkdir(parents=True)
+    (folder / "2_Dense").mkdir()
+    (folder / "config.json").write_text(json.dumps({"architectures": ["BertModel"]}))
+    (folder / "model.safetensors").write_bytes(b"weights")
+    modules = [
+        {"idx": i, "name": str(i), "path": path, "type": f"sentence_transformers.models.{cls}"}
+        for i, (path, cls) in enumerate(
+            [("", "Transformer"), ("1_Pooling", "Pooling"), ("2_Dense", "Dense")]
+        )
+    ]
+    (folder / "modules.json").write_text(json.dumps(modules))
+    (folder / "1_Pooling" / "config.json").write_text("{}")
+    (folder / "2_Dense" / "config.json").write_text("{}")
+    (folder / "2_Dense" / "pytorch_model.bin").write_bytes(b"\x80\x04pickle")
+    if command == "add":
+        line = one_line_refusal(cli(env, "snapshots", "add", str(folder), "--id", "enc"))
+    else:
+        from monitor.snapshots.resolve import folder_digest
+
+        (tmp_path / "snaps" / "enc.toml").write_text(
+            'id = "enc"\nkind = "sentence-transformers"\ndisplay_name = "enc"\n\n[source]\n'
+            f'type = "local-dir"\npath = "{folder}"\ndigest = "{folder_digest(folder)}"\n'
+        )
+        db = tmp_path / "m.duckdb"
+        run = cli(env, "run", "-s", "enc", "-b", "sochindi-weat", "--db", str(db))
+        line = one_line_refusal(run)
+        assert not db.exists()
+    assert "2_Dense/pytorch_model.bin is pickle weights" in line
+
+
+def test_the_repin_hint_runs_from_the_current_directory(env, tmp_path):
+    """Finding 11: the printed command works where the user is, not only in the
+    snapshot folder (a folder name with a space, quoted)."""
+    folder = _model_folder(tmp_path / "repo" / "models" / "My Model")
+    snaps = tmp_path / "repo" / "snapshots"
+    snaps.mkdir()
+    env = {**env, "MONITOR_SNAPSHOTS_DIR": str(snaps)}
+    added = cli(env, "snapshots", "add", str(folder), "--id", "mine")
+    assert added.returncode == 0, added.stderr
+    (folder / "model.safetensors").write_bytes(b"other weights")
+
+    where = tmp_path / "work"
+    where.mkdir()
+    db = tmp_path / "m.duckdb"
+    run = cli(env, "run", "-s", "mine", "-b", "bhed-caste", "--db", str(db), cwd=where)
+    line = one_line_refusal(run)
+    command = line.split("pin it again with ", 1)[1]
+    assert command.startswith("bias-monitor snapshots add ")
+    words = shlex.split(command)
+    assert Path(where, words[3]).resolve() == folder.resolve()
+    argv = [sys.executable, "-m", "monitor", *words[1:]]
+    again = subprocess.run(argv, env=env, cwd=where, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    listed = json.loads(cli(env, "snapshots", "list", "--format", "json").stdout)
+    [mine] = [s for s in listed if s["id"] == "mine"]
+    from monitor.snapshots.resolve import folder_digest
+
+    assert mine["source"]["digest"] == folder_digest(folder)
