@@ -231,8 +231,10 @@ def _check_copy(target: Path) -> list[FolderFile] | None:
     """The files of an existing private copy, each hashed again; None when damaged."""
     try:
         manifest = json.loads((target / COPY_MANIFEST).read_text(encoding="utf-8"))
-        lines = [str(x).rstrip("\n").split("\t") for x in manifest["files"]]
+        lines = [str(x).removesuffix("\n").rsplit("\t", 2) for x in manifest["files"]]
     except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if any(len(parts) != 3 or not parts[1].isdigit() for parts in lines):
         return None
     files = []
     for rel, size, sha in lines:
