@@ -385,3 +385,11 @@ def test_no_way_around_the_digest_scores_other_weights(weights, env, tmp_path):
     assert "changed since it was pinned" in one_line_refusal(cli(env, *run, "-s", "swapped"))
     print(f"plain run of the pinned folder: {plain_s:.1f} s")
     shutil.rmtree(tmp_path / "cache", ignore_errors=True)  # the private copies (~0.5 GB each)
+
+
+def test_the_recorded_file_list_is_no_model_change_of_its_own():
+    """The revision (the digest) already names the files; a run recorded before the list
+    existed must not look like another model in drift's provenance diff."""
+    from monitor.drift.provenance_diff import classify
+
+    assert classify("environment.weights.files") == "run"
