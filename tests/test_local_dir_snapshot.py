@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -133,7 +134,11 @@ def test_pinned_folder_is_scored_compared_and_refused_when_changed(world):
     lines = refused.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in refused.stderr, refused.stderr
     assert lines[0].startswith("error: snapshot my-finetune: folder ../models/My Finetune changed")
-    assert "bias-monitor snapshots add ../models/My Finetune --id my-finetune --force" in lines[0]
+    # The re-pin command as it runs from here: this folder is outside the working
+    # directory, so its absolute path, quoted for the shell (tests/test_local_dir_digest.py
+    # runs such a command).
+    again = f"bias-monitor snapshots add {shlex.quote(str(folder))} --id my-finetune --force"
+    assert lines[0].endswith(f"pin it again with {again}"), lines[0]
     assert digest(db) == before
 
 

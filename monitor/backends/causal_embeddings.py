@@ -41,6 +41,7 @@ class CausalEmbedder:
     dtype: str = "float32"
     progress: Any = field(default=None, repr=False)
     _table: Any = field(default=None, repr=False)
+    weights_files: tuple[str, ...] = field(default=(), repr=False)  # set by the loader
 
     def _ids(self, text: str) -> list[int]:
         return self.tokenizer(self.settings.word_prefix + text, add_special_tokens=False)[
@@ -120,7 +121,7 @@ def load_causal_embedder(
     loaded = load_model_and_tokenizer(
         snapshot, device=device, dtype=dtype, cache_dir=cache_dir, on_event=on_event
     )
-    return CausalEmbedder(
+    backend = CausalEmbedder(
         loaded.model,
         loaded.tokenizer,
         snapshot.id,
@@ -128,3 +129,5 @@ def load_causal_embedder(
         loaded.device,
         loaded.dtype,
     )
+    backend.weights_files = loaded.weights.files  # the run's provenance (weights_facts)
+    return backend

@@ -10,6 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 
+def weights_facts(backend: Any) -> dict[str, Any]:
+    """The files a backend's weights were loaded from, for the run's environment
+    (``environment["weights"]["files"]``: ``path<TAB>size<TAB>sha256`` per file a
+    ``local-dir`` digest covers), so a run says exactly which bytes it scored. A loader
+    sets ``weights_files`` on the backend; others record nothing."""
+    files = getattr(backend, "weights_files", ())
+    return {"weights": {"files": list(files)}} if files else {}
+
+
 def torch_facts(device: str) -> dict[str, Any]:
     import torch
 

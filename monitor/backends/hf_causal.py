@@ -186,6 +186,8 @@ class HFCausalLM:
     it tensors on ``device`` and records ``dtype`` for provenance.
     """
 
+    weights_files: tuple[str, ...] = ()  # set by the loader (device_facts.weights_facts)
+
     def __init__(
         self,
         model,

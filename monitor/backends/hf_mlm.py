@@ -27,6 +27,8 @@ from monitor.backends.hf_causal import (
 class HFMaskedLM:
     """``monitor.backends.base.MaskedLM`` over a loaded transformers masked LM + tokenizer."""
 
+    weights_files: tuple[str, ...] = ()  # set by the loader (device_facts.weights_facts)
+
     def __init__(
         self,
         model,

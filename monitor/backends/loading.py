@@ -165,7 +165,7 @@ def load_causal_lm(
     head = loaded.model.get_output_embeddings()
     vocab = head.weight.shape[0] if head is not None else len(loaded.tokenizer)
     sizes = pass_sizes(loaded.device, vocab, next(loaded.model.parameters()).element_size())
-    return HFCausalLM(
+    backend = HFCausalLM(
         loaded.model,
         loaded.tokenizer,
         name=snapshot.id,
@@ -176,6 +176,8 @@ def load_causal_lm(
         max_batch_tokens=sizes.nodes,
         requests_per_call=sizes.requests_per_call,
     )
+    backend.weights_files = loaded.weights.files  # the run's provenance (weights_facts)
+    return backend
 
 
 def load_masked_lm(
@@ -192,6 +194,8 @@ def load_masked_lm(
     loaded = load_model_and_tokenizer(
         snapshot, device=device, dtype=dtype, cache_dir=cache_dir, on_event=on_event, masked=True
     )
-    return HFMaskedLM(
+    backend = HFMaskedLM(
         loaded.model, loaded.tokenizer, name=snapshot.id, device=loaded.device, dtype=loaded.dtype
     )
+    backend.weights_files = loaded.weights.files  # the run's provenance (weights_facts)
+    return backend

@@ -32,6 +32,7 @@ class SentenceTransformerBackend:
     batch_size: int = 32
     revision: str = ""
     progress: Any = field(default=None, repr=False)
+    weights_files: tuple[str, ...] = field(default=(), repr=False)  # set by the loader
 
     def embed(self, texts: Sequence[str]) -> list[Embedded]:
         out: list[Embedded] = []
@@ -95,9 +96,11 @@ def load_sentence_transformer(
         ) from exc
     model.eval()
     settings = snapshot.embedding or EmbeddingSettings()
-    return SentenceTransformerBackend(
+    backend = SentenceTransformerBackend(
         model, snapshot.id, dev, "float32", settings.batch_size, snapshot.revision_label
     )
+    backend.weights_files = weights.files  # the run's provenance (weights_facts)
+    return backend
 
 
 @dataclass

@@ -49,6 +49,8 @@ _PREFIXES: tuple[tuple[str, Category], ...] = (
     ("environment.import.", "run"),
     ("environment.packages.", "environment"),
     ("environment.ci.", "run"),
+    # The files a local-dir digest covers: the digest (the revision) already names them.
+    ("environment.weights.", "run"),
 )
 _LAST_SEGMENT: dict[str, Category] = {
     # What the API says it served: the model itself.

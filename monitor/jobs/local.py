@@ -21,7 +21,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
-from monitor.backends.device_facts import torch_facts
+from monitor.backends.device_facts import torch_facts, weights_facts
 from monitor.errors import SnapshotUnavailable, UserInputError
 from monitor.jobs.context import JobContext
 from monitor.jobs.driver import RunHooks, drive
@@ -150,6 +150,7 @@ class _LocalRun(RunHooks):
             environment={
                 **environment(),
                 **torch_facts(backend.device),
+                **weights_facts(backend),
                 "scoring": {**scoring_provenance(backend), "panel": options.panel},
             },
             origin=ctx.kind.origin,

