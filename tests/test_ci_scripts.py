@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -432,10 +433,16 @@ def test_composite_action_runs_the_reusable_workflows_scripts_byte_for_byte():
     workflow = _yaml(REPO / ".github" / "workflows" / "bias-check.yml")
     action = _yaml(REPO / ".github" / "actions" / "bias-check" / "action.yml")
     ours = {s["name"]: s["run"] for s in workflow["jobs"]["check"]["steps"] if "run" in s}
-    theirs = {s["name"]: s["run"] for s in action["runs"]["steps"]}
+    theirs = {s["name"]: s["run"] for s in action["runs"]["steps"] if "run" in s}
     assert theirs and set(theirs) <= set(ours)
     for name, script in theirs.items():
         assert script == ours[name], name
+    # The base commit's checkout, where a pull request's baselines are looked up, in both.
+    checkout = "Check out the base commit (the baselines' snapshot files)"
+    ours_uses = {s.get("name"): s for s in workflow["jobs"]["check"]["steps"] if "uses" in s}
+    theirs_uses = {s.get("name"): s for s in action["runs"]["steps"] if "uses" in s}
+    assert ours_uses[checkout] == theirs_uses[checkout]
+    assert ours_uses[checkout]["with"]["path"] == ".bias-check-base"
     inputs = set(workflow[True]["workflow_call"]["inputs"]) - {"runner"}
     assert inputs | {"hf-token"} == set(action["inputs"])
 
@@ -468,3 +475,178 @@ def test_every_action_is_pinned_by_commit_with_its_version_beside_it():
                 assert re.search(r"#\s*v\d", line), (
                     f"{path.name}: no version comment: {line.strip()}"
                 )
+
+
+# -- the reusable check's scripts, run as the runner runs them (issue 44) -----------------
+
+CHECK_STEPS = (
+    "Prepare the monitor (the job image, by digest)",
+    "Score the snapshots and their baselines",
+    "Compare with the baselines and report",
+)
+
+
+def _bias_check(workspace: Path, **inputs: str) -> dict[str, subprocess.CompletedProcess]:
+    """bias-check.yml's three scripts in order, each as GitHub runs a `run:` block (bash
+    --noprofile --norc -eo pipefail) with the environment its step declares, in
+    ``workspace``; under ACT, so the installed monitor stands in for the image, as in the
+    act tests. Values written to $GITHUB_ENV reach the later steps, as on a runner."""
+    steps = {
+        s["name"]: s
+        for s in _yaml(REPO / ".github" / "workflows" / "bias-check.yml")["jobs"]["check"]["steps"]
+        if "name" in s
+    }
+    runner = workspace.parent / "runner"
+    runner.mkdir(exist_ok=True)
+    github_env = runner / "github_env"
+    github_env.write_text("")
+    values = {
+        "SNAPSHOTS_DIR": "snapshots",
+        "MONITOR_SNAPSHOTS_DIR": str(workspace / "snapshots"),
+        "SNAPSHOTS": "",
+        "BASELINES": "smollm2-135m-instruct-q4",
+        "BENCHMARKS": "bhed-caste",
+        "DEVICE": "cpu",
+        "FAIL_ON": "regression",
+        "ALLOW_SKIPPED": "false",
+        "IMAGE": "",
+        "BASE_SHA": "",
+        "HF_TOKEN": "",
+        **inputs,
+    }
+    base_env = {
+        **os.environ,
+        "ACT": "true",
+        "MONITOR_ACT_BIAS_MONITOR": str(BIN / "bias-monitor"),
+        "RUNNER_TEMP": str(runner),
+        "GITHUB_WORKSPACE": str(workspace),
+        "GITHUB_ENV": str(github_env),
+        "GITHUB_STEP_SUMMARY": str(runner / "step-summary.md"),
+        "DB": "results/bias-check/monitor.duckdb",
+        "OUT": "results/bias-check",
+    }
+    done = {}
+    for name in CHECK_STEPS:
+        step = steps[name]
+        script = runner / "step.sh"
+        script.write_text(step["run"])
+        set_by_steps = dict(
+            line.split("=", 1) for line in github_env.read_text().splitlines() if "=" in line
+        )
+        env = {**base_env, **set_by_steps, **{k: values[k] for k in step.get("env", {})}}
+        done[name] = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+            cwd=workspace,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+    return done
+
+
+def _consumer_workspace(tmp_path: Path, files: dict[str, str]) -> Path:
+    """The example consumer repository's snapshot folder, plus ``files`` (name -> text),
+    with a few files around it that a glob could expand to."""
+    workspace = tmp_path / "consumer"
+    shutil.copytree(REPO / "examples" / "consumer-repo", workspace)
+    for name, text in files.items():
+        (workspace / "snapshots" / name).write_text(text)
+    (workspace / "LICENSE").write_text("MIT\n")
+    (workspace / "README.md").write_text("# consumer\n")
+    return workspace
+
+
+BAD_NAMES = ("@octocat-team", "<img src=x onerror=alert(1)>", "*")
+
+
+def test_snapshot_file_names_that_are_not_ids_never_reach_the_summary(tmp_path):
+    """Files named ``@octocat-team.toml`` and ``<img src=x onerror=alert(1)>.toml`` put
+    ``**@octocat-team was not scored**`` into the summary (the pull-request comment), and
+    ``*.toml`` made the unquoted loop score ``LICENSE`` and ``README.md``. Every id is held
+    to the id rule first: the check stops with exit 2, the names shown only shell-quoted
+    in the log, and nothing of them reaches the summary."""
+    toml = (REPO / "examples/consumer-repo/snapshots/my-finetune.toml").read_text()
+    workspace = _consumer_workspace(tmp_path, {f"{name}.toml": toml for name in BAD_NAMES})
+    steps = _bias_check(workspace)
+    score = steps[CHECK_STEPS[1]]
+    assert score.returncode == 2, score.stdout + score.stderr
+    assert "::error title=invalid snapshot id::" in score.stdout
+    for shown in ("@octocat-team", r"\<img\ src=x\ onerror=alert\(1\)\>", r"\*"):
+        assert f"\nnot a snapshot id: {shown}\n" in score.stdout
+    assert "::group::" not in score.stdout  # nothing was scored
+    out = workspace / "results" / "bias-check"
+    assert not (out / "monitor.duckdb").exists()
+    summary = (out / "summary.md").read_text()
+    for leaked in ("octocat", "<img", "onerror", "LICENSE", "README", "my-finetune"):
+        assert leaked not in summary
+    assert "**Nothing was checked**" in summary
+    assert steps[CHECK_STEPS[2]].returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("snapshots", "baselines"),
+    [("*", "smollm2-135m-instruct-q4"), ("my-finetune", "*, @octocat-team")],
+    ids=["snapshots", "baselines"],
+)
+def test_ids_given_as_inputs_are_held_to_the_id_rule(tmp_path, snapshots, baselines):
+    workspace = _consumer_workspace(tmp_path, {})
+    steps = _bias_check(workspace, SNAPSHOTS=snapshots, BASELINES=baselines)
+    score = steps[CHECK_STEPS[1]]
+    assert score.returncode == 2 and "\nnot a snapshot id: \\*\n" in score.stdout
+    assert "::group::" not in score.stdout
+    summary = (workspace / "results" / "bias-check" / "summary.md").read_text()
+    assert "LICENSE" not in summary and "octocat" not in summary
+
+
+def _git(repo: Path, *args: str) -> str:
+    return run(
+        ["git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@t", *args]
+    ).stdout.strip()
+
+
+def test_a_pull_request_cannot_redefine_its_baselines(tmp_path):
+    """The base commit has the caller's own baseline ``my-baseline``; the pull request
+    changes that file (to the candidate's weights, as a fork would) and adds a file under
+    the shipped baseline's id. Baselines resolve from the base commit's folder, and a
+    baseline whose file the pull request adds or changes fails the check, naming the
+    file, before anything is scored."""
+    example = (REPO / "examples/consumer-repo/snapshots/my-finetune.toml").read_text()
+    workspace = _consumer_workspace(tmp_path, {})
+    baseline = workspace / "snapshots" / "my-baseline.toml"
+    baseline.write_text(example.replace('id = "my-finetune"', 'id = "my-baseline"'))
+    _git(workspace, "init", "--quiet", "-b", "main")
+    _git(workspace, "add", "-A")
+    _git(workspace, "commit", "--quiet", "-m", "base")
+    base = _git(workspace, "rev-parse", "HEAD")
+    baseline.write_text(
+        baseline.read_text().replace('display_name = "My', 'display_name = "Candidate as my')
+    )
+    shipped = (REPO / "snapshots" / "smollm2-135m-instruct-q4.toml").read_text()
+    (workspace / "snapshots" / "smollm2-135m-instruct-q4.toml").write_text(shipped)
+    _git(workspace, "add", "-A")
+    _git(workspace, "commit", "--quiet", "-m", "pull request")
+
+    for baselines, named in (
+        ("my-baseline", "snapshots/my-baseline.toml"),
+        ("smollm2-135m-instruct-q4", "snapshots/smollm2-135m-instruct-q4.toml"),
+    ):
+        steps = _bias_check(workspace, BASE_SHA=base, BASELINES=baselines)
+        prepare, score = steps[CHECK_STEPS[0]], steps[CHECK_STEPS[1]]
+        assert prepare.returncode == 0, prepare.stdout + prepare.stderr
+        assert score.returncode == 2, score.stdout + score.stderr
+        assert f"::error title=baseline redefined::{named}: this pull request" in score.stdout
+        assert "::group::" not in score.stdout  # refused before anything was scored
+        summary = (workspace / "results/bias-check/summary.md").read_text()
+        assert "**Nothing was checked**" in summary
+
+    # Where the baselines are looked up: the base commit's folder, as the base has it.
+    assert "baselines are read from .bias-check-base/snapshots, then the shipped" in score.stdout
+    folder = workspace / ".bias-check-base" / "snapshots"
+    assert sorted(p.name for p in folder.glob("*.toml")) == ["my-baseline.toml", "my-finetune.toml"]
+    listed = run(
+        [BIN / "bias-monitor", "snapshots", "list", "--format", "json"],
+        env={"MONITOR_SNAPSHOTS_DIR": str(folder)},
+    )
+    names = {s["id"]: s["display_name"] for s in json.loads(listed.stdout)}
+    assert names["my-baseline"].startswith("My fine-tune")  # not the pull request's file

@@ -195,14 +195,18 @@ def test_user_folder_is_searched_before_the_shipped_one(tmp_path):
     mine = tmp_path / "mine"
     mine.mkdir()
     shipped = (REPO / "snapshots" / "gpt2.toml").read_text(encoding="utf-8")
-    (mine / "gpt2.toml").write_text(
-        shipped.replace('display_name = "', 'display_name = "mine: ', 1), encoding="utf-8"
+    (mine / "my-gpt2.toml").write_text(
+        shipped.replace('id = "gpt2"', 'id = "my-gpt2"').replace(
+            'display_name = "', 'display_name = "mine: ', 1
+        ),
+        encoding="utf-8",
     )
     proc = cli(env, "snapshots", "list", "--format", "json", "--snapshots-dir", str(mine))
     assert proc.returncode == 0, proc.stderr
     listed = {s["id"]: s for s in json.loads(proc.stdout)}
-    assert listed["gpt2"]["display_name"].startswith("mine: ")
-    assert Path(listed["gpt2"]["folder"]) == mine
+    assert listed["my-gpt2"]["display_name"].startswith("mine: ")
+    assert Path(listed["my-gpt2"]["folder"]) == mine
+    assert Path(listed["gpt2"]["folder"]) == REPO / "snapshots"
     assert Path(listed[SMOLLM2]["folder"]) == REPO / "snapshots"  # shipped stay usable
     assert not any(s["default"] for s in listed.values())  # defaults: the user's only
 

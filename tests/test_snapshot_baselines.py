@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -48,9 +47,9 @@ def test_bad_baselines_are_refused(tmp_path, extra, problem):
 def test_snapshots_list_json_names_the_baselines(tmp_path):
     folder = tmp_path / "snapshots"
     folder.mkdir()
-    shutil.copy(SMOLLM2, folder)
-    _variant(folder, "my-model", 'baselines = ["smollm2-135m-instruct-q4"]')
-    assert set(load_snapshots(folder)) == {"smollm2-135m-instruct-q4", "my-model"}
+    _variant(folder, "my-base", "")
+    _variant(folder, "my-model", 'baselines = ["smollm2-135m-instruct-q4", "my-base"]')
+    assert set(load_snapshots(folder)) == {"my-base", "my-model"}
     proc = subprocess.run(
         [sys.executable, "-m", "monitor", "snapshots", "list", "--format", "json"],
         capture_output=True,
@@ -64,4 +63,4 @@ def test_snapshots_list_json_names_the_baselines(tmp_path):
         for s in json.loads(proc.stdout)
         if Path(s["folder"]) == folder  # the shipped ones follow the user's folder
     }
-    assert listed == {"smollm2-135m-instruct-q4": [], "my-model": ["smollm2-135m-instruct-q4"]}
+    assert listed == {"my-base": [], "my-model": ["smollm2-135m-instruct-q4", "my-base"]}

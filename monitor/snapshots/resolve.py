@@ -28,6 +28,7 @@ from typing import Literal
 
 from monitor import paths
 from monitor.errors import DataIntegrityError, SnapshotUnavailable, UserInputError
+from monitor.snapshots.distribution import module_location, top_level_modules
 from monitor.snapshots.local_dir import (
     CopyMismatch,
     FolderFile,
@@ -162,18 +163,29 @@ def _package_dir(snapshot: Snapshot, src: PypiSource) -> Path:
             f"snapshot {snapshot.id} is pinned to {src.package}=={src.version} but "
             f"{installed} is installed; install the pinned version with: {_hint(src)}"
         )
-    try:
-        spec = importlib.util.find_spec(src.module)
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None:
+    location = _own_module(snapshot, src)
+    return location if location.is_dir() else location.parent
+
+
+def _own_module(snapshot: Snapshot, src: PypiSource) -> Path:
+    """Where the installed ``package`` put its top-level ``module``, from the
+    distribution's own file list; a module that is not the package's is refused before
+    anything is imported (``module`` also gates ``assemble``, which runs code)."""
+    dist = importlib.metadata.distribution(src.package)
+    own = top_level_modules(dist)
+    if src.module not in own:
+        raise UserInputError(
+            f"snapshot {snapshot.id}: module {src.module!r} is not a top-level module of the "
+            f"package {src.package}=={src.version} (it installs "
+            f"{', '.join(sorted(own)) or 'no module'}); name the package's own module"
+        )
+    location = module_location(dist, src.module)
+    if location is None:
         raise SnapshotUnavailable(
             f"snapshot {snapshot.id}: package {src.package}=={src.version} is installed but its "
             f"module {src.module!r} cannot be found; reinstall it with: {_hint(src)}"
         )
-    if spec.submodule_search_locations:
-        return Path(next(iter(spec.submodule_search_locations)))
-    return Path(spec.origin).parent
+    return location
 
 
 def _assemble(snapshot: Snapshot, src: PypiSource, target: Path, emit: EventSink) -> None:
@@ -183,6 +195,7 @@ def _assemble(snapshot: Snapshot, src: PypiSource, target: Path, emit: EventSink
     the final name; the caller still verifies the sha256 before anything uses it.
     """
     module_name, _, func_name = (src.assemble or "").partition(":")
+    _imports_the_package(snapshot, src)
     try:
         assemble = getattr(importlib.import_module(module_name), func_name)
     except (ImportError, AttributeError) as exc:
@@ -209,6 +222,29 @@ def _assemble(snapshot: Snapshot, src: PypiSource, target: Path, emit: EventSink
     if not partial.is_file():
         raise DataIntegrityError(f"snapshot {snapshot.id}: {src.assemble} wrote no file")
     os.replace(partial, target)
+
+
+def _imports_the_package(snapshot: Snapshot, src: PypiSource) -> None:
+    """Refuse to import the assembler when ``import`` would find ``module`` somewhere other
+    than where the package installed it (a folder of the same name earlier on
+    ``sys.path``, e.g. in the working directory). ``find_spec`` of a top-level name runs
+    no code."""
+    own = _own_module(snapshot, src).resolve()
+    try:
+        spec = importlib.util.find_spec(src.module)
+    except (ImportError, ValueError):
+        spec = None
+    found = None
+    if spec is not None and spec.submodule_search_locations:
+        found = Path(next(iter(spec.submodule_search_locations)))
+    elif spec is not None and spec.origin:
+        found = Path(spec.origin)
+    if found is None or found.resolve() != own:
+        raise UserInputError(
+            f"snapshot {snapshot.id}: module {src.module!r} would be imported from {found}, "
+            f"not from the package {src.package}=={src.version} at {own}; refusing to run "
+            "its assembler"
+        )
 
 
 # --- files users bring (static word vectors) -----------------------------------------
