@@ -27,7 +27,12 @@ from monitor.jobs.context import JobContext
 from monitor.jobs.driver import RunHooks, drive
 from monitor.jobs.lifecycle import OpenRun
 from monitor.jobs.options import RunOutcome
-from monitor.jobs.run_record import fingerprint, new_repeat_group, new_run_record
+from monitor.jobs.run_record import (
+    fingerprint,
+    new_repeat_group,
+    new_run_record,
+    panel_provenance,
+)
 from monitor.provenance import environment
 from monitor.records import RunRecord, ScoreRow
 from monitor.scoring.coverage import unsupported
@@ -149,7 +154,11 @@ class _LocalRun(RunHooks):
             environment={
                 **environment(),
                 **torch_facts(backend.device),
-                "scoring": {**scoring_provenance(backend), "panel": options.panel},
+                "scoring": {
+                    **scoring_provenance(backend),
+                    "panel": options.panel,
+                    **panel_provenance(spec.name, options),
+                },
             },
             origin=ctx.kind.origin,
         )
@@ -172,6 +181,7 @@ class _LocalRun(RunHooks):
                 already_scored=run.already_scored,
                 on_batch=writes,
                 panel=ctx.options.panel,
+                panel_metrics=ctx.options.panel_metrics,
             )
         except BaseException:
             # Keep what was scored before the error or Ctrl-C (the run resumes from it);
