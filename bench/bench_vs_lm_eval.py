@@ -100,6 +100,11 @@ untimed, profiled run of the monitor (``torch.profiler``: the self time of ``ate
 if torch picks one, counts as outside).
 
     .venv/bin/python bench/bench_vs_lm_eval.py [--rounds 5] [--limit N] [--batch-size 16]
+        [--panel-only]
+
+``--panel-only`` times only cll alone against the default run (alternating which goes
+first) and runs the panel's agreement checks: no lm-eval virtualenv, a fraction of the
+time, for a machine too busy for the whole bench.
 """
 
 from __future__ import annotations
@@ -410,12 +415,24 @@ def main() -> int:
         type=Path,
         default=Path(os.environ.get("MONITOR_TEST_DATASETS", REPO.parent / "shared" / "datasets")),
     )
+    parser.add_argument(
+        "--panel-only",
+        action="store_true",
+        help="only the default run against cll alone (interleaved rounds) and the panel's "
+        "agreement checks: no lm-eval, no diagnostic contenders",
+    )
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
 
     print(f"load average at start (1/5/15 min): {load_average()}", flush=True)
     cache = paths.cache_root()
+    if args.panel_only:
+        snapshot = load_snapshots()[SNAPSHOT]
+        backend = load_backend(
+            snapshot, device="cpu", dtype="float32", cache_dir=cache, prefix_sharing=True
+        )
+        return measure_panel(args, backend, load_items(args.datasets, args.limit))
     python = lm_eval_python(cache)
     snapshot = load_snapshots()[SNAPSHOT]
     folder = model_folder(snapshot, cache_dir=cache).folder
@@ -634,6 +651,50 @@ def measure(
         f"{panel_ratio:.2f}x)"
     )
     return 0 if ok else 1
+
+
+def measure_panel(args, backend: HFCausalLM, items: list[Item]) -> int:
+    """``--panel-only``: cll alone and the default run (cll + ull), interleaved round by
+    round on one model, then the panel's agreement checks; the same rows and ratio as the
+    full bench prints, in a fraction of its time."""
+    print(
+        f"{cpu_name()}, {os.cpu_count()} CPUs, torch {torch.__version__} on "
+        f"{torch.get_num_threads()} threads; {len(items)} items"
+    )
+    mon = Contender("monitor: cll, sentences + priors, shared prefixes")
+    pan = Contender("default run: cll + ull (the default panel)")
+    warm = items[:16]
+    score_items(backend, warm, "cll", batch_size=args.batch_size, panel=False)
+    score_items(backend, warm, "cll", batch_size=args.batch_size, panel=True)
+    alone: list[list[ScoreRow]] = []
+    default: list[list[ScoreRow]] = []
+    for r in range(args.rounds):
+        print(f"round {r + 1}/{args.rounds}, load average {load_average()}", flush=True)
+        # Which goes first alternates, so a trend in the machine's load favours neither.
+        order = [(mon, False, alone), (pan, True, default)]
+        for c, panel, out in order if r % 2 == 0 else order[::-1]:
+            out.append(timed_monitor(backend, items, args.batch_size, c, panel=panel))
+        print(
+            f"  cll alone {mon.seconds[-1]:.1f} s ({mon.cpu[-1]:.1f} s CPU), default run "
+            f"{pan.seconds[-1]:.1f} s ({pan.cpu[-1]:.1f})",
+            flush=True,
+        )
+    print(f"load average at end: {load_average()}")
+    print_rounds((mon, pan))
+    ratio = statistics.median(pan.seconds) / statistics.median(mon.seconds)
+    per_round = ", ".join(f"{b / a:.2f}" for a, b in zip(mon.seconds, pan.seconds, strict=True))
+    cpu_ratio = statistics.median(pan.cpu) / statistics.median(mon.cpu)
+    print(
+        f"default run (cll + ull) / monitor (cll alone): {ratio:.2f}x wall clock (median; "
+        f"per round {per_round}), {cpu_ratio:.2f}x CPU time, "
+        f"{pan.executed / mon.executed:.2f}x the positions fed; issue 43's bar (<= 1.15x): "
+        f"{'met' if ratio <= 1.15 else 'NOT met'}"
+    )
+    ok = check_panels(backend, items, args.batch_size, alone[0], default[0])
+    reruns = all(same_bits(alone[0], later) for later in alone[1:] + default)
+    same = "yes" if reruns else "NO"
+    print(f"reruns bit-identical (cll alone and the default run's cll): {same}")
+    return 0 if ok and reruns else 1
 
 
 def check_panels(
