@@ -77,7 +77,10 @@ The panel against cll alone, same day, 1 thread, 40 items, two alternating runs:
 (2.05x; 26,079 against 12,892 on the four full axes). The cost per position is the same;
 what the panel adds is cll-reference's no-BOS sentences and word priors, which share no
 prefix with cll's BOS sequences, so sharing tokenisation, trees or batches cannot bring it
-under 1.5x: only feeding fewer positions could.
+under 1.5x: only feeding fewer positions could. Issue 43 did that: cll-reference left the
+default panel (``run --metrics cll-reference`` asks for it), and the default run, cll +
+ull, feeds exactly cll's positions (2026-11-28, ``--panel-only``, 160 items at load 17-19:
+1.08x wall clock, 1.03x CPU time, 1.00x the positions; docs/performance.md).
 
 * **default run**: the monitor as ``make run`` scores, ``panel=True``: cll and ull in one
   pass (issue 43). ull reads cll's two sentences, so the run asks for exactly cll's
