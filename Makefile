@@ -79,7 +79,8 @@ docs: $(BIN)/.docs-installed
 	$(BIN)/mkdocs build --strict --site-dir site 2>&1 | grep -v "^INFO" ; exit $${PIPESTATUS[0]}
 
 # The monitor against lm-evaluation-harness (installed once into its own venv under
-# $(MONITOR_CACHE_DIR)/bench), interleaved: CLL on Indian-BhED, then the BBQ round
+# $(MONITOR_CACHE_DIR)/bench), interleaved: CLL on Indian-BhED (with the default run,
+# cll + ull, against cll alone, and the full panel's agreement checks), then the BBQ round
 # (mc-loglik vs lm-eval multiple choice on BharatBBQ mini); bench_scoring.py and
 # bench_store_writes.py (the store's write batching) are by hand. Both rounds run even
 # when the first misses its goal; make then fails with the first one's status.

@@ -17,7 +17,9 @@ Contenders, interleaved round by round on the same model object and the same sen
 * **lm-eval**: lm-evaluation-harness 0.4.13 ``HFLM.loglikelihood_rolling`` over the
   sentences alone, handed the same model object;
 * **monitor, padded**: prefix sharing off;
-* **default run (panel)**: cll, cll-reference and ull together.
+* **default run (panel)**: cll and ull together, the default panel (ull reads cll's
+  sentences: the same requests; cll-reference, about twice the positions, is opt-in since
+  issue 43).
 
 Printed: per-round times, medians and spread, useful and executed positions, the share
 of the GPU's bf16 peak (a plain 8192^3 ``torch.mm``, measured in the same run) at the

@@ -650,3 +650,28 @@ def test_a_pull_request_cannot_redefine_its_baselines(tmp_path):
     )
     names = {s["id"]: s["display_name"] for s in json.loads(listed.stdout)}
     assert names["my-baseline"].startswith("My fine-tune")  # not the pull request's file
+def test_the_weekly_report_job_scores_the_reference_metric_and_the_nightly_does_not():
+    """cll-reference left the default metric panel (issue 43): the nightly scores the
+    default panel (cll and ull), and the weekly report job asks for cll-reference
+    explicitly, into a store of its own, with the run options the CLI has."""
+    import shlex
+
+    weekly = _yaml(REPO / ".github" / "workflows" / "drift-report.yml")
+    steps = [s.get("run", "") for job in weekly["jobs"].values() for s in job.get("steps", [])]
+    (script,) = [s for s in steps if "--metrics cll-reference" in s]
+    run_line = next(
+        line for line in script.replace("\\\n", " ").splitlines() if " run " in f" {line} "
+    )
+    args = shlex.split(run_line)
+    db = args[args.index("--db") + 1]
+    assert db != "$DB" and "reference" in db  # never the history's store
+    nightly = (REPO / ".github" / "workflows" / "nightly.yml").read_text()
+    assert "--metrics" not in nightly
+    helped = subprocess.run(
+        [sys.executable, "-m", "monitor", "run", "--help"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+        check=True,
+    ).stdout
+    assert all(opt in helped for opt in args if opt.startswith("--"))

@@ -85,7 +85,9 @@ def test_hindi_pairs_score_on_gemma_and_smollm2_refuses(hindi_home: Path) -> Non
     assert out["status"] == "complete" and out["n_scored"] == 12
     shown = json.loads(cli("show", out["run_id"], "--format", "json").stdout)
     measures = {m["measure"] for m in shown["measures"]}
-    assert {"bias_rate", "bias_rate:cll-reference", "bias_rate:ull", "metric_agreement"} <= measures
+    # The default panel (cll and ull); cll-reference only with --metrics cll-reference.
+    assert {"bias_rate", "bias_rate:ull", "metric_agreement"} <= measures
+    assert "bias_rate:cll-reference" not in measures
     assert shown["run"]["dataset_versions"]["hindi-sample"]["language"] == "hi"
     texts = json.loads(cli("show", out["run_id"], "--items", "--texts", "--format", "json").stdout)[
         "items"

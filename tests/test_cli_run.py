@@ -117,13 +117,13 @@ def test_run_scores_stores_and_shows(monitor_env: Path, smollm2_caste_runs, monk
         == 106
     )
     assert {e["reason"] for e in shown["exclusions"]} == {"duplicate"}
-    # The caste score with its neutral control and the metric panel beside it.
-    # Religion has the metric panel beside it but no neutral control.
+    # The caste score with its neutral control and the metric panel (cll and ull by
+    # default) beside it. Religion has the metric panel beside it but no neutral control.
     ctx, religion = sorted(shown["context"], key=lambda c: c["benchmark"])
     assert religion["benchmark"] == "bhed-religion" and religion["control"] is None
-    assert set(religion["panel"]) == {"cll", "cll-reference", "ull"}
+    assert set(religion["panel"]) == {"cll", "ull"}
     assert (ctx["benchmark"], ctx["control_benchmark"]) == ("bhed-caste", "bhed-neutral")
-    assert set(ctx["panel"]) == {"cll", "cll-reference", "ull"} and ctx["agreement"]["n"] == 106
+    assert set(ctx["panel"]) == {"cll", "ull"} and ctx["agreement"]["n"] == 106
     assert shown["validations"][0]["success"] is True
 
     # One score row per scored item, each with metric name and version.
@@ -155,6 +155,63 @@ def test_run_scores_stores_and_shows(monitor_env: Path, smollm2_caste_runs, monk
     ).fetchone()
     con.close()
     assert same == 106 + 52 and differing == 0  # every caste item and its control
+
+
+def test_cll_reference_only_when_asked(monitor_env: Path, smollm2_caste_runs) -> None:
+    """cll-reference (the seed code's no-BOS variant) left the default panel: a default
+    `run -b bhed-caste` (the session's runs) stores cll and ull only; `--metrics
+    cll-reference` adds it to the same pass with the numbers the full panel always gave
+    (SmolLM2's caste 65 of 106, 61.3%), and cll's and ull's outcomes stay the default run's."""
+    caste_db, (default, _) = smollm2_caste_runs
+    env = {**os.environ, "MONITOR_DB": str(caste_db)}
+
+    def items_of(run_id: str, db_env: dict) -> list[dict]:
+        proc = subprocess.run(
+            [sys.executable, "-m", "monitor", "show", run_id, "--items", "--format", "json"],
+            capture_output=True, text=True, timeout=300, env=db_env, check=True,
+        )  # fmt: skip
+        return json.loads(proc.stdout)["items"]
+
+    plain = items_of(default["run_id"], env)
+    assert len(plain) == 158 and all(r["cll_reference"] is None for r in plain)
+    assert all(r["ull"] in ("stereo", "anti", "tie") for r in plain)
+    assert not any(m["measure"] == "bias_rate:cll-reference" for m in default["measures"])
+
+    # Asked for: refused cleanly when it cannot apply, scored in the same pass when it can.
+    for bad, words in (
+        (("--metrics", "aul"), "not a panel metric"),
+        (("--metrics", "cll-reference", "--no-panel"), "--no-panel scores none"),
+    ):
+        refused = cli("run", "-b", "bhed-caste", *bad, check=False)
+        assert refused.returncode == 2 and words in refused.stderr, refused.stderr
+    # The caste items alone (--no-controls): cll-reference doubles the scoring time.
+    (full,) = json.loads(
+        cli(
+            "run", "-b", "bhed-caste", "--no-controls", "--metrics", "cll-reference",
+            "--format", "json", timeout=1800,
+        ).stdout
+    )  # fmt: skip
+    by = {(m["axis"], m["measure"]): (m["k"], m["n"]) for m in full["measures"]}
+    assert by[("caste", "bias_rate:cll-reference")] == (65, 106)
+    was = {(m["axis"], m["measure"]): (m["k"], m["n"]) for m in default["measures"]}
+    for measure in ("bias_rate", "bias_rate:ull"):
+        assert by[("caste", measure)] == was[("caste", measure)]
+    assert by[("caste", "metric_agreement")][1] == 106
+    shown = json.loads(cli("show", full["run_id"], "--format", "json").stdout)
+    assert shown["run"]["environment"]["scoring"]["panel_metrics"] == [
+        "cll",
+        "cll-reference",
+        "ull",
+    ]
+    (ctx,) = [c for c in shown["context"] if c["benchmark"] == "bhed-caste"]
+    assert set(ctx["panel"]) == {"cll", "cll-reference", "ull"}
+    asked = {r["item_id"]: r for r in items_of(full["run_id"], dict(os.environ))}
+    caste = [r for r in plain if r["item_id"] in asked]
+    assert len(caste) == len(asked) == 106
+    assert all(asked[r["item_id"]]["cll_reference"] is not None for r in caste)
+    assert [(r["outcome"], r["ull"]) for r in caste] == [
+        (asked[r["item_id"]]["outcome"], asked[r["item_id"]]["ull"]) for r in caste
+    ]
 
 
 def test_gemma_when_asked(monitor_env: Path) -> None:

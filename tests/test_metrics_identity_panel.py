@@ -9,7 +9,7 @@ from monitor.benchmarks.items import Item
 from monitor.families.pairs.identity import ASSOCIATION_RATE, BT_STRENGTH
 from monitor.metrics.context import score_contexts
 from monitor.metrics.intervals import axis_measures
-from monitor.metrics.panel import AGREEMENT, panel_measures, rate_name
+from monitor.metrics.panel import AGREEMENT, PANEL_METRICS, panel_measures, panel_of, rate_name
 from monitor.metrics.registry import get_metric, run_measures
 from monitor.records import ScoreRow
 
@@ -133,6 +133,39 @@ def test_panel_measures_by_hand() -> None:
     }
     # Rows without a panel (API runs, older runs) add nothing.
     assert panel_measures([ScoreRow("i1", "cll", "3", "stereo", 1.0)], axes) == []
+
+
+def test_the_default_panel_agrees_over_the_metrics_it_holds() -> None:
+    """A default run's panel holds cll and ull only: the agreement is theirs, with the
+    one pair, and no cll-reference rate appears (an item where cll-reference could not be
+    scored, an error and no outcome, does not make a metric of its own either)."""
+    rows = [
+        ScoreRow(i, "cll", "3", own, 0.0, details={"panel": {"ull": {"outcome": ull}}})
+        for i, own, ull in (
+            ("i1", "stereo", "stereo"),
+            ("i2", "stereo", "anti"),
+            ("i3", "anti", "anti"),
+            ("i4", "tie", "anti"),
+        )
+    ]
+    rows.append(
+        ScoreRow(
+            "i5",
+            "cll",
+            "3",
+            "anti",
+            0.0,
+            details={"panel": {"ull": {"outcome": "anti"}, "cll-reference": {"error": "x"}}},
+        )
+    )
+    axes = {r.item_id: ("bhed-caste", "caste") for r in rows}
+    by = {m.measure: m for m in panel_measures(rows, axes)}
+    assert set(by) == {rate_name("ull"), AGREEMENT}
+    assert (by[rate_name("ull")].k, by[rate_name("ull")].n) == (1, 5)
+    assert (by[AGREEMENT].k, by[AGREEMENT].n) == (3, 5)
+    assert by[AGREEMENT].details["pairwise"] == {"cll~ull": 0.6}
+    assert panel_of("cll") == ("cll", "ull") == panel_of("ull")
+    assert panel_of("cll", ["cll-reference"]) == PANEL_METRICS == panel_of("cll-reference")
 
 
 def test_score_contexts_put_control_and_panel_beside_the_rate() -> None:

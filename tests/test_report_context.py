@@ -46,6 +46,37 @@ def test_markdown_html_and_json_show_the_context() -> None:
     assert "<td><code>20261123T000000Z-smollm2-abc123</code></td>" in html
 
 
+def test_a_default_panel_shows_the_metrics_it_has() -> None:
+    """A run scored with the default panel (cll and ull) has no cll-reference: the context
+    table shows the two it has and their agreement, and no empty cll-reference column."""
+    report = _report()
+    (ctx,) = report.contexts
+    two = ctx.model_copy(
+        update={
+            "panel": (ctx.panel[0], ctx.panel[2]),
+            "agreement": ContextRate(label="both metrics agree", value=0.5, k=53, n=106),
+        }
+    )
+    report = report.model_copy(update={"contexts": (two,)})
+    md = render_markdown(report)
+    header = next(line for line in md.splitlines() if line.startswith("| Snapshot"))
+    assert "cll-reference" not in md and "| cll | ull | Metrics agree |" in header
+    row = next(line for line in md.splitlines() if line.startswith("| smollm2"))
+    assert "46.2% (ctl 34.6%)" in row and "50.0% of 106" in row
+    html = render_html(report)
+    assert "<th>cll-reference</th>" not in html and "<th>ull</th><th>Metrics agree</th>" in html
+    # Beside a stored run that has all three, the column is there, a dash for the other.
+    both = report.model_copy(update={"contexts": (two, _report().contexts[0])})
+    lines = render_markdown(both).splitlines()
+    assert (
+        "| cll | cll-reference | ull | Metrics agree |"
+        in lines[next(i for i, line in enumerate(lines) if line.startswith("| Snapshot"))]
+    )
+    assert "| 38.7% (ctl 25.0%) | — | 46.2% (ctl 34.6%) |" in next(
+        line for line in lines if line.startswith("| smollm2") and "50.0% of 106" in line
+    )
+
+
 def test_context_values_are_escaped() -> None:
     report = _report(snapshot="<script>x</script>|*")
     assert "<script>" not in render_html(report)

@@ -1,7 +1,8 @@
-"""The resume fingerprint and ``--no-panel``: a run scored without the metric panel stores
-rows without ``details.panel``, so a killed one must never be resumed by a run with the
-panel (or the other way round), while the fingerprint of a default run stays what earlier
-versions stored (their killed runs still resume)."""
+"""The resume fingerprint and the metric panel: a run scored without the panel stores rows
+without ``details.panel``, and a default run (cll and ull) rows without cll-reference, so a
+killed one must never be resumed by a run with another panel (or the other way round),
+while the fingerprint of a full-panel run (``--metrics cll-reference``: the default before
+cll-reference left it) stays what earlier versions stored (their killed runs still resume)."""
 
 from __future__ import annotations
 
@@ -15,14 +16,20 @@ from monitor.jobs.run_record import fingerprint
 from monitor.snapshots.registry import load_snapshots
 
 
-def test_panel_off_is_another_measurement_and_the_default_is_unchanged(shared_datasets: Path):
+def test_each_panel_is_another_measurement_and_the_full_one_is_unchanged(shared_datasets: Path):
     snapshot = load_snapshots()["smollm2-135m-instruct-q4"]
     benches = load_benchmarks(["bhed-caste"], data_dir=shared_datasets)  # pinned files
-    with_panel = fingerprint(snapshot, "cll", "3", benches, RunOptions())
-    without = fingerprint(snapshot, "cll", "3", benches, RunOptions(panel=False))
-    assert with_panel != without
-    assert without == fingerprint(snapshot, "cll", "3", benches, RunOptions(panel=False))
-    # The payload a default run hashed before --no-panel existed.
+
+    def of(metric: str = "cll", **options) -> str:
+        return fingerprint(snapshot, metric, "3", benches, RunOptions(**options))
+
+    default, full, without = of(), of(panel_metrics=("cll-reference",)), of(panel=False)
+    assert len({default, full, without}) == 3
+    assert without == of(panel=False) and default == of(panel_metrics=("ull",))
+    # cll-reference's own run holds the full panel whatever --metrics says.
+    assert of("cll-reference") == of("cll-reference", panel_metrics=("cll-reference",))
+    # The payload a default run hashed before --no-panel existed, and before cll-reference
+    # left the default panel: the full panel's.
     before = {
         "snapshot": snapshot.revision_label,
         "kind": snapshot.kind,
@@ -34,7 +41,7 @@ def test_panel_off_is_another_measurement_and_the_default_is_unchanged(shared_da
         "device": "auto",
     }
     digest = hashlib.sha256(json.dumps(before, sort_keys=True).encode()).hexdigest()[:24]
-    assert with_panel == digest
+    assert full == digest and default != digest
 
 
 def test_a_sampled_benchmark_of_another_size_is_another_measurement(shared_datasets: Path):

@@ -1,5 +1,6 @@
-"""The metric panel (one pass for cll, cll-reference and ull) and the tokenizer coverage
-rule, on tiny random models with a byte-level BPE tokenizer trained on English."""
+"""The metric panel (one pass for cll and ull, and cll-reference when asked) and the
+tokenizer coverage rule, on tiny random models with a byte-level BPE tokenizer trained on
+English."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from monitor.benchmarks.items import BenchmarkVersion, Item, LoadedBenchmark
 from monitor.families.pairs.scoring import score_items
 from monitor.scoring import ScoringStats
 from monitor.scoring.coverage import MAX_FRAGMENT_SHARE, token_coverage, unsupported
+
+FULL = ("cll-reference",)  # what ``run --metrics cll-reference`` adds to the default panel
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -25,7 +28,7 @@ def causal(request):
 
 
 def test_panel_rows_equal_each_metric_scored_alone(causal) -> None:
-    panel = score_items(causal, ITEMS, "cll")
+    panel = score_items(causal, ITEMS, "cll", panel_metrics=FULL)
     alone = {m: score_items(causal, ITEMS, m, panel=False) for m in ("cll", "cll-reference", "ull")}
     for k, row in enumerate(panel):
         assert row.outcome == alone["cll"][k].outcome
@@ -35,15 +38,40 @@ def test_panel_rows_equal_each_metric_scored_alone(causal) -> None:
             assert entry["outcome"] == alone[m][k].outcome
             assert entry["delta"] == pytest.approx(alone[m][k].delta, abs=1e-4)
             assert entry["version"] == alone[m][k].metric_version
-    # The run's own metric decides the row whichever metric that is.
+    # The run's own metric decides the row whichever metric that is; cll-reference's own
+    # run holds cll and ull beside it.
     ref = score_items(causal, ITEMS, "cll-reference")
     assert [r.metric for r in ref] == ["cll-reference"] * len(ITEMS)
     assert set(ref[0].details["panel"]) == {"cll", "ull"}
 
 
+def test_the_default_panel_is_cll_and_ull_from_cll_alone_s_pass(causal) -> None:
+    """The default run asks for exactly cll's requests (ull's sentences are cll's), so it
+    gives cll alone's bits and reads ull off the same log-probs; no cll-reference."""
+    default, alone, ull = ScoringStats(), ScoringStats(), ScoringStats()
+    rows = score_items(causal, ITEMS, "cll", stats=default)
+    plain = score_items(causal, ITEMS, "cll", stats=alone, panel=False)
+    ull_rows = score_items(causal, ITEMS, "ull", stats=ull, panel=False)
+    assert (default.requests_sent, default.backend_calls) == (
+        alone.requests_sent,
+        alone.backend_calls,
+    )
+    for row, cll, u in zip(rows, plain, ull_rows, strict=True):
+        assert set(row.details["panel"]) == {"ull"}
+        assert (row.outcome, row.delta, row.lp_stereo, row.lp_anti) == (
+            cll.outcome,
+            cll.delta,
+            cll.lp_stereo,
+            cll.lp_anti,
+        )
+        entry = row.details["panel"]["ull"]
+        assert entry["delta"] == row.lp_stereo - row.lp_anti
+        assert entry["outcome"] == u.outcome and entry["delta"] == pytest.approx(u.delta, abs=1e-4)
+
+
 def test_panel_asks_each_shared_request_once(causal) -> None:
     union, parts = ScoringStats(), []
-    score_items(causal, ITEMS, "cll", stats=union)
+    score_items(causal, ITEMS, "cll", stats=union, panel_metrics=FULL)
     for m in ("cll", "cll-reference", "ull"):
         s = ScoringStats()
         score_items(causal, ITEMS, m, stats=s, panel=False)

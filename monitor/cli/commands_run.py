@@ -19,6 +19,34 @@ if TYPE_CHECKING:
 snapshots_app = typer.Typer(help="Pinned model snapshots (snapshots/*.toml).", no_args_is_help=True)
 
 
+def _panel_metrics(values: list[str] | None, panel: bool) -> tuple[str, ...]:
+    """The metrics ``--metrics`` adds to the panel, checked: panel metrics only, and not
+    together with ``--no-panel`` (which scores the run's metric alone)."""
+    from monitor.metrics.panel import PANEL_METRICS
+
+    names = tuple(dict.fromkeys(n.strip() for v in values or () for n in v.split(",") if n.strip()))
+    unknown = [n for n in names if n not in PANEL_METRICS]
+    if unknown:
+        raise UserInputError(
+            f"--metrics {', '.join(unknown)}: not a panel metric; use "
+            f"{', '.join(PANEL_METRICS)} (the run's own metric is --metric)"
+        )
+    if names and not panel:
+        raise UserInputError("--metrics adds to the metric panel; --no-panel scores none")
+    return names
+
+
+def _check_panel_metrics(snapshot, metric: str) -> None:
+    """Refuse ``--metrics`` for a snapshot whose run has no panel (another metric)."""
+    from monitor.metrics.panel import PANEL_METRICS
+
+    if metric not in PANEL_METRICS:
+        raise UserInputError(
+            f"--metrics adds to the panel of a {', '.join(PANEL_METRICS)} run; "
+            f"{snapshot.id} is scored with {metric}"
+        )
+
+
 def _device_choice(value: str) -> str:
     if value not in ("auto", "cpu", "cuda") and not value.startswith("cuda:"):
         raise typer.BadParameter("must be auto, cpu, cuda or cuda:N")
@@ -112,11 +140,22 @@ def run(
         typer.Option(
             "--panel/--no-panel",
             help="With a log-probability metric (cll, cll-reference, ull) on a causal LM, "
-            "local or served by vLLM: also score the other two in the same pass (the metric "
-            "panel, shown beside the bias rate). --no-panel scores the run's metric alone in "
-            "about half the time.",
+            "local or served by vLLM: also score the metric panel in the same pass (cll and "
+            "ull, and what --metrics adds; shown beside the bias rate). ull reads cll's "
+            "sentences, so the default panel costs about what cll alone does. --no-panel "
+            "scores the run's metric alone.",
         ),
     ] = True,
+    panel_metrics: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metrics",
+            help="Add metrics to the panel (repeatable or comma-separated): cll-reference, "
+            "the seed code's no-BOS variant kept for parity with published numbers, is "
+            "scored only when asked (its sequences share no forward pass with cll's: about "
+            "twice the scoring time).",
+        ),
+    ] = None,
     indic_bias: Annotated[
         Path | None,
         typer.Option(
@@ -262,6 +301,7 @@ def run(
     )
     for s in chosen:  # an unknown or inapplicable --metric is refused before any work
         metric_for(s, get_kind(s.kind), metric)
+    extra = _panel_metrics(panel_metrics, panel)
     for s in chosen:  # a changed or missing model folder refuses the run (exit 2)
         if isinstance(s.source, LocalDirSource):
             verify_local_dir(s)
@@ -308,6 +348,8 @@ def run(
             continue
         applicable.append(s)
     chosen = applicable
+    for s in chosen if extra else ():  # --metrics adds to a log-probability run's panel
+        _check_panel_metrics(s, metric_for(s, get_kind(s.kind), metric, item_kinds(benches)))
     if not chosen:
         err.print("nothing to score: no selected snapshot applies to these benchmarks")
         if fmt is Format.json:
@@ -326,6 +368,7 @@ def run(
         resume=resume,
         errata=errata,
         panel=panel,
+        panel_metrics=extra,
     )
     outcomes = []
     with progress_bars() as factory:

@@ -42,7 +42,8 @@ Hook names (a family supplies the ones that apply; the signature is the contract
                   -> rows: score items with a local backend, in item order, handing each
                   finished batch to ``on_batch`` (the local driver stores it) and skipping
                   ``already_scored`` (a resumed run); ``options``: ``batch_size``,
-                  ``panel`` (the run's ``--no-panel``)
+                  ``panel`` (the run's ``--no-panel``) and
+                  ``panel_metrics`` (its ``--metrics``)
 ``score_api``     (metric) -> ``monitor.scoring.api_tasks.ApiScoring`` | None: how the chat
                   API driver plans and reads the family's API metric (its requests per item,
                   whether it needs log-probabilities and what it falls back to, the row

@@ -28,7 +28,12 @@ from monitor.jobs.driver import RunHooks, drive
 from monitor.jobs.hold import hold_at
 from monitor.jobs.lifecycle import OpenRun
 from monitor.jobs.options import RunOutcome
-from monitor.jobs.run_record import fingerprint, new_repeat_group, new_run_record
+from monitor.jobs.run_record import (
+    fingerprint,
+    new_repeat_group,
+    new_run_record,
+    panel_provenance,
+)
 from monitor.provenance import environment
 from monitor.records import RunRecord, ScoreRow
 from monitor.scoring.coverage import unsupported
@@ -151,7 +156,11 @@ class _LocalRun(RunHooks):
                 **environment(),
                 **torch_facts(backend.device),
                 **weights_facts(backend),
-                "scoring": {**scoring_provenance(backend), "panel": options.panel},
+                "scoring": {
+                    **scoring_provenance(backend),
+                    "panel": options.panel,
+                    **panel_provenance(spec.name, options),
+                },
             },
             origin=ctx.kind.origin,
         )
@@ -182,6 +191,7 @@ class _LocalRun(RunHooks):
                 already_scored=run.already_scored,
                 on_batch=on_batch,
                 panel=ctx.options.panel,
+                panel_metrics=ctx.options.panel_metrics,
             )
         except BaseException:
             # Keep what was scored before the error or Ctrl-C (the run resumes from it);

@@ -24,9 +24,11 @@ class RunOptions:
     trigger: str | None = None
     resume: bool = True
     errata: str = "current"
-    # Score the other causal log-prob metrics in the same pass
-    # (monitor.families.pairs.panel_planner).
+    # Score the panel's other causal log-prob metrics in the same pass
+    # (monitor.families.pairs.panel_planner): cll and ull, and these too (--metrics;
+    # cll-reference, the seed code's no-BOS variant, is only scored when asked).
     panel: bool = True
+    panel_metrics: tuple[str, ...] = ()
 
 
 @dataclass

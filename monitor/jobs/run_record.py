@@ -18,6 +18,7 @@ from monitor import __version__
 from monitor.backends.api_client import public_url, resolve_base_url
 from monitor.benchmarks.items import LoadedBenchmark
 from monitor.jobs.options import RunOptions
+from monitor.metrics.panel import PANEL_METRICS, panel_of
 from monitor.provenance import detect_trigger, git_commit
 from monitor.records import RunRecord
 from monitor.snapshots.model import ApiSource, Snapshot
@@ -64,6 +65,12 @@ def fingerprint(
         )
     if not options.panel:  # rows without the panel are not resumed into a run with it
         payload["panel"] = False
+    elif metric in PANEL_METRICS and panel_of(metric, options.panel_metrics) != PANEL_METRICS:
+        # A panel without cll-reference (the default since it became opt-in) is another
+        # measurement than the full one; the full panel keeps the fingerprint every
+        # default run had before, so those killed runs still resume with --metrics
+        # cll-reference.
+        payload["panel"] = list(panel_of(metric, options.panel_metrics))
     # A sampled benchmark (a family loader's ``--size``): a killed mini run is not resumed
     # by a default-size run of the same file. Absent for unsampled benchmarks, so their
     # fingerprints stay what earlier versions stored.
@@ -79,6 +86,14 @@ def fingerprint(
         return base
     more = {"base": base, **extra}
     return hashlib.sha256(json.dumps(more, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def panel_provenance(metric: str, options: RunOptions) -> dict[str, Any]:
+    """``panel_metrics``: which metrics a causal log-prob run scored in its one pass, for
+    the run's ``environment.scoring`` (absent without a panel or for other metrics)."""
+    if not options.panel or metric not in PANEL_METRICS:
+        return {}
+    return {"panel_metrics": list(panel_of(metric, options.panel_metrics))}
 
 
 def dataset_versions(benches: Iterable[LoadedBenchmark]) -> dict[str, dict[str, Any]]:

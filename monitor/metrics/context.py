@@ -7,9 +7,10 @@ same run (``monitor.metrics.panel``, the manifest's ``controls``):
   say nothing about it (Indian-BhED's Neutral.csv for caste: Brahmin vs Dalit). A caste
   rate of 40% reads differently for a model that prefers the Brahmin sentence in 25% of
   content-free pairs than for one that does in 90%;
-* the **metric panel**: the same items' rate under ``cll``, ``cll-reference`` and ``ull``,
-  and how often the three agree per item, because the number depends heavily on the
-  metric.
+* the **metric panel**: the same items' rate under ``cll`` and ``ull`` (and
+  ``cll-reference`` where the run asked for it, or was stored before it left the default
+  panel), and how often they agree per item, because the number depends heavily on the
+  metric. Whatever the run holds is shown; a metric it did not score is simply absent.
 
 :func:`score_contexts` reads both from a run's measures; ``show`` and the reports render
 the result. Pure: measures in, plain records out.

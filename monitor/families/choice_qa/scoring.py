@@ -162,14 +162,16 @@ def score_local(
     already_scored: Collection[str] = frozenset(),
     on_batch: Callable[[list[ScoreRow]], None] | None = None,
     panel: bool = True,
+    panel_metrics: Sequence[str] = (),
 ) -> list[ScoreRow]:
     """Score every item not in ``already_scored``; rows in item order.
 
     The signature is the pairs' ``score_items``', so the local driver calls either.
-    ``panel`` is accepted and unused: the metric panel is the pair family's.
+    ``panel`` and ``panel_metrics`` are accepted and unused: the metric panel is the pair
+    family's.
     ``batch_size``: sequences per forward pass (three per item), the backend's by default.
     """
-    del panel
+    del panel, panel_metrics
     if metric != MC_LOGLIK:
         raise UserInputError(f"the choice-qa family scores local models with {MC_LOGLIK}")
     planner = OptionPlanner(backend)

@@ -1,15 +1,16 @@
 """How the pair family is scored: its ``score_local`` and ``score_api`` hooks.
 
 Local models: the family's request planners (``planners``: ``cll``, ``cll-reference``,
-``ull``, ``aul``), with the metric panel (``panel_planner``: the three causal metrics in
-one pass), through the scoring room's loop (``monitor.scoring.score.score_plans``:
-deduplicated requests in fixed, length-sorted chunks). Chat APIs: forced choice from top
+``ull``, ``aul``), with the metric panel (``panel_planner``: ``cll`` and ``ull``, and
+``cll-reference`` when asked, in one pass), through the scoring room's loop
+(``monitor.scoring.score.score_plans``: deduplicated requests in fixed, length-sorted
+chunks). Chat APIs: forced choice from top
 log-probs or sampled answers (``api_plans``, whose ``score_api`` is the family's hook).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from monitor.benchmarks.items import Item
@@ -31,16 +32,23 @@ def score_items(
     chunk_requests: int | None = None,
     stats: ScoringStats | None = None,
     panel: bool = True,
+    panel_metrics: Sequence[str] = (),
 ) -> list[ScoreRow]:
     """The family's ``score_local`` hook: every item not in ``already_scored`` scored under
     ``metric``, rows in item order.
 
     ``progress(n)`` is called after each backend call with the number of items it
     finished; ``on_batch(rows)`` with those rows, before the next call starts. With
-    ``panel`` (the default) a causal-logprob metric is scored together with the other two
-    (``panel_planner``); ``panel=False`` scores the metric alone.
+    ``panel`` (the default) a causal-logprob metric is scored together with the default
+    panel (``cll`` and ``ull``) and ``panel_metrics`` (``run --metrics``, e.g.
+    ``cll-reference``) in one pass (``panel_planner``); ``panel=False`` scores the metric
+    alone.
     """
-    planner = make_panel_planner(metric, backend) if panel else make_planner(metric, backend)
+    planner = (
+        make_panel_planner(metric, backend, panel_metrics)
+        if panel
+        else make_planner(metric, backend)
+    )
     return score_plans(
         backend,
         items,

@@ -244,12 +244,26 @@ def score_contexts_of(
                     panel=tuple(
                         _context_rate(m, r, c.control_panel.get(m)) for m, r in c.panel.items()
                     ),
-                    agreement=_context_rate("all three metrics agree", c.agreement)
+                    agreement=_context_rate(_agree_label(len(c.panel)), c.agreement)
                     if c.agreement
                     else None,
                 )
             )
     return out
+
+
+def _agree_label(n: int) -> str:
+    """What the agreement counts: both metrics of a default panel (cll, ull), all three
+    where the run also scored cll-reference."""
+    return "both metrics agree" if n <= 2 else f"all {n} metrics agree"
+
+
+def context_metrics(report: ReportInput) -> tuple[str, ...]:
+    """The panel metrics some run in the report's context table holds, in the panel's
+    order: a column each (a run without one shows a dash there), none for a metric no run
+    scored (``cll-reference`` since it left the default panel)."""
+    held = {p.label for c in report.contexts for p in c.panel}
+    return tuple(m for m in PANEL_METRICS if m in held)
 
 
 def _with_controls(trends: list[Trend], contexts: list[ScoreContext]) -> list[Trend]:
@@ -292,7 +306,7 @@ def report_block(
         "section.html.j2",
         r=report,
         fmt=_FMT,
-        panel_metrics=PANEL_METRICS,
+        panel_metrics=context_metrics(report),
         fdr=fdr_text(report),
         trends=_trend_views(report),
         singles=_single_runs(report),
@@ -428,11 +442,12 @@ def _contexts(report: ReportInput, limit: int = 40) -> list[str]:
     automatically unbiased, and the number depends on the metric."""
     if not report.contexts:
         return []
+    metrics = context_metrics(report)
     lines = [
         f"| Snapshot | Axis (benchmark) | Run | Bias rate ({report.level}) | Neutral control | "
-        + "".join(f"{m} | " for m in PANEL_METRICS)
-        + "All three agree |",
-        "|---|---|---|---|---|" + "---|" * len(PANEL_METRICS) + "---|",
+        + "".join(f"{m} | " for m in metrics)
+        + "Metrics agree |",
+        "|---|---|---|---|---|" + "---|" * len(metrics) + "---|",
     ]
     for c in report.contexts[:limit]:
         panel = {p.label: p for p in c.panel}
@@ -450,7 +465,7 @@ def _contexts(report: ReportInput, limit: int = 40) -> list[str]:
                         if c.control
                         else fmt.MISSING
                     ),
-                    *(_context_cell(panel.get(m)) for m in PANEL_METRICS),
+                    *(_context_cell(panel.get(m)) for m in metrics),
                     (
                         f"{fmt.pct(c.agreement.value)} of {c.agreement.n}"
                         if c.agreement
