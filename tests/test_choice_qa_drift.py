@@ -313,6 +313,8 @@ def test_report_heads_each_compared_pair_with_its_snapshots_and_fits_the_page(
 
     md = (out / "report.md").read_text()
     assert md.startswith("**Verdict:** 2 snapshots (choice questions): "), md[:300]
+    # Mini items: 4 templates, so no verdict, and the answer says why.
+    assert "too few templates for a verdict (12 comparisons)" in md.splitlines()[0], md[:300]
     section = md[md.index("### Choice questions") :]
     for snapshot in ("qa-shared-prefix-one", "qa-shared-prefix-two"):
         new, old = (md_id(runs[snapshot, d]) for d in (2, 1))
