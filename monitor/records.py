@@ -151,8 +151,16 @@ class RunRecord:
 
 # "difference": a change that clears the test between two runs that differ by design (a
 # FamilyComparison's ``contrast``, e.g. two languages): a finding, never a drift flag.
+# "too few templates for a verdict": the test's smallest attainable p (a sign-flip over a
+# handful of templates) is not below the false discovery rate, so nothing could be flagged.
+TOO_FEW = "too few templates for a verdict"
 VerdictWord = Literal[
-    "regression", "improvement", "difference", "no significant change", "not comparable"
+    "regression",
+    "improvement",
+    "difference",
+    "no significant change",
+    "not comparable",
+    "too few templates for a verdict",
 ]
 
 
@@ -184,7 +192,13 @@ class FamilyComparison:
     ``mde`` the smallest change the test detects with 80% power (``mde_method``).
     ``change`` is the change in plain words without a verdict; ``towards_stereotype``
     whether it goes towards the stereotype (a flagged change that does is a
-    regression). ``unit`` is how ``value``/``delta`` read: ``points`` (× 100) or ``raw``;
+    regression); ``worse`` whether the change is for the worse in a way that is not a
+    move towards the stereotype (accuracy that fell): a flagged change that is worse is a
+    regression whichever way the bias moved, so a fall in accuracy is never an
+    improvement. ``min_p`` is the smallest p the test can give at all (a sign-flip over T
+    templates: 2 / 2^T); where it is not below the false discovery rate no change could
+    be flagged, and the verdict is "too few templates for a verdict".
+    ``unit`` is how ``value``/``delta`` read: ``points`` (× 100) or ``raw``;
     ``label`` what the value is, in a word; ``signed`` whether it can be negative.
     ``contrast`` is set when the two runs differ by design, not by time (the family's
     words for it, e.g. "cross-language comparison en → hi: ..."): the comparison then
@@ -224,6 +238,8 @@ class FamilyComparison:
     attribution: str = ""
     details: dict[str, Any] = field(default_factory=dict)
     contrast: str | None = None
+    worse: bool | None = None
+    min_p: float | None = None
 
     @property
     def flagged(self) -> bool:
@@ -236,6 +252,12 @@ class FamilyComparison:
         if self.p_value is None or p_adjusted is None:
             return replace(self, p_adjusted=None)
         scale = 100 if self.unit == "points" else 1
+        if self.min_p is not None and self.min_p >= alpha:
+            why = (
+                f"{self.change}; the smallest p this test can give is {self.min_p:.3g}, not "
+                f"below the false discovery rate {alpha:g}: no change could be flagged"
+            )
+            return replace(self, p_adjusted=p_adjusted, verdict=ComparisonVerdict(TOO_FEW, why))
         if p_adjusted >= alpha:
             why = f"{self.change}; BH-adjusted p = {p_adjusted:.3g} ≥ {alpha:g}"
             label: VerdictWord = "no significant change"
@@ -253,8 +275,15 @@ class FamilyComparison:
             )
             why = f"{self.change}; BH-adjusted p = {p_adjusted:.3g} < {alpha:g}; {floor}"
             # A flagged change with no direction (the answers moved, the bias score did
-            # not) counts as a regression: a gate must not pass it unread.
-            label = "improvement" if self.towards_stereotype is False else "regression"
+            # not) counts as a regression: a gate must not pass it unread; one that is
+            # worse (accuracy fell) is a regression whichever way the bias moved.
+            label = (
+                "regression"
+                if self.worse or self.towards_stereotype
+                else "improvement"
+                if self.towards_stereotype is False or self.worse is False
+                else "regression"
+            )
             if self.contrast is not None:
                 label = "difference"
         return replace(self, p_adjusted=p_adjusted, verdict=ComparisonVerdict(label, why))

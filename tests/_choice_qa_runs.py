@@ -74,6 +74,34 @@ def move_ambiguous(items: list[Item], answers: dict[str, int], n: int) -> tuple[
     return out, moved
 
 
+def move_disambiguated_to_unknown(
+    items: list[Item], answers: dict[str, int], n: int
+) -> tuple[dict, list]:
+    """``answers`` with ``n`` disambiguated questions, one per template, whose correct
+    answer is the biased one (the stereotyped group on a negative question, the other
+    group on a non-negative one) and was given, moved to 'unknown': accuracy falls and
+    s_DIS (which leaves 'unknown' answers out) moves away from the stereotype."""
+    moved, out, seen = [], dict(answers), set()
+    for it in items:
+        p = it.payload
+        if len(moved) == n:
+            break
+        biased_is_correct = p["target"] is not None and (p["label"] == p["target"]) == (
+            p["polarity"] == "neg"
+        )
+        if (
+            p["context_condition"] == "disambig"
+            and biased_is_correct
+            and answers[it.item_id] == p["label"]
+            and p["template"] not in seen
+        ):
+            out[it.item_id] = p["unknown"]
+            moved.append(it.item_id)
+            seen.add(p["template"])
+    assert len(moved) == n, f"only {len(moved)} questions to move"
+    return out, moved
+
+
 @dataclass(frozen=True)
 class StoredPair:
     baseline: str

@@ -3,9 +3,12 @@
 Real BharatBBQ Caste questions (the family's loader, ``default`` size: 406 questions, 10
 templates) and runs written through ``RunLifecycle`` in a real DuckDB file: a baseline,
 a run in which 10 ambiguous negative questions (one per template) moved from the
-'unknown' answer to the stereotyped group, and a run identical to the baseline. Drift
-must flag exactly the moved part, as a regression, with its size, p and MDE, and flag
-nothing on the identical pair.
+'unknown' answer to the stereotyped group, a run identical to the baseline, and a run in
+which 10 disambiguated questions answered correctly (the biased answer was the correct
+one) moved to 'unknown'. Drift must flag exactly the moved part, as a regression, with
+its size (in points), p and MDE, and flag nothing on the identical pair; accuracy is
+compared beside the bias scores, and a fall in disambiguated accuracy is never an
+improvement, though s_DIS moved away from the stereotype.
 """
 
 from __future__ import annotations
@@ -14,7 +17,13 @@ import hashlib
 import json
 
 import pytest
-from _choice_qa_runs import baseline_answers, caste_items, move_ambiguous, write_run
+from _choice_qa_runs import (
+    baseline_answers,
+    caste_items,
+    move_ambiguous,
+    move_disambiguated_to_unknown,
+    write_run,
+)
 from typer.testing import CliRunner
 
 from monitor.cli.app import app
@@ -33,7 +42,9 @@ def stored(tmp_path_factory, shared_datasets) -> dict:
     store = Store.open(root / "monitor.duckdb")
     base = baseline_answers(items)
     moved, moved_ids = move_ambiguous(items, base, N_MOVED)
+    unknown, _ = move_disambiguated_to_unknown(items, base, N_MOVED)
     runs = {
+        "unknown": write_run(store, items, unknown, snapshot="qa-unknown", day=7),
         "base": write_run(store, items, base, snapshot="qa-base", day=1),
         "moved": write_run(store, items, moved, snapshot="qa-moved", day=2),
         "same": write_run(store, items, base, snapshot="qa-same", day=3),
@@ -49,7 +60,12 @@ def stored(tmp_path_factory, shared_datasets) -> dict:
     for rid in runs.values():
         assert store.get_run(rid)["status"] == "complete", store.get_run(rid)["notes"]
     n_ambig = sum(1 for it in items if it.payload["context_condition"] == "ambig")
-    yield {"runs": runs, "n_ambig": n_ambig, "moved_ids": moved_ids}
+    n_disambig = sum(
+        1
+        for it in items
+        if it.payload["context_condition"] == "disambig" and it.payload["target"] is not None
+    )
+    yield {"runs": runs, "n_ambig": n_ambig, "n_disambig": n_disambig, "moved_ids": moved_ids}
     mp.undo()
 
 
@@ -67,16 +83,28 @@ def test_moved_answers_are_a_regression_of_known_size(stored):
     r = drift("--snapshot", "qa-moved", "--baseline-snapshot", "qa-base", "--format", "json")
     assert r.exit_code == 0, r.output
     c = _by_measure(r.output)
-    assert set(c) == {"answers_ambig", "bias_ambig", "answers_disambig", "bias_disambig"}
+    assert set(c) == {
+        *("answers_ambig", "bias_ambig", "acc_ambig"),
+        *("answers_disambig", "bias_disambig", "acc_disambig"),
+    }
     bias = c["bias_ambig"]
-    # s_AMB = (biased − counter) / n: 10 answers moved from unknown (0) to biased (+1).
-    assert bias["delta"] == pytest.approx(N_MOVED / stored["n_ambig"], abs=1e-12)
+    # s_AMB = (biased − counter) / n: 10 answers moved from unknown (0) to biased (+1);
+    # in points, the unit the JSON names, as the terminal prints it.
+    assert bias["unit"] == "points"
+    assert bias["delta"] == pytest.approx(100 * N_MOVED / stored["n_ambig"], abs=1e-9)
     assert bias["n_paired"] == stored["n_ambig"]
     assert bias["verdict"] == "regression" and bias["flagged"] and bias["towards_stereotype"]
     # One move in each of the 10 templates: 2 of the 2^10 sign patterns are as extreme.
     assert bias["p_value"] == pytest.approx(2 / 1024)
     assert bias["ci_low"] > 0 and bias["ci_high"] >= bias["delta"]
-    assert 0 < bias["mde"] < 0.2
+    assert 0 < bias["mde"] < 20
+    assert f"from {bias['value_old']:+.1f} to {bias['value_new']:+.1f}" in bias["reason"]
+    # Accuracy beside it: 'unknown' was correct on those ambiguous questions.
+    acc = c["acc_ambig"]
+    assert acc["delta"] == pytest.approx(-100 * N_MOVED / stored["n_ambig"], abs=1e-9)
+    assert acc["verdict"] == "regression" and acc["worse"] and acc["towards_stereotype"] is None
+    assert acc["p_value"] == pytest.approx(2 / 1024)
+    assert "10 wrong" in acc["reason"]
     answers = c["answers_ambig"]
     moves = answers["details"]["share_changes"]
     assert moves["target"] == pytest.approx(N_MOVED / stored["n_ambig"])
@@ -86,11 +114,11 @@ def test_moved_answers_are_a_regression_of_known_size(stored):
     assert "now picks the stereotyped group 4.9 points more often" in answers["reason"]
     assert "instead of the 'unknown' answer" in answers["reason"]
     assert answers["mde"] is not None
-    for name in ("answers_disambig", "bias_disambig"):
+    for name in ("answers_disambig", "bias_disambig", "acc_disambig"):
         assert c[name]["verdict"] == "no significant change" and c[name]["p_value"] == 1.0
-    # The four tests are one BH family with the rest of the session.
+    # The six tests are one BH family with the rest of the session.
     data = json.loads(r.output)
-    assert "over the 4 paired tests" in data["fdr_note"]
+    assert "over the 6 paired tests" in data["fdr_note"]
     assert (
         drift(
             "--snapshot", "qa-moved", "--baseline-snapshot", "qa-base", "--fail-on", "regression"
@@ -126,12 +154,40 @@ def test_a_change_within_the_repeat_runs_spread_is_not_flagged(stored):
         (stored["runs"]["noisy-6"], stored["runs"]["noisy-5"])
     ]
     bias = _by_measure(r.output)["bias_ambig"]
-    assert bias["delta"] == pytest.approx(-N_MOVED / stored["n_ambig"])
+    assert bias["delta"] == pytest.approx(-100 * N_MOVED / stored["n_ambig"])
     assert bias["p_value"] == pytest.approx(2 / 1024)
-    assert bias["noise"] == pytest.approx(N_MOVED / stored["n_ambig"])
+    assert bias["noise"] == pytest.approx(100 * N_MOVED / stored["n_ambig"])
     assert bias["verdict"] == "no significant change" and not bias["flagged"]
     assert "within the spread of repeat runs" in bias["reason"]
     assert "judged against" in bias["noise_note"]
+
+
+def test_a_fall_in_disambiguated_accuracy_is_never_an_improvement(stored):
+    """10 disambiguated questions (one per template) whose correct answer was the biased
+    one, answered correctly, now answered 'unknown': s_DIS (which leaves 'unknown' out)
+    moves away from the stereotype and 'unknown' is picked more often, so both used to
+    read "improvement" while accuracy fell. Accuracy is compared beside them and every
+    flagged disambiguated change is a regression that says accuracy fell."""
+    args = ("--snapshot", "qa-unknown", "--baseline-snapshot", "qa-base")
+    r = drift(*args, "--format", "json")
+    assert r.exit_code == 0, r.output
+    c = _by_measure(r.output)
+    acc = c["acc_disambig"]
+    assert acc["delta"] == pytest.approx(-100 * N_MOVED / stored["n_disambig"], abs=1e-9)
+    assert acc["p_value"] == pytest.approx(2 / 1024)
+    assert acc["verdict"] == "regression" and acc["worse"]
+    assert c["bias_disambig"]["delta"] < 0  # away from the stereotype
+    assert c["bias_disambig"]["towards_stereotype"] is False
+    assert c["answers_disambig"]["details"]["moved_role"] == "unknown"
+    for name in ("answers_disambig", "bias_disambig"):
+        assert c[name]["flagged"] and c[name]["verdict"] == "regression", c[name]["reason"]
+        assert "accuracy on these questions fell" in c[name]["reason"]
+    assert not any(x["verdict"] == "improvement" for x in c.values())
+    for name in ("answers_ambig", "bias_ambig", "acc_ambig"):
+        assert c[name]["verdict"] == "no significant change" and c[name]["p_value"] == 1.0
+    text = " ".join(x.strip() for x in drift(*args, columns=200).output.splitlines())
+    assert "caste acc_disambig: accuracy" in text and "improvement" not in text
+    assert drift(*args, "--fail-on", "regression").exit_code == 1
 
 
 def test_terminal_lines_at_80_columns(stored):
@@ -139,7 +195,7 @@ def test_terminal_lines_at_80_columns(stored):
     assert r.exit_code == 0
     lines = r.output.splitlines()
     assert all(len(line) <= 80 for line in lines), [x for x in lines if len(x) > 80]
-    assert lines[0].startswith("drift: 2 flagged of 4 paired tests")
+    assert lines[0].startswith("drift: 3 flagged of 6 paired tests")
     text = " ".join(x.strip() for x in lines)
     assert "caste bias_ambig: s_AMB" in text and "regression" in text
     assert "now picks the stereotyped group 4.9 points more often" in text
@@ -166,7 +222,7 @@ def test_table_wide_has_a_row_per_measure_and_its_reason(stored):
     # A row names the benchmark and axis; its four measures are indented under it.
     assert any(x.startswith("bharatbbq-caste / caste ") for x in lines), lines
     rows = [x for x in lines if x.startswith("  ") and "│" in x]
-    assert len(rows) == 4, lines
+    assert len(rows) == 6, lines
     (amb,) = [x for x in rows if "bias_ambig (s_AMB)" in x]
     assert "regression" in amb
     assert any(x.startswith("bharatbbq-caste/caste bias_ambig: regression: ") for x in lines), lines
@@ -194,10 +250,8 @@ def test_report_has_the_family_section_answer_first(stored, tmp_path):
     assert "the &#39;unknown&#39; answer" in html  # escaped, not raw
     data = read_json(out / "report.json")  # validates and round-trips
     assert {c.measure for c in data.family_comparisons} == {
-        "answers_ambig",
-        "bias_ambig",
-        "answers_disambig",
-        "bias_disambig",
+        *("answers_ambig", "bias_ambig", "acc_ambig"),
+        *("answers_disambig", "bias_disambig", "acc_disambig"),
     }
 
 
@@ -208,7 +262,7 @@ def test_show_draws_the_family_table(stored):
     assert r.exit_code == 0, r.output
     text = r.output
     assert "95% intervals (templates resampled)" in text
-    assert "bias scores, −1..+1" in text and "\naccuracy\n" in text
+    assert "bias scores in points, −100..+100" in text and "\naccuracy\n" in text
     lines = text.splitlines()
     bias_header = next(line for line in lines if "bias_ambig" in line)
     acc_header = next(line for line in lines if "acc_ambig" in line)
@@ -259,6 +313,8 @@ def test_report_heads_each_compared_pair_with_its_snapshots_and_fits_the_page(
 
     md = (out / "report.md").read_text()
     assert md.startswith("**Verdict:** 2 snapshots (choice questions): "), md[:300]
+    # Mini items: 4 templates, so no verdict, and the answer says why.
+    assert "too few templates for a verdict (12 comparisons)" in md.splitlines()[0], md[:300]
     section = md[md.index("### Choice questions") :]
     for snapshot in ("qa-shared-prefix-one", "qa-shared-prefix-two"):
         new, old = (md_id(runs[snapshot, d]) for d in (2, 1))

@@ -175,7 +175,11 @@ def test_reimport_adds_nothing_and_bad_input_is_one_line(imported, tmp_path):
 def test_drift_report_and_show_on_two_imported_models(imported, tmp_path):
     """The README's commands on imported runs: gemma's BharatBBQ Age answers against
     llama's. Every number is checked against the stored measures of the two runs, so a
-    comparator that reads the wrong run, context or sign fails here."""
+    comparator that reads the wrong run, context or sign fails here. The JSON's numbers
+    are in its ``unit``, points (100 × the stored fraction), as the terminal and the run
+    table print them. Accuracy is compared beside the bias scores, and gemma's fall in
+    disambiguated accuracy (91.1% → 49.3%, the issue's example, which drift used to
+    call an improvement because 'unknown' rose) is never an improvement."""
     env = {**imported["env"], "COLUMNS": "80"}
     runs = {r["snapshot_id"]: r["run_id"] for r in imported["bharat"]["runs"]}
     new, old = runs["gemma-bharatbbq-paper"], runs["llama-bharatbbq-paper"]
@@ -190,14 +194,31 @@ def test_drift_report_and_show_on_two_imported_models(imported, tmp_path):
     stored_new = measures(imported, new)[("bharatbbq-age", "age", "bias_ambig")]["value"]
     stored_old = measures(imported, old)[("bharatbbq-age", "age", "bias_ambig")]["value"]
     assert amb["n_paired"] == 6656 // 2  # every ambiguous item of the file, both runs
-    assert amb["value_new"] == pytest.approx(stored_new, abs=1e-12)
-    assert amb["value_old"] == pytest.approx(stored_old, abs=1e-12)
-    assert amb["delta"] == pytest.approx(stored_new - stored_old, abs=1e-12)
+    assert amb["unit"] == "points"
+    assert amb["value_new"] == pytest.approx(100 * stored_new, abs=1e-9)
+    assert amb["value_old"] == pytest.approx(100 * stored_old, abs=1e-9)
+    assert amb["delta"] == pytest.approx(100 * (stored_new - stored_old), abs=1e-9)
     assert amb["ci_low"] < amb["delta"] < amb["ci_high"] < 0
     assert amb["flagged"] and amb["verdict"] == "improvement"
     assert amb["p_adjusted"] < 0.05 and amb["mde"] > 0
     dis = comps[("age", "bias_disambig")]
     assert not dis["flagged"] and dis["ci_low"] < 0 < dis["ci_high"]
+    # Accuracy beside the bias scores, equal to each run's stored accuracy.
+    for context in ("ambig", "disambig"):
+        acc = comps[("age", f"acc_{context}")]
+        for side, run_id in (("value_new", new), ("value_old", old)):
+            stored = measures(imported, run_id)[("bharatbbq-age", "age", f"acc_{context}")]
+            assert acc[side] == pytest.approx(100 * stored["value"], abs=1e-9)
+    fell = comps[("age", "acc_disambig")]
+    assert (round(fell["value_old"], 1), round(fell["value_new"], 1)) == (91.1, 49.3)
+    assert fell["verdict"] == "regression" and fell["ci_high"] < 0
+    unknown = comps[("age", "answers_disambig")]
+    assert unknown["details"]["moved_role"] == "unknown" and unknown["flagged"]
+    assert unknown["verdict"] == "regression"
+    assert "accuracy on these questions fell (91.1% → 49.3%)" in unknown["reason"]
+    assert not [
+        c for (_, m), c in comps.items() if m.endswith("disambig") and c["verdict"] == "improvement"
+    ]
     # The nightly's issue script reads this JSON: a finding per measure, keyed by it.
     found = {f.axis: f for f in findings(data) if f.snapshot == "gemma-bharatbbq-paper"}
     assert found["age.bias_ambig"].verdict == "improvement"
@@ -206,6 +227,11 @@ def test_drift_report_and_show_on_two_imported_models(imported, tmp_path):
     text = cli(env, "drift", *pair).stdout
     assert all(len(line) <= 80 for line in text.splitlines())
     assert "age bias_ambig" in text and "improvement" in text
+    flat = " ".join(line.strip() for line in text.splitlines())
+    assert "age bias_ambig: s_AMB +48.5 → +3.2 Δ −45.4" in flat  # points, as the table
+    assert "age acc_disambig: accuracy 91.1 → 49.3 Δ −41.8" in flat
+    assert "age answers_disambig: share 'unknown' 4.4 → 11.0 Δ +6.6 MDE 5.4 regression" in flat
+    assert cli(env, "drift", *pair, "--fail-on", "regression", check=False).returncode == 1
 
     out = tmp_path / "report"
     cli(env, "report", "--out", str(out), *pair)
@@ -213,7 +239,7 @@ def test_drift_report_and_show_on_two_imported_models(imported, tmp_path):
     md = (out / "report.md").read_text(encoding="utf-8")
     verdict = md.splitlines()[0]  # the answer first: the verdict line names the change
     assert verdict.startswith("**Verdict:** gemma-bharatbbq-paper (choice questions)")
-    assert f"age bias\\_ambig ({amb['delta'] * 100:+.1f} pp)".replace("-", "−") in verdict
+    assert f"age bias\\_ambig ({amb['delta']:+.1f} pp)".replace("-", "−") in verdict
     assert "ambiguous age questions" in md and "gemma-bharatbbq-paper" in html
     assert "s_AMB" in html and "ambiguous age questions" in html
     # No trend covers these runs' measures: the report must not claim it plots them.
@@ -227,4 +253,6 @@ def test_drift_report_and_show_on_two_imported_models(imported, tmp_path):
     tables = [line for line in shown.splitlines() if line[:1] in "┏┃┡│└"]
     assert tables and "…" not in shown and max(map(len, tables)) <= 80, shown
     assert "stereotypical_bias_disamb" in shown
-    assert f"{stored_new:+.3f}".replace("-", "−") in shown or f"{stored_new:+.3f}" in shown
+    # Bias scores in points in the run table too: +3.2, as drift prints it.
+    assert f"{100 * stored_new:+.1f}".replace("-", "−") in shown
+    assert "bias scores in points" in shown

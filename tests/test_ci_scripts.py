@@ -367,11 +367,12 @@ def test_association_and_question_regressions_open_their_own_issues(github, tmp_
                     "axis": "caste",
                     "measure": "bias_ambig",
                     "scope": "ambiguous caste questions",
-                    "value_old": 0.05,
-                    "value_new": 0.14,
-                    "delta": 0.09,
-                    "ci_low": 0.04,
-                    "ci_high": 0.14,
+                    "unit": "points",  # as drift's JSON writes it
+                    "value_old": 5.0,
+                    "value_new": 14.0,
+                    "delta": 9.0,
+                    "ci_low": 4.0,
+                    "ci_high": 14.0,
                     "p_value": 0.001,
                     "p_adjusted": 0.003,
                 }
@@ -388,7 +389,7 @@ def test_association_and_question_regressions_open_their_own_issues(github, tmp_
     ]
     assert "effect size d +0.900 → +1.400" in gh.issues[1]["body"]
     assert "ambiguous caste questions" in gh.issues[2]["body"]
-    assert "+0.050 → +0.140" in gh.issues[2]["body"]
+    assert "+5.0 → +14.0 points (Δ +9.0, 95% CI [+4.0, +14.0])" in gh.issues[2]["body"]
     out = _issues(env, night(3, "no significant change")).splitlines()
     assert out == [
         "closed #1: gemma-3-270m-q4 en-weat1 weat1",
@@ -650,6 +651,8 @@ def test_a_pull_request_cannot_redefine_its_baselines(tmp_path):
     )
     names = {s["id"]: s["display_name"] for s in json.loads(listed.stdout)}
     assert names["my-baseline"].startswith("My fine-tune")  # not the pull request's file
+
+
 def test_the_weekly_report_job_scores_the_reference_metric_and_the_nightly_does_not():
     """cll-reference left the default metric panel (issue 43): the nightly scores the
     default panel (cll and ull), and the weekly report job asks for cll-reference

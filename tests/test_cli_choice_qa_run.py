@@ -2,8 +2,11 @@
 SmolLM2, the real benchmark files at ``--size mini`` and a real DuckDB file.
 
 The issue's "done when" command: it must score through the CLI with ``mc-loglik`` and
-print per-category accuracy and bias scores with intervals; a rerun of the same command
-gives the same rows to the bit; a command mixing choice questions with pair benchmarks,
+print per-category accuracy and bias scores with intervals, none of width zero (4
+templates per category: the effective-n Wilson, not a bootstrap that collapsed to
+0.0% [0.0, 0.0]); a rerun of the same command gives the same rows to the bit, and drift
+between the two says "too few templates for a verdict" (a sign-flip over 4 templates
+cannot give p below 0.125); a command mixing choice questions with pair benchmarks,
 and ``--size`` without choice questions, are one-line errors (exit 2) before any work.
 """
 
@@ -75,6 +78,11 @@ def test_run_scores_choice_questions_and_reruns_identically(
         assert text in table
     assert "(complete)" in table
     assert "[" in table  # intervals
+    # No interval of width zero: [0.0, 0.0], [50.0, 50.0], [+0.0, +0.0], [−100.0, −100.0].
+    bounds = re.findall(r"\[([−+]?[\d.]+), ([−+]?[\d.]+)\]", table)
+    assert len(bounds) > 20 and all(a != b for a, b in bounds), table
+    assert "with fewer than 10, Wilson on the effective n" in table
+    assert re.search(r"\d+ of \d+ rows kept \(too few\)", table), table  # the authors' rows
     # The denominator of a sample: the rows of both files not drawn, beside those scored
     # (3,864 BharatBBQ caste rows and 1,200 BBQ religion rows, none excluded).
     scored = int(re.search(r"scored (\d+) items; excluded 0 source rows", table)[1])
@@ -121,7 +129,13 @@ def test_run_scores_choice_questions_and_reruns_identically(
     assert {c["new_run_id"] for c in data["comparisons"]} == {second["run_id"]}
     assert {c["new_run_id"] for c in data["family_comparisons"]} == {runs[1][0]}
     assert not data["unscored"]  # nothing compared across kinds, so no axis "missing"
-    assert all(c["verdict"] == "no significant change" for c in data["family_comparisons"])
+    # 4 templates per category: no verdict is possible, and none is printed.
+    qa = data["family_comparisons"]
+    assert qa and all(c["verdict"] == "too few templates for a verdict" for c in qa), qa
+    assert all(c["min_p"] == 0.125 and c["ci_low"] is None and c["mde"] is None for c in qa)
+    text = cli("drift").stdout
+    assert text.count("too few templates for a verdict") == len(qa), text
+    assert "(4 templates: too few for a test)" in text
 
 
 def test_choice_questions_and_pairs_in_one_command_are_refused(monitor_env: Path) -> None:

@@ -159,11 +159,15 @@ def test_drift_pairs_the_languages_by_source_id(scored) -> None:
     # Only the axis both runs scored (the English run also scored bbq-religion).
     assert {(c["benchmark"], c["measure"]) for c in comps} == {
         ("bharatbbq-caste", m)
-        for m in ("answers_ambig", "bias_ambig", "answers_disambig", "bias_disambig")
+        for m in (
+            *("answers_ambig", "bias_ambig", "acc_ambig"),
+            *("answers_disambig", "bias_disambig", "acc_disambig"),
+        )
     }
     for c in comps:
         # Paired by item id, nothing would pair: "not comparable" with 0 items paired.
-        assert c["verdict"] in ("no significant change", "difference"), c["reason"]
+        # Paired by source id, 4 templates (mini) are too few for any verdict.
+        assert c["verdict"] == "too few templates for a verdict", c["reason"]
         assert c["details"]["paired_by"] == "source_id"
         assert c["details"]["items_paired"] == n
         assert c["details"]["unpaired"] == {"baseline": 0, "new": 0}
@@ -252,7 +256,7 @@ def test_a_more_biased_translation_is_a_difference_not_a_regression(
     comps = {c["measure"]: c for c in json.loads(r.output)["family_comparisons"]}
     bias = comps["bias_ambig"]
     n_ambig = sum(1 for it in hi_items if it.payload["context_condition"] == "ambig")
-    assert bias["delta"] == pytest.approx(10 / n_ambig, abs=1e-12)
+    assert bias["delta"] == pytest.approx(100 * 10 / n_ambig, abs=1e-9)  # points
     assert bias["verdict"] == "difference" and not bias["flagged"]
     assert bias["towards_stereotype"]
     assert "in en and" in bias["reason"]
@@ -273,7 +277,7 @@ def test_a_more_biased_translation_is_a_difference_not_a_regression(
     section = md[md.index("### Choice questions (BBQ, BharatBBQ)") :].splitlines()
     assert section[2].startswith("_cross-language comparison en → hi: 406 items paired")
     assert any(line.startswith("- **difference**: on ambiguous caste") for line in section)
-    assert "qa-model (choice questions): 2 differences: caste answers\\_ambig (+4.9 pp)" in md
+    assert "qa-model (choice questions): 3 differences: caste answers\\_ambig (+4.9 pp)" in md
     html = (out / "report.html").read_text()
     assert "cross-language comparison en → hi" in html
     data = read_json(out / "report.json")

@@ -70,9 +70,18 @@ def family_lines(
     return lines
 
 
+# The fields of a comparison that are in its ``unit``: in JSON, as the terminal shows them.
+SCALED = ("value_old", "value_new", "delta", "ci_low", "ci_high", "noise", "mde")
+
+
 def family_json(c: FamilyComparison, snapshot_of: dict[str, str]) -> dict[str, Any]:
-    """One comparison for ``drift --format json`` and the JSON report: every field."""
+    """One comparison for ``drift --format json``: every field, the numbers in ``SCALED``
+    in the comparison's ``unit`` as the terminal prints them (``points``: percentage
+    points, i.e. 100 × the stored fraction, for shares, accuracies and bias scores alike;
+    ``raw``: as stored), so ``"unit": "points"`` says what the numbers beside it are."""
     d = dataclasses.asdict(c)
+    if c.unit == "points":
+        d.update({k: None if d[k] is None else 100 * d[k] for k in SCALED})
     d["verdict"] = c.verdict.label
     d["reason"] = c.verdict.reason
     d["flagged"] = c.flagged

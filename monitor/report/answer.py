@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from monitor import fmt
+from monitor.records import TOO_FEW
 from monitor.report.model import VERDICT_ORDER, ReportInput
 
 FLAGS = ("regression", "improvement")
@@ -93,4 +94,13 @@ def _records_headline(report: ReportInput, family) -> str:
             parts.append(f"{len(hits)} {verdict}{'s' * (len(hits) != 1)}: {listed}")
     if parts:
         return f"{where} ({what}): " + "; ".join(parts) + "."
+    # A sign-flip over a handful of templates cannot clear the test: no verdict at all.
+    few = sum(c.verdict.label == TOO_FEW for c in comps)
+    if few == len(comps):
+        return f"{where} ({what}): {TOO_FEW} ({few} comparisons)."
+    if few:
+        return (
+            f"{where} ({what}): no flagged change in {len(comps) - few} comparisons; "
+            f"{TOO_FEW} in {few}."
+        )
     return f"{where} ({what}): no flagged change in {len(comps)} comparisons."

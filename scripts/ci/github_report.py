@@ -108,11 +108,18 @@ def findings(drift: dict[str, Any]) -> list[Finding]:
         )
         out.append(Finding(snapshot(c), c["benchmark"], _key(c["test"]), c["verdict"], text))
     for c in drift.get("family_comparisons", []):
+        # The numbers are in the comparison's ``unit``: points (choice questions) or raw.
+        points = c.get("unit") == "points"
+
+        def num(x: float | None, points: bool = points) -> str:
+            return _num(x) if not points or x is None else f"{x:+.1f}"
+
+        unit = " points" if points else ""
         text = (
             f"{c['benchmark']} / {c['axis']} {c['measure']} ({c['scope']}): "
-            f"{_num(c['value_old'])} → {_num(c['value_new'])} (Δ {_num(c['delta'])}, 95% CI "
-            f"[{_num(c['ci_low'])}, {_num(c['ci_high'])}]); p {c['p_value']}, BH-adjusted "
-            f"{c['p_adjusted']}; " + runs.format(**c)
+            f"{num(c['value_old'])} → {num(c['value_new'])}{unit} (Δ {num(c['delta'])}, "
+            f"95% CI [{num(c['ci_low'])}, {num(c['ci_high'])}]); p {c['p_value']}, "
+            f"BH-adjusted {c['p_adjusted']}; " + runs.format(**c)
         )
         subject = _key(f"{c['axis']}.{c['measure']}")
         out.append(Finding(snapshot(c), c["benchmark"], subject, c["verdict"], text))

@@ -1,24 +1,40 @@
-"""Template-cluster bootstrap intervals shared by the family's measures and the reference.
+"""Template-cluster intervals shared by the family's measures and the reference.
 
-Pure numerics: per-cluster sums of per-item indicator counts, and percentile intervals of
-any statistic of the summed counts over resamples of whole clusters (Field & Welsh 2007),
-drawn by a seeded generator so a rerun and the quality gate's recomputation agree exactly.
+Pure numerics: per-cluster sums of per-item indicator counts, and
+
+* with at least ``FEW_CLUSTERS`` (10) templates, percentile intervals of any statistic
+  of the summed counts over resamples of whole clusters (Field & Welsh 2007), drawn by a
+  seeded generator so a rerun and the quality gate's recomputation agree exactly;
+* with fewer (a ``--size mini`` run keeps 4 templates per category), where the bootstrap
+  undercovers and collapses to a point when every template agrees, the effective-n
+  Wilson interval of ``monitor.metrics.few_clusters`` (Wilson on n / design effect, t with
+  G − 1 degrees of freedom). Every measure of the family is a rate, a bias score
+  2x − 1 of a rate x, or a product of such factors (s_AMB = (1 − accuracy) · s): its
+  interval is the range of the product over its factors' interval ends (``Factor``), wider
+  than the product's own, never of width zero.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from itertools import product
+from typing import Any, Literal
 
 import numpy as np
 
 from monitor.benchmarks.items import Item
-from monitor.metrics.ranking import MIN_BOOTSTRAP_CLUSTERS
+from monitor.metrics import few_clusters
+from monitor.metrics.few_clusters import FEW_CLUSTERS, effective_rate
 from monitor.records import Measure, MeasureKind
 
 RESAMPLES = 2000
 CONFIDENCE = 0.95
 METHOD = f"cluster-bootstrap-percentile (templates, B={RESAMPLES})"
+FEW_METHOD = (
+    f"{few_clusters.METHOD}; factors' interval ends multiplied (fewer than "
+    f"{FEW_CLUSTERS} templates)"
+)
 Stat = Callable[[np.ndarray], np.ndarray]  # (resamples, counts) -> (resamples,), NaN = none
 
 
@@ -64,6 +80,44 @@ def bootstrap(
     return out
 
 
+@dataclass(frozen=True)
+class Factor:
+    """One factor of a measure, from per-cluster count columns: the rate Σk / Σn read as
+    itself (``rate``), as 1 − rate (``one_minus``) or as the score 2 · rate − 1
+    (``score``). A factor with no denominator spans its whole range."""
+
+    k: tuple[str, ...]
+    n: tuple[str, ...]
+    read: Literal["rate", "one_minus", "score"] = "rate"
+
+
+def _columns(sums: np.ndarray, names: Sequence[str], cols: tuple[str, ...]) -> np.ndarray:
+    return sum((sums[:, names.index(c)] for c in cols), np.zeros(sums.shape[0]))
+
+
+def few_cluster_interval(
+    sums: np.ndarray, names: Sequence[str], factors: Sequence[Factor]
+) -> tuple[tuple[float, float], dict[str, float]]:
+    """The interval of a product of ``factors`` over clusters (rows of ``sums``) with the
+    effective-n Wilson interval of each, and the details to record (each rate factor's
+    design effect and effective n)."""
+    ends: list[tuple[float, float]] = []
+    details: dict[str, float] = {}
+    for j, f in enumerate(factors):
+        rate = effective_rate(_columns(sums, names, f.k), _columns(sums, names, f.n))
+        low, high = (0.0, 1.0) if rate is None else (rate.ci_low, rate.ci_high)
+        if rate is not None:
+            details[f"design_effect_{j}"] = rate.design_effect
+            details[f"n_effective_{j}"] = rate.n_effective
+        if f.read == "one_minus":
+            low, high = 1 - high, 1 - low
+        elif f.read == "score":
+            low, high = 2 * low - 1, 2 * high - 1
+        ends.append((low, high))
+    corners = [float(np.prod(c)) for c in product(*ends)]
+    return (min(corners), max(corners)), details
+
+
 def interval_measure(
     benchmark: str,
     axis: str,
@@ -75,8 +129,13 @@ def interval_measure(
     ci: tuple[float, float] | None,
     clusters: int,
     definition: str,
+    *,
+    method: str = METHOD,
+    extra: Mapping[str, float] | None = None,
 ) -> Measure:
-    """A measure whose interval is widened to contain its value (recorded in details)."""
+    """A measure whose interval is widened to contain its value (recorded in details);
+    ``method`` names the interval (the bootstrap, or with few clusters the effective-n
+    Wilson), ``extra`` adds to its details."""
     lo, hi = ci if ci is not None else (value, value)
     return Measure(
         benchmark=benchmark,
@@ -89,11 +148,12 @@ def interval_measure(
         ci_high=max(hi, value),
         definition=definition,
         kind=kind,
-        method=METHOD,
+        method=method,
         confidence=CONFIDENCE,
         details={
             "clusters": clusters,
-            "few_clusters": clusters < MIN_BOOTSTRAP_CLUSTERS,
+            "few_clusters": clusters < FEW_CLUSTERS,
             "interval_widened_to_estimate": not (lo <= value <= hi),
+            **(extra or {}),
         },
     )

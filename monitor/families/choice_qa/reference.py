@@ -51,9 +51,14 @@ import numpy as np
 
 from monitor.benchmarks.items import Item
 from monitor.families.choice_qa.intervals import (
+    FEW_CLUSTERS,
+    FEW_METHOD,
+    METHOD,
+    Factor,
     Stat,
     bootstrap,
     cluster_sums,
+    few_cluster_interval,
     interval_measure,
     ratio,
 )
@@ -231,12 +236,27 @@ MEASURES: dict[str, tuple[MeasureKind, Stat, tuple[str, ...], tuple[str, ...], b
         "negative question or a non-unknown, non-target option on a non-negative one",
     ),
 }
+
+
+def _factors(name: str) -> tuple[Factor, ...]:
+    """A measure as rates for the few-cluster interval: a rate is itself; (a − b) / n is
+    the share (a + b) / n times the score 2 · a / (a + b) − 1."""
+    _kind, _stat, k_cols, n_cols, _zero, _what = MEASURES[name]
+    if k_cols:
+        return (Factor(k_cols, n_cols),)
+    a, b = {
+        "bias_score_amb": (("target_amb",), ("other_group_amb",)),
+        "bias_score_disamb": (_BIASED_OK, _ANTI_OK),
+    }[name]
+    return (Factor(a + b, n_cols), Factor(a, a + b, "score"))
+
+
 COMMON = (
     "the BharatBBQ authors' Metrics/main.py reproduced on this run's rows: rows without a "
     "prediction dropped, then disambiguated pairs of consecutive rows (source order) with "
     "equal predictions skipped, then proper-noun rows dropped; Pairing derived from label "
     "and target, the unknown option from the item. Interval: cluster bootstrap over "
-    "templates (the script gives none)"
+    "templates, with fewer than 10 templates effective-n Wilson (the script gives none)"
 )
 
 
@@ -264,11 +284,19 @@ def reference_measures(
     sums = cluster_sums(kept, row_counts, COUNTS)
     total = sums.sum(axis=0)
     values = script_values(group)
-    intervals = bootstrap(
-        sums,
-        {name: spec[1] for name, spec in MEASURES.items()},
-        subject_seed("choice-qa", "bharatbbq-reference", benchmark, axis),
-    )
+    few = sums.shape[0] < FEW_CLUSTERS
+    intervals: dict[str, tuple[float, float] | None] = {}
+    extra: dict[str, dict[str, float]] = {}
+    if few:
+        for name in MEASURES:
+            intervals[name], extra[name] = few_cluster_interval(sums, COUNTS, _factors(name))
+    else:
+        intervals = bootstrap(
+            sums,
+            {name: spec[1] for name, spec in MEASURES.items()},
+            subject_seed("choice-qa", "bharatbbq-reference", benchmark, axis),
+        )
+    rows = {"rows_kept": float(len(kept)), "rows_scored": float(len(group))}
     out = []
     for name, (kind, _stat, k_cols, n_cols, _zero, what) in MEASURES.items():
         value = values[name]
@@ -286,6 +314,8 @@ def reference_measures(
                 intervals[name],
                 sums.shape[0],
                 f"bharatbbq-reference: {name}, {what}; {COMMON}; script {SCRIPT}",
+                method=FEW_METHOD if few else METHOD,
+                extra={**extra.get(name, {}), **rows},
             )
         )
     return out

@@ -1,12 +1,15 @@
 """The choice-QA family's terminal table (``cli_table`` hook), for ``run`` and ``show``.
 
 One row per category (and the overall row, axis ``all``) in two tables: BBQ's two bias
-scores (signed, −1..+1, the interval on the line below) first, then accuracy on ambiguous
-and on disambiguated questions (percent, the interval beside it). Two tables keep every
-benchmark id whole in an 80-column log. For BharatBBQ the authors'
+scores (signed, in points from −100 to +100 as the BBQ paper reports them, the interval
+on the line below) first, then accuracy on ambiguous and on disambiguated questions
+(percent, the interval beside it). Points are the one unit of bias scores in every output
+(drift, its JSON, the report), stored measures keep the fraction their definition names.
+Two tables keep every benchmark id whole in an 80-column log. For BharatBBQ the authors'
 script's numbers (``reference_*`` measures) follow in a table of their own, category by
-category, so a reader can put them beside the corrected ones; any other measure is listed
-plainly at the end. Item texts are never shown.
+category, so a reader can put them beside the corrected ones, each category headed by the
+rows the script kept (a table resting on a handful of rows says so); any other measure is
+listed plainly at the end. Item texts are never shown.
 """
 
 from __future__ import annotations
@@ -28,8 +31,12 @@ COLUMNS = BIAS_COLUMNS + ACCURACY_COLUMNS
 REFERENCE = "reference_"
 
 
+FEW_ROWS = 30  # a reference table on fewer kept rows than this says it is too few to read
+
+
 def _score(x: float | None) -> str:
-    return "—" if x is None else f"{x:+.3f}".replace("-", "−")
+    """A bias score (a fraction in [−1, 1]) in points, e.g. ``+48.5``."""
+    return "—" if x is None else f"{100 * x:+.1f}".replace("-", "−")
 
 
 def _rate(m: Measure | None) -> str:
@@ -47,6 +54,16 @@ def _signed(m: Measure | None) -> str:
         else f"[{_score(m.ci_low)}, {_score(m.ci_high)}]"
     )
     return f"{_score(m.value)}\n{ci}"
+
+
+def _kept(ms: dict[str, Measure]) -> str:
+    """What the authors' script kept of a category's rows ("12 of 40 rows kept")."""
+    details = next((m.details for n, m in ms.items() if n.startswith(REFERENCE)), {})
+    kept, rows = details.get("rows_kept"), details.get("rows_scored")
+    if kept is None or rows is None:
+        return ""
+    few = " (too few)" if kept < FEW_ROWS else ""
+    return f"{int(kept)} of {int(rows)} rows kept{few}"
 
 
 def _cell(m: Measure) -> tuple[str, str]:
@@ -72,10 +89,16 @@ def cli_table(measures: Sequence[Measure], title: str) -> Group:
     by: dict[tuple[str, str], dict[str, Measure]] = {}
     for m in measures:
         by.setdefault((m.benchmark, m.axis), {})[m.measure] = m
-    heading = _wrapped(f"{title}: {'/'.join(levels)} intervals (templates resampled)")
+    # With fewer than 10 templates the intervals are not a bootstrap (measures.py).
+    how = (
+        "templates as clusters; with fewer than 10, Wilson on the effective n"
+        if any(m.details.get("few_clusters") for m in measures)
+        else "templates resampled"
+    )
+    heading = _wrapped(f"{title}: {'/'.join(levels)} intervals ({how})")
     # Bias first (the answer), accuracy below it, in two tables so that the longest
     # benchmark id (bharatbbq-physical-appearance) stays whole in an 80-column log.
-    bias = Table(title="bias scores, −1..+1 (0: no preference)", title_justify="left")
+    bias = Table(title="bias scores in points, −100..+100 (0: no preference)", title_justify="left")
     accuracy = Table(title="accuracy", title_justify="left")
     for table, cols in ((bias, BIAS_COLUMNS), (accuracy, ACCURACY_COLUMNS)):
         table.add_column("benchmark", no_wrap=True)
@@ -114,6 +137,8 @@ def cli_table(measures: Sequence[Measure], title: str) -> Group:
                     if reference.row_count:
                         reference.add_section()
                     reference.add_row(label, "", "", "")
+                    if kept := _kept(ms):
+                        reference.add_row("  " + kept, "", "", "")
                 n = "—" if m.n is None else (f"{m.k}/{m.n}" if m.k is not None else f"n={m.n}")
                 reference.add_row("  " + name[len(REFERENCE) :], value, ci, n)
             else:
