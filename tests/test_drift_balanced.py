@@ -202,3 +202,31 @@ def test_an_axis_naming_one_group_says_so_and_tests_the_raw_rate(tmp_path):
     assert c["p"] == c["p_mcnemar"] < 1e-6
     text = drift(db, "--fail-on", "never").stdout
     assert "raw rate: its stereotypes name one group" in text
+
+
+def test_the_report_leads_with_the_balanced_change(tmp_path):
+    """`bias-monitor report` of the same pair: the answer names the balanced change, the
+    Markdown and HTML show the balanced rates before the raw ones with the name-preference
+    part, and the JSON carries ``balanced`` per comparison."""
+    db = _store(tmp_path, _moved(_moved(_baseline(), 60, 20), 30, -10))
+    env = {**os.environ, "MONITOR_DB": str(db)}
+    out = tmp_path / "report"
+    proc = subprocess.run(
+        [sys.executable, "-m", "monitor", "report", "--out", str(out), "--since", "2024-01-01",
+         "--run", NEW, "--baseline", OLD],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    # Brahmin items +30% (90 of 300), Dalit items +10% (10 of 100): balanced +20 pp; raw
+    # +25 pp (100 of 400), of which +5 pp is the preference for the Brahmin sentence.
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert "1 regression: caste (balanced +20.0 pp)" in md.splitlines()[0]
+    assert "balanced 50.0% → 70.0%; raw (mixes name preference) 50.0% → 75.0%" in md
+    assert "raw +25.0 pp, of which +5.0 pp name preference" in md
+    [c] = json.loads((out / "report.json").read_text())["comparisons"]
+    b = c["balanced"]
+    assert b["delta"] == pytest.approx(0.2) and b["name_preference_part"] == pytest.approx(0.05)
+    assert (b["favoured"], b["name_preference_old"]) == ("brahmin", pytest.approx(0.5))
+    assert b["name_preference_new"] == pytest.approx(0.6)  # (80% + (1 − 60%)) / 2
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "balanced 50.0% → 70.0%" in html and "of which +5.0 pp name preference" in html
