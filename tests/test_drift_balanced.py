@@ -201,7 +201,7 @@ def test_an_axis_naming_one_group_says_so_and_tests_the_raw_rate(tmp_path):
     assert c["balanced"] is None and c["tested"] == "raw" and "one group" in c["balanced_note"]
     assert c["p"] == c["p_mcnemar"] < 1e-6
     text = drift(db, "--fail-on", "never").stdout
-    assert "raw rate: its stereotypes name one group" in text
+    assert "raw rate only on caste: the stereotypes name one group" in text
 
 
 def test_the_report_leads_with_the_balanced_change(tmp_path):

@@ -65,12 +65,9 @@ def control_sentence(label: str, rates: tuple[str, str, str, str]) -> str:
 
 def balanced_sentence(c) -> str | None:
     """What a balanced axis's line stands on, under it: "raw 38.7% → 61.3% (+22.6 pp, of
-    which +6.1 name preference); brahmin items 4.7% → 50.0%, dalit items 90.2% → 78.0%";
-    for a pair axis whose stereotypes name one group, that its rate is the raw one."""
+    which +6.1 name preference); brahmin items 4.7% → 50.0%, dalit items 90.2% → 78.0%"."""
     b = c.balanced
     if b is None:
-        if getattr(c, "balanced_note", None):
-            return "raw rate: its stereotypes name one group, so a name preference is not separated"
         return None
     dirs = ", ".join(f"{x.group} items {pct(x.rate_old)} → {pct(x.rate_new)}" for x in b.directions)
     return (
@@ -187,6 +184,14 @@ def pair_block(
     for u, label in zip(unscored, labels[len(rows) :], strict=True):
         shown = abbreviate(label, max(MIN_LABEL, width - 2 - len(u.words)))
         lines.append(f"{shown.ljust(column)}  {u.words}")
+    one_group = [r.label for r, c in zip(rows, comparisons, strict=False) if c.balanced_note]
+    if one_group:
+        lines += wrap(
+            f"raw rate only on {', '.join(one_group)}: the stereotypes name one group, so a "
+            "preference for its name is not separated (read a content-free control)",
+            width,
+            "  ",
+        )
     for row in rows:
         if row.why:
             lines += wrap(f"  {row.label}: not comparable: {row.why}", width, "    ")
