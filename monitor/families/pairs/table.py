@@ -52,6 +52,8 @@ def cli_table(measures: Sequence[Any], title: str) -> RichTable:
     by_key = {(m.benchmark, m.axis, m.measure): m for m in measures}
     benchmark = None
     one_group: list[str] = []
+    # A control (bhed-neutral) names one group by design: it measures the name preference.
+    controls = {c for cs in _controls().values() for c in cs}
     for (bench, axis, measure), m in sorted(by_key.items()):
         if measure != "bias_rate":
             continue
@@ -77,7 +79,7 @@ def cli_table(measures: Sequence[Any], title: str) -> RichTable:
                 )  # fmt: skip
             table.add_row(f"    {RAW_LABEL}", *raw)
             continue
-        if "balanced_note" in details:
+        if "balanced_note" in details and bench not in controls:
             one_group.append(axis)
         table.add_row(f"  {axis}", *raw)
     if one_group:
