@@ -72,16 +72,18 @@ def _noise_sentences(c: AxisComparison) -> list[str]:
         + "."
     ]
     floor, bound = ctx.floor, ctx.rate_bound
+    delta = c.paired.delta if c.balanced is None else c.balanced.delta  # what decide read
+    rate = "rate" if c.balanced is None else "balanced rate"
     if c.flip_rate is not None and floor is not None:
         flips_in = c.flip_rate <= floor.upper
-        rate_in = bound is not None and c.paired.delta is not None and abs(c.paired.delta) <= bound
+        rate_in = bound is not None and delta is not None and abs(delta) <= bound
         this = (
             f"This comparison changed side on {pct(c.flip_rate)} of items "
             f"({'within' if flips_in else 'above'} the noise floor of {pct(floor.upper)})"
         )
-        if c.paired.delta is not None and bound is not None:
+        if delta is not None and bound is not None:
             this += (
-                f" and moved the rate {_pp(c.paired.delta)} "
+                f" and moved the {rate} {_pp(delta)} "
                 f"({'within' if rate_in else 'beyond'} the {_pp(bound)} repeat runs differ by)"
             )
         out.append(this + ".")
