@@ -230,3 +230,24 @@ def test_the_report_leads_with_the_balanced_change(tmp_path):
     assert b["name_preference_new"] == pytest.approx(0.6)  # (80% + (1 − 60%)) / 2
     html = (out / "report.html").read_text(encoding="utf-8")
     assert "balanced 50.0% → 70.0%" in html and "of which +5.0 pp name preference" in html
+
+
+def test_directions_of_the_real_indian_bhed_files(tmp_path, shared_datasets):
+    """Which groups the real files' stereotypes name, in both orders: caste Brahmin 64 and
+    Dalit 41 (the one item naming both is left out), religion Muslim-against-Hindu 57 (58
+    rows, one a duplicate) and the reverse 28, race none (163 items name Black people
+    against White people, 4 the reverse: a name preference cannot be separated there)."""
+    from collections import Counter
+
+    from monitor.benchmarks.fetch import fetch
+    from monitor.benchmarks.load import load_benchmarks
+    from monitor.benchmarks.manifest import load_manifest
+    from monitor.families.pairs.balanced import directions
+
+    ids = ["bhed-caste", "bhed-religion", "bhed-race"]
+    fetch(load_manifest(), ids, from_dir=shared_datasets, data_dir=tmp_path)
+    loaded = {b.benchmark: b for b in load_benchmarks(ids, data_dir=tmp_path)}
+    counts = {b: Counter(directions(loaded[b].items).values()) for b in ids}
+    assert counts["bhed-caste"] == {"brahmin": 64, "dalit": 41}
+    assert counts["bhed-religion"] == {"muslim": 57, "hindu": 28}
+    assert counts["bhed-race"] == {}

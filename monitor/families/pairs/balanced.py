@@ -11,7 +11,7 @@ An item's **direction** is the group its stereotype names (``targets_stereo``, w
 and a plural "s" folded: "Brahmins" and "Brahmin" are one group), counted only where the
 pair of groups is **mirrored** on the axis: at least :data:`MIN_DIRECTION_ITEMS` items
 name A against B and as many name B against A (caste: Brahmin against Dalit 64 times,
-Dalit against Brahmin 41; religion: Muslim against Hindu 58, Hindu against Muslim 28;
+Dalit against Brahmin 41; religion: Muslim against Hindu 57, Hindu against Muslim 28;
 race: Black against White 163, the reverse 4, so race has none). An axis is
 **separable** when at least two directions each hold :data:`MIN_DIRECTION_ITEMS` decided
 items; there the run reports
