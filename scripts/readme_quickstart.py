@@ -106,10 +106,11 @@ def parse(output: str) -> Summary:
             rows.append({"benchmark": benchmark, **m.groupdict()})
         elif benchmark is not None and (m := BALANCED.match(text)):
             balanced = {"axis": m["axis"], "balanced": f"{m['rate']} [{m['low']}, {m['high']}]"}
-        elif balanced and (m := DIRECTION.match(text)):
-            balanced[f"{m['group']} items"] = f"{m['rate']} ({m['stereo']} of {m['n']})"
+        elif balanced and DIRECTION.match(text):
+            pass  # a direction's rate: shown, its items counted in the raw row
         elif balanced and (m := RAW.match(text)):
-            rows.append({"benchmark": benchmark, **balanced, **m.groupdict()})
+            # The row that adds up: the raw rate with its counts, under the axis's name.
+            rows.append({"benchmark": benchmark, "axis": balanced["axis"], **m.groupdict()})
             balanced = {}
         else:
             break
