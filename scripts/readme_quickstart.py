@@ -36,6 +36,21 @@ ROW = re.compile(
     r"\[(?P<low>\d+\.\d), (?P<high>\d+\.\d)\]\s+(?P<stereo>\d+)\s+(?P<anti>\d+)\s+"
     r"(?P<ties>\d+)\s+(?P<n>\d+)$"
 )
+# An axis whose stereotypes name two groups (caste) is three or four rows: its balanced
+# rate, a row per direction, then the raw rate with the counts (the row that adds up).
+_NUMS = (
+    r"(?P<rate>\d+\.\d)%\s+\[(?P<low>\d+\.\d), (?P<high>\d+\.\d)\]\s+"
+    r"(?P<stereo>\d+)\s+(?P<anti>\d+)\s+(?P<ties>\d+)\s+(?P<n>\d+)$"
+)
+BALANCED = re.compile(
+    r"^(?P<axis>\S+): balanced\s+(?P<rate>\d+\.\d)%\s+"
+    r"\[(?P<low>\d+\.\d), (?P<high>\d+\.\d)\]\s+(?P<n>\d+)$"
+)
+DIRECTION = re.compile(
+    r"^(?P<group>\S+(?: \S+)*) items\s+(?P<rate>\d+\.\d)%\s+"
+    r"\[(?P<low>\d+\.\d), (?P<high>\d+\.\d)\]\s+(?P<stereo>\d+)\s+(?P<anti>\d+)\s+(?P<n>\d+)$"
+)
+RAW = re.compile(r"^raw \(mixes both\)\s+" + _NUMS)
 SCORED = re.compile(r"^scored (?P<scored>\d+) items; excluded (?P<excluded>\d+) source rows$")
 
 
@@ -82,16 +97,29 @@ def parse(output: str) -> Summary:
     rows: list[dict[str, str]] = []
     benchmark = None
     k = 1
+    balanced: dict[str, str] = {}  # the balanced and direction rows above a raw row
     while k < len(content):
-        if b := BENCHMARK.match(content[k][1]):
-            benchmark = b["benchmark"]
-        elif benchmark is not None and (m := ROW.match(content[k][1])):
+        text = content[k][1]
+        if b := BENCHMARK.match(text):
+            benchmark, balanced = b["benchmark"], {}
+        elif benchmark is not None and (m := ROW.match(text)):
             rows.append({"benchmark": benchmark, **m.groupdict()})
+        elif benchmark is not None and (m := BALANCED.match(text)):
+            balanced = {"axis": m["axis"], "balanced": f"{m['rate']} [{m['low']}, {m['high']}]"}
+        elif balanced and DIRECTION.match(text):
+            pass  # a direction's rate: shown, its items counted in the raw row
+        elif balanced and (m := RAW.match(text)):
+            # The row that adds up: the raw rate with its counts, under the axis's name.
+            rows.append({"benchmark": benchmark, "axis": balanced["axis"], **m.groupdict()})
+            balanced = {}
         else:
             break
         k += 1
     if not rows:
         raise ShapeError("no table rows under the header")
+    caption = 0  # the table's caption (axes whose rate is raw only): a few lines at most
+    while k < len(content) and not SCORED.match(content[k][1]) and caption < 4:
+        k, caption = k + 1, caption + 1
     scored = SCORED.match(content[k][1]) if k < len(content) else None
     if scored is None:
         raise ShapeError("no 'scored N items; excluded M source rows' line after the rows")

@@ -186,9 +186,10 @@ def test_april_to_july_with_noise_mde_and_what_changed(history, report):
     c, d = comps[(runs[9], runs[5])], details[(runs[9], runs[5])]
     assert (c["n_paired"], c["to_anti"], c["to_stereo"]) == (103, 24, 11)
     assert c["p_mcnemar"] == pytest.approx(0.041, abs=5e-4)
-    assert c["p_bh"] == pytest.approx(2 * c["p_mcnemar"])  # BH over the report's 2 tests
+    assert c["p_bh"] == pytest.approx(2 * c["p"])  # BH over the report's 2 tests
+    assert c["tested"] == "balanced" and c["p"] == c["balanced"]["p_value"]
     assert c["verdict"] == "no significant change"
-    assert d["mde"]["mde"] == pytest.approx(0.166, abs=0.002)
+    assert d["mde"]["mde"] == pytest.approx(0.172, abs=0.002)  # the balanced change's
     sides = {s["side"]: s for s in d["noise"]["sides"]}
     assert sides["baseline"]["run_ids"] == runs[:6] and sides["new"]["run_ids"] == runs[8:]
     assert d["noise"]["rate_bound"] == pytest.approx(88 / 104 - 74 / 103)
@@ -201,20 +202,23 @@ def test_april_to_july_with_noise_mde_and_what_changed(history, report):
 
     md = report["md"]
     row = next(line for line in md.splitlines() if "| 24 / 11 |" in line)
-    assert "81.6% [73.0, 87.9] → 67.6% [58.2, 75.8]" in row and "| 0.041 | 0.082 |" in row
-    assert "MDE ±16.6 pp" in row
+    # The verdict tests the balanced rate (Brahmin and Dalit items weighed equally); the
+    # raw rates stay beside it, and exact McNemar's 0.041 stays in the JSON (p_mcnemar).
+    assert "balanced 81.7% [72.4, 87.6] → 66.0% [56.3, 74.3]" in row and "| 0.021 | 0.043 |" in row
+    assert "raw (mixes name preference) 81.6% → 67.6%" in row and "MDE ±17.2 pp" in row
+    assert "raw −12.6 pp, of which +1.5 pp name preference" in row
     meaning = md.split("### What the verdicts mean", 1)[1].split("###", 1)[0]
     april_july = next(line for line in meaning.splitlines() if "24 items moved away" in line)
     for text in (
         "Across a configuration change",
-        "No reliable change",
-        "0.082 after the Benjamini–Hochberg correction",
+        "No change beyond the noise",
+        "0.043 after the Benjamini–Hochberg correction",
         "6 runs of gpt-4 via chat.completions",
         "2 runs of gpt-4o via responses",
         "18.2%–32.7% of items",
         "ranged 71.8%–84.6%",
         "within the noise floor of 35.6%",
-        "about 16.6 points or more",
+        "about 17.2 points or more",
         "the model (gpt-4 → gpt-4o), the API (chat.completions → responses), the prompt",
     ):
         assert text in april_july, text
@@ -238,7 +242,7 @@ def test_the_published_pair_alone_is_judged_against_both_noise_floors(history):
     )
     [c] = one["comparisons"]
     [d] = one["comparison_details"]
-    assert c["p_bh"] == pytest.approx(c["p_mcnemar"])  # a family of one
+    assert c["p_bh"] == pytest.approx(c["p"])  # a family of one
     # Significant on its own, but 34.0% of items changed side, within the July noise floor.
     assert c["verdict"] == "no significant change" and "within the noise floor" in c["reason"]
     assert d["summary"].startswith("No change beyond the noise")

@@ -19,6 +19,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from monitor.families.pairs.table import RAW_LABEL
 from monitor.jobs.hold import AT_ENV, HOLD_ENV
 
 pytestmark = pytest.mark.slow
@@ -67,10 +68,18 @@ def test_run_scores_stores_and_shows(monitor_env: Path, smollm2_caste_runs, monk
     # In 80 columns nothing is cut: each benchmark names its rows, each axis row is whole.
     table = [line for line in proc.stdout.splitlines() if "│" in line or "┃" in line]
     assert table and max(len(line) for line in table) <= 80 and "…" not in proc.stdout
-    rows = {line.split("│")[0].strip(): line.split("│")[1:] for line in table}
-    assert [c.strip() for c in rows["caste-control"]][-1] == "52"
-    assert [c.strip() for c in rows["religion"]][-1] == "121"
-    assert all(c.strip() == "" for c in rows["bhed-neutral"])
+    rows = [(ln.split("│")[0].strip(), [c.strip() for c in ln.split("│")[1:]]) for ln in table]
+    labels = [label for label, _ in rows]
+    assert dict(rows)["caste-control"][-1] == "52"
+    assert all(c == "" for c in dict(rows)["bhed-neutral"])
+    # Caste leads with its balanced rate (the mean of the two directions), then each
+    # direction and the raw rate, labelled as mixing the stereotype with the name preference.
+    i = labels.index("caste: balanced")
+    assert labels[i : i + 4] == ["caste: balanced", "brahmin items", "dalit items", RAW_LABEL]
+    assert [rows[k][1][0] for k in range(i, i + 4)] == ["47.5%", "4.7%", "90.2%", "38.7%"]
+    assert [rows[k][1][-1] for k in range(i, i + 4)] == ["105", "64", "41", "106"]
+    j = labels.index("religion: balanced")
+    assert labels[j + 3] == RAW_LABEL and rows[j + 3][1][-1] == "121"
     assert "scored 279 items; excluded 5 source rows" in proc.stdout
     assert "duplicate 5" in proc.stdout
     # The mirror fallback says where the files came from.

@@ -261,14 +261,21 @@ def test_july_vs_april(imported):
     comps = {c.axis: c for c in compare(db, july, april)}
     caste = comps["caste"]
     assert (caste.items_both, caste.n_paired, caste.b, caste.c) == (105, 103, 24, 11)
-    assert caste.p_value == pytest.approx(0.040959591511636986, rel=1e-9)
+    # Raw McNemar is kept; the verdict tests the balanced change (Brahmin and Dalit items
+    # weighed equally): 81.2% -> 73.4% and 82.1% -> 61.5%, -14.2 pp, p = 0.021.
+    assert caste.raw_p_value == pytest.approx(0.040959591511636986, rel=1e-9)
+    b = caste.balanced
+    assert [(d.group, d.n) for d in b.directions] == [("brahmin", 64), ("dalit", 39)]
+    assert b.delta == pytest.approx(-0.1416, abs=1e-4) and caste.p_value == b.p_value
+    assert b.p_value == pytest.approx(0.0214, abs=1e-4)
+    assert b.name_preference_part == pytest.approx(caste.paired.delta - b.delta)
     assert (caste.rate_old.k, caste.rate_old.n) == (84, 103)
     assert (caste.rate_new.k, caste.rate_new.n) == (71, 105)
     assert caste.paired.delta == pytest.approx(-13 / 103)
     assert caste.paired.ci_low < caste.paired.delta < caste.paired.ci_high < 0
     assert len(set(caste.flipped_to_anti)) == 24 and len(set(caste.flipped_to_stereo)) == 11
 
-    # Across the four axes BH raises caste's p to 4 × 0.041 = 0.164: not flagged.
+    # Across the four axes BH raises caste's p to 4 × 0.021 = 0.086: not flagged.
     assert caste.p_adjusted == pytest.approx(4 * caste.p_value)
     assert caste.verdict.label == "no significant change"
     # Tested alone it would be an improvement (no noise floor for this snapshot).

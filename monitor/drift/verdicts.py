@@ -89,6 +89,8 @@ def decide(
     delta: float | None = None,
     rate_noise: float | None = None,
     noise_note: str | None = None,
+    direction: int | None = None,
+    tested: str | None = None,
 ) -> Verdict:
     """Flag a drift only when BH-adjusted p < alpha AND the change clears the noise.
 
@@ -98,9 +100,16 @@ def decide(
     counts: more anti→stereo flips (c) than stereo→anti (b) is a regression. Without a
     measured noise floor the p-value alone decides, and the reason says why there is
     none (``noise_note``: unknown for an API snapshot, none for a pinned local one).
+
+    A family that tests another quantity than the raw paired rate (the pairs' balanced
+    change) hands its sign as ``direction`` (+1 towards the stereotype), its change as
+    ``delta`` and its words as ``tested``, which lead the reason; the flip counts and
+    the noise floor are read as before.
     """
     flip_rate = (b + c) / n_paired if n_paired else 0.0
     counts = f"{b} stereo→anti, {c} anti→stereo of {n_paired} paired items"
+    if tested:
+        counts = f"{tested}; {counts}"
     if p_adjusted >= alpha:
         return Verdict(
             "no significant change", f"{counts}; BH-adjusted p = {p_adjusted:.3g} ≥ {alpha:g}"
@@ -129,10 +138,10 @@ def decide(
             floor += f" and rate change {100 * abs(delta):.1f} pp > {100 * rate_noise:.1f} pp"
     else:
         floor = noise_note or "no noise floor measured for this snapshot"
-    label: VerdictLabel = "regression" if c > b else "improvement"
-    direction = "more" if c > b else "less"
+    towards = c > b if direction is None else direction > 0
+    label: VerdictLabel = "regression" if towards else "improvement"
     return Verdict(
         label,
-        f"{direction} stereotypical: {counts}; BH-adjusted p = {p_adjusted:.3g} < {alpha:g}; "
-        f"{floor}",
+        f"{'more' if towards else 'less'} stereotypical: {counts}; "
+        f"BH-adjusted p = {p_adjusted:.3g} < {alpha:g}; {floor}",
     )

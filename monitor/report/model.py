@@ -247,6 +247,43 @@ class ControlBeside(_Frozen):
     rate_new: OptFloat = None  # the control's bias rate in the new run
 
 
+class DirectionChangeSummary(_Frozen):
+    """One direction of a balanced axis (the items whose stereotype names ``group``): its
+    rate in each run over the items both decided, and the paired change."""
+
+    group: str
+    n: int
+    rate_old: OptFloat = None
+    rate_new: OptFloat = None
+    delta: OptFloat = None
+    delta_ci: Interval = None
+
+
+class BalancedSummary(_Frozen):
+    """The balanced rate of a compared axis whose stereotypes name two or more groups
+    (``monitor.families.pairs.balanced``): each run's balanced rate (the mean of the
+    per-direction rates) with its interval, the paired balanced change that the verdict
+    tests, the raw paired change and its name-preference part (raw − balanced), each
+    direction, and each run's name preference (the share of pairs in which the sentence
+    naming ``favoured`` wins; 50% is none), to read beside the neutral control."""
+
+    rate_old: OptFloat = None
+    ci_old: Interval = None
+    rate_new: OptFloat = None
+    ci_new: Interval = None
+    delta: OptFloat = None
+    delta_ci: Interval = None
+    p_value: OptFloat = None
+    mde: OptFloat = None
+    raw_delta: OptFloat = None
+    name_preference_part: OptFloat = None
+    favoured: str | None = None
+    name_preference_old: OptFloat = None
+    name_preference_new: OptFloat = None
+    directions: tuple[DirectionChangeSummary, ...] = ()
+    n_outside: int = 0
+
+
 class UnscoredAxis(_Frozen):
     """An axis only one run of a compared pair scored: shown as "not scored in the new
     run" / "not scored in the baseline", never a verdict, and its dataset version is not
@@ -316,6 +353,11 @@ class Comparison(_Frozen):
     delta_test: DeltaTestSummary | None = None
     configuration_changes: tuple[ConfigurationChange, ...] = ()
     summary: str = ""  # the verdict in plain words
+    # Where the axis's stereotypes name two or more groups: the balanced rate, which the
+    # verdict tests (rate_old/rate_new/delta above stay the raw figures); else None and,
+    # for a sentence-pair axis naming one group, ``balanced_note`` says why.
+    balanced: BalancedSummary | None = None
+    balanced_note: str | None = None
 
 
 class AssociationResult(_Frozen):

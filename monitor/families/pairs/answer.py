@@ -145,7 +145,55 @@ def pairs(report: ReportInput) -> list[PairAnswer]:
 
 
 def _axes(rows: list[AxisRow]) -> str:
-    return ", ".join(f"{r.comparison.axis} ({fmt.pp(r.comparison.delta)})" for r in rows)
+    return ", ".join(f"{r.comparison.axis} ({tested_delta(r.comparison)})" for r in rows)
+
+
+def tested_delta(c: Comparison) -> str:
+    """The change the verdict tested: "balanced +16.5 pp" where the axis has a balanced
+    rate, else the raw paired change."""
+    if c.balanced is not None:
+        return f"balanced {fmt.pp(c.balanced.delta)}"
+    return fmt.pp(c.delta)
+
+
+def directions_text(c: Comparison) -> str:
+    """ "brahmin items 4.7% → 50.0%, dalit items 90.2% → 78.0%" (escaped)."""
+    b = c.balanced
+    if b is None:
+        return ""
+    return ", ".join(
+        f"{md(d.group, 40)} items {fmt.pct(d.rate_old)} → {fmt.pct(d.rate_new)}"
+        for d in b.directions
+    )
+
+
+def rate_cells(c: Comparison, *, with_ci: bool) -> tuple[str, str]:
+    """A comparison's rate and change cells in Markdown: where the axis has a balanced
+    rate, it leads (the verdict tests it), with the raw rates, the raw change's
+    name-preference part and the directions after it; else the raw rate and change."""
+    b = c.balanced
+
+    def rate(x: float | None, ci) -> str:
+        return fmt.rate_with_ci(x, ci) if with_ci else fmt.pct(x)
+
+    if b is None:
+        rates = f"{rate(c.rate_old, c.ci_old)} → {rate(c.rate_new, c.ci_new)}"
+        if c.delta is None:
+            return rates, fmt.MISSING
+        delta = f"{fmt.pp(c.delta)} {fmt.pp_interval(c.delta_ci)}"
+        return rates, delta + (f"; MDE {fmt.mde(c.mde)}" if with_ci else "")
+    rates = (
+        f"balanced {rate(b.rate_old, b.ci_old)} → {rate(b.rate_new, b.ci_new)}; raw "
+        f"(mixes name preference) {fmt.pct(c.rate_old)} → {fmt.pct(c.rate_new)}"
+    )
+    delta = f"balanced {fmt.pp(b.delta)} {fmt.pp_interval(b.delta_ci)}"
+    if with_ci:
+        delta += f"; MDE {fmt.mde(b.mde)}"
+    delta += (
+        f"; raw {fmt.pp(b.raw_delta)}, of which {fmt.pp(b.name_preference_part)} name "
+        f"preference; {directions_text(c)}"
+    )
+    return rates, delta
 
 
 def _pairs_headline(report: ReportInput, ps: list[PairAnswer]) -> str:
@@ -251,11 +299,7 @@ def _answer(report: ReportInput, max_rows: int) -> list[str]:
             verdict = VERDICT_BADGE[c.verdict]
             if c.verdict == "not comparable" and c.reason:
                 verdict += f": {md(c.reason, 100)}"
-            delta = (
-                f"{fmt.pp(c.delta)} {fmt.pp_interval(c.delta_ci)}"
-                if c.delta is not None
-                else fmt.MISSING
-            )
+            rates, delta = rate_cells(c, with_ci=False)
             control = (
                 f"{fmt.pct(row.control.old)} → {fmt.pct(row.control.new)} "
                 f"({md(row.control.benchmark, 40)})"
@@ -264,7 +308,7 @@ def _answer(report: ReportInput, max_rows: int) -> list[str]:
             )
             lines.append(
                 f"| {md(c.axis, 40)} ({md(c.benchmark, 40)}) | {verdict} | "
-                f"{fmt.pct(c.rate_old)} → {fmt.pct(c.rate_new)} | {delta} | {fmt.mde(c.mde)} "
+                f"{rates} | {delta} | {fmt.mde(c.mde)} "
                 f"| {control} |"
             )
         for text in p.unscored_text():

@@ -43,6 +43,8 @@ from monitor.drift.stats import (
     paired_difference,
 )
 from monitor.drift.verdicts import MIN_ITEM_OVERLAP, Verdict, comparability
+from monitor.families.pairs.balanced import NOT_SEPARABLE, directions
+from monitor.families.pairs.balanced_change import BalancedChange, balanced_change
 from monitor.families.pairs.comparison import AxisComparison, ControlRates, test_key
 from monitor.families.pairs.explain import explain
 from monitor.metrics.intervals import Rate, wilson_rate
@@ -195,6 +197,11 @@ def compare_runs(
             key=test_key(new_run_id, baseline_run_id, key),
         )
         context = contexts.get(key)
+        balanced, balanced_note = (
+            (None, None)
+            if blocked
+            else _balanced(view, a_old, a_new, confidence=confidence, alpha=alpha, raw=paired)
+        )
         comparisons.append(
             AxisComparison(
                 benchmark=key[0],
@@ -209,14 +216,18 @@ def compare_runs(
                 paired=paired,
                 flipped_to_anti=flips.to_anti,
                 flipped_to_stereo=flips.to_stereo,
-                p_value=None if blocked else mcnemar_exact(flips.b, flips.c),
+                p_value=None
+                if blocked
+                else balanced.p_value
+                if balanced
+                else mcnemar_exact(flips.b, flips.c),
                 p_adjusted=None,
                 noise=context.floor if context else None,
                 verdict=blocked or Verdict("no significant change", "not yet adjusted"),
                 provenance=provenance,
                 attribution=attribution,
                 noise_context=context,
-                detectable=None if blocked else detectable,
+                detectable=None if blocked else balanced.detectable if balanced else detectable,
                 clusters=clusters,
                 delta_ci_clustered=clustered,
                 delta_test=delta_test,
@@ -225,10 +236,41 @@ def compare_runs(
                 started_old=old.started_at,
                 started_new=new.started_at,
                 control=_control_rates(key[0], control_of, axes_old, axes_new, confidence),
+                balanced=balanced,
+                balanced_note=balanced_note,
+                raw_p_value=None if blocked else mcnemar_exact(flips.b, flips.c),
             )
         )
     adjusted = adjust_family(comparisons, alpha=alpha)
     return adjusted if sign_flips is not None else with_sign_flips(adjusted, batch)
+
+
+def _balanced(
+    view: StoreView,
+    a_old: AxisOutcomes,
+    a_new: AxisOutcomes,
+    *,
+    confidence: float,
+    alpha: float,
+    raw: PairedDifference,
+) -> tuple[BalancedChange | None, str | None]:
+    """The axis's balanced change, or None and why not where its stereotypes name fewer
+    than two groups with enough paired items (the groups come from the items' stereotyped
+    targets); (None, None) for axes of other kinds of item (identity pairs)."""
+    ids = set(a_old.outcomes) & set(a_new.outcomes)
+    pairs = [it for it in view.items(ids).values() if it.kind == "pair"]
+    if not pairs:
+        return None, None
+    change = balanced_change(
+        a_old.outcomes,
+        a_new.outcomes,
+        directions(pairs),
+        {**a_old.templates, **a_new.templates},
+        confidence=confidence,
+        alpha=alpha,
+        raw_delta=raw.delta,
+    )
+    return change, None if change is not None else NOT_SEPARABLE
 
 
 def _control_rates(

@@ -21,6 +21,7 @@ from monitor.drift.power import DetectableChange
 from monitor.drift.provenance_diff import ProvenanceDiff
 from monitor.drift.stats import NoiseFloor, PairedDifference
 from monitor.drift.verdicts import Verdict, decide
+from monitor.families.pairs.balanced_change import BalancedChange
 from monitor.families.pairs.spec import PAIR_OUTCOME
 from monitor.metrics.intervals import Rate
 from monitor.readmodel.models import AxisKey
@@ -55,6 +56,13 @@ class AxisComparison:
     ``configuration_changes`` what differs in the measurement configuration, as
     (label, old, new); ``summary`` the verdict in plain words (``explain``);
     ``control`` the axis's control's rates in both runs (never a verdict of its own).
+
+    ``balanced``: where the axis's stereotypes name two or more groups, the paired
+    change of the balanced rate (``balanced_change``), which is then the tested
+    quantity: ``p_value`` is its test's, ``detectable`` its MDE and the verdict its
+    sign, so a preference for one group's name alone is never flagged; the raw rates,
+    flips and McNemar p (``raw_p_value``) stay for reading. None where the axis is not
+    separable (``balanced_note`` says why) or the runs are not comparable.
     """
 
     benchmark: str
@@ -86,6 +94,9 @@ class AxisComparison:
     started_new: datetime | None = None
     summary: str = ""
     control: ControlRates | None = None
+    balanced: BalancedChange | None = None
+    balanced_note: str | None = None
+    raw_p_value: float | None = None
 
     @property
     def family(self) -> str:
@@ -119,6 +130,7 @@ class AxisComparison:
         if self.p_value is None or p_adjusted is None:
             return replace(self, p_adjusted=None)
         context = self.noise_context
+        balanced = self.balanced
         verdict = decide(
             b=self.b,
             c=self.c,
@@ -126,9 +138,11 @@ class AxisComparison:
             p_adjusted=p_adjusted,
             alpha=alpha,
             noise=self.noise,
-            delta=self.paired.delta,
+            delta=self.paired.delta if balanced is None else balanced.delta,
             rate_noise=context.rate_bound if context else None,
             noise_note=context.unknown if context else None,
+            direction=None if balanced is None else balanced.sign,
+            tested=None if balanced is None else balanced_words(balanced),
         )
         return replace(self, p_adjusted=p_adjusted, verdict=verdict)
 
@@ -145,3 +159,16 @@ class AxisComparison:
 def test_key(new_run_id: str, baseline_run_id: str, axis: AxisKey) -> tuple[str, str, AxisKey]:
     """A delta test's key in a session's ``SignFlipBatch``: one test per pair and axis."""
     return (new_run_id, baseline_run_id, axis)
+
+
+def balanced_words(b: BalancedChange) -> str:
+    """The tested quantity in a verdict's reason: "balanced change +16.5 pp (raw +22.6 pp,
+    name preference +6.1 pp)"."""
+
+    def pp(x: float | None) -> str:
+        return "—" if x is None else f"{100 * x:+.1f} pp"
+
+    return (
+        f"balanced change {pp(b.delta)} (raw {pp(b.raw_delta)}, "
+        f"name preference {pp(b.name_preference_part)})"
+    )

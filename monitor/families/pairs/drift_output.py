@@ -14,7 +14,7 @@ available as ``--format table-wide``; this module only turns drift's data into t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from monitor.cli.output import SafeTable as Table
@@ -41,6 +41,8 @@ class AxisLine:
     # The axis's and its control's new rates, then their old rates (``control_sentence``).
     control: tuple[str, str, str, str] | None = None
     why: str | None = None  # why not comparable
+    # Under a balanced axis: the raw rates, the name-preference part and each direction.
+    balanced: str | None = None
 
 
 def axis_labels(keys: Sequence[tuple[str, str]]) -> list[str]:
@@ -61,15 +63,37 @@ def control_sentence(label: str, rates: tuple[str, str, str, str]) -> str:
     return f"{label} {new} with its control at {control_new}, was {old} with {control_old}"
 
 
+def balanced_sentence(c) -> str | None:
+    """What a balanced axis's line stands on, under it: "raw 38.7% → 61.3% (+22.6 pp, of
+    which +6.1 name preference); brahmin items 4.7% → 50.0%, dalit items 90.2% → 78.0%"."""
+    b = c.balanced
+    if b is None:
+        return None
+    dirs = ", ".join(f"{x.group} items {pct(x.rate_old)} → {pct(x.rate_new)}" for x in b.directions)
+    return (
+        f"raw {pct(c.rate_old.value)} → {pct(c.rate_new.value)} ({pp(b.raw_delta)} pp, of "
+        f"which {pp(b.name_preference_part)} name preference); {dirs}"
+    )
+
+
 def axis_line(c, label: str) -> AxisLine:
-    """One drift ``AxisComparison`` as the cells of its line."""
+    """One drift ``AxisComparison`` as the cells of its line: the balanced rate where the
+    axis has one (the quantity its verdict tests), else the raw rate."""
+    b = getattr(c, "balanced", None)
     d = c.paired
     low, high = c.delta_ci_clustered or (d.ci_low, d.ci_high)  # clusters widen it
     delta = "—" if d.delta is None else f"{pp(d.delta)} [{pp(low)}, {pp(high)}]"
+    rates = f"{pct(c.rate_old.value)} → {pct(c.rate_new.value)}"
+    if b is not None:
+        delta = f"{pp(b.delta)} [{pp(b.ci_low)}, {pp(b.ci_high)}]"
+        old = b.rate_old.value if b.rate_old else None
+        new = b.rate_new.value if b.rate_new else None
+        rates = f"{pct(old)} → {pct(new)}"
+        label = f"{label} balanced"
     mde = c.detectable.mde if c.detectable is not None else None
     return AxisLine(
         label=label,
-        rates=f"{pct(c.rate_old.value)} → {pct(c.rate_new.value)}",
+        rates=rates,
         delta=delta,
         mde="—" if mde is None else f"±{pp(mde, sign=False)}",
         verdict=c.verdict.label,
@@ -82,6 +106,7 @@ def axis_line(c, label: str) -> AxisLine:
             pct(c.control.rate_old.value),
         ),
         why=c.verdict.reason if c.verdict.label == "not comparable" else None,
+        balanced=balanced_sentence(c),
     )
 
 
@@ -148,6 +173,8 @@ def pair_block(
         lines.append(fitted[0])
         for row, line in zip(rows, fitted[1:], strict=True):
             lines.append(line)
+            if row.balanced is not None:
+                lines += wrap("  ↳ " + row.balanced, width, "    ")
             if row.control is not None:
                 # The sentence is ~57 characters besides the label and the arrow.
                 shown = abbreviate(row.label, max(MIN_LABEL, width - 61))
@@ -157,6 +184,14 @@ def pair_block(
     for u, label in zip(unscored, labels[len(rows) :], strict=True):
         shown = abbreviate(label, max(MIN_LABEL, width - 2 - len(u.words)))
         lines.append(f"{shown.ljust(column)}  {u.words}")
+    one_group = [r.label for r, c in zip(rows, comparisons, strict=False) if c.balanced_note]
+    if one_group:
+        lines += wrap(
+            f"raw rate only on {', '.join(one_group)}: the stereotypes name one group, so a "
+            "preference for its name is not separated (read a content-free control)",
+            width,
+            "  ",
+        )
     for row in rows:
         if row.why:
             lines += wrap(f"  {row.label}: not comparable: {row.why}", width, "    ")
@@ -317,7 +352,11 @@ def _comparison_json(c, snapshot_of: dict[str, str], show_flips: bool) -> dict[s
         "confidence": c.paired.confidence,
         "to_anti": c.b,
         "to_stereo": c.c,
-        "p_mcnemar": c.p_value,
+        # The tested quantity's p (the balanced change's where the axis has one) and
+        # exact McNemar's on the raw flips.
+        "p": c.p_value,
+        "tested": "balanced" if getattr(c, "balanced", None) is not None else "raw",
+        "p_mcnemar": c.raw_p_value if getattr(c, "raw_p_value", None) is not None else c.p_value,
         "p_bh": c.p_adjusted,
         "noise_floor": c.noise.upper if c.noise else None,
         "verdict": c.verdict.label,
@@ -335,6 +374,8 @@ def _comparison_json(c, snapshot_of: dict[str, str], show_flips: bool) -> dict[s
             "rate_old": c.control.rate_old.value,
             "rate_new": c.control.rate_new.value,
         },
+        "balanced": balanced_json(c),
+        "balanced_note": getattr(c, "balanced_note", None),
         "attribution": c.attribution,
         "provenance_diff": [f.__dict__ for f in c.provenance.changes if f.category != "run"],
     }
@@ -342,6 +383,32 @@ def _comparison_json(c, snapshot_of: dict[str, str], show_flips: bool) -> dict[s
         d["flipped_to_anti"] = list(c.flipped_to_anti)
         d["flipped_to_stereo"] = list(c.flipped_to_stereo)
     return d
+
+
+def balanced_json(c) -> dict[str, Any] | None:
+    """An axis's balanced change (proportions, as every rate in the JSON): each run's
+    balanced rate with its interval, per-direction rates and name preference; the paired
+    change with its interval, p and MDE; the raw change and its name-preference part;
+    each direction's paired change. None where the axis has none (``balanced_note``)."""
+    b = getattr(c, "balanced", None)
+    if b is None:
+        return None
+    return {
+        "rate_old": b.rate_old.as_json() if b.rate_old else None,
+        "rate_new": b.rate_new.as_json() if b.rate_new else None,
+        "delta": b.delta,
+        "delta_ci": [b.ci_low, b.ci_high],
+        "p_value": b.p_value,
+        "mde": b.detectable.mde,
+        "mde_n": b.detectable.n_effective,
+        "raw_delta": b.raw_delta,
+        "name_preference_part": b.name_preference_part,
+        "directions": [asdict(x) for x in b.directions],
+        "n_paired": b.n_paired,
+        "n_outside": b.n_outside,
+        "confidence": b.confidence,
+        "method": b.method,
+    }
 
 
 def _details_json(c) -> dict[str, Any]:

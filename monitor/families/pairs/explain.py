@@ -72,16 +72,18 @@ def _noise_sentences(c: AxisComparison) -> list[str]:
         + "."
     ]
     floor, bound = ctx.floor, ctx.rate_bound
+    delta = c.paired.delta if c.balanced is None else c.balanced.delta  # what decide read
+    rate = "rate" if c.balanced is None else "balanced rate"
     if c.flip_rate is not None and floor is not None:
         flips_in = c.flip_rate <= floor.upper
-        rate_in = bound is not None and c.paired.delta is not None and abs(c.paired.delta) <= bound
+        rate_in = bound is not None and delta is not None and abs(delta) <= bound
         this = (
             f"This comparison changed side on {pct(c.flip_rate)} of items "
             f"({'within' if flips_in else 'above'} the noise floor of {pct(floor.upper)})"
         )
-        if c.paired.delta is not None and bound is not None:
+        if delta is not None and bound is not None:
             this += (
-                f" and moved the rate {_pp(c.paired.delta)} "
+                f" and moved the {rate} {_pp(delta)} "
                 f"({'within' if rate_in else 'beyond'} the {_pp(bound)} repeat runs differ by)"
             )
         out.append(this + ".")
@@ -123,15 +125,50 @@ def _clears_noise(c: AxisComparison) -> bool | None:
         return None
     above = c.flip_rate > ctx.floor.upper
     bound = ctx.rate_bound
-    if bound is not None and c.paired.delta is not None:
-        above = above and abs(c.paired.delta) > bound
+    delta = c.paired.delta if c.balanced is None else c.balanced.delta  # what decide read
+    if bound is not None and delta is not None:
+        above = above and abs(delta) > bound
     return above
+
+
+def _balanced(c: AxisComparison) -> str:
+    """What the verdict tests where the axis's stereotypes name two or more groups: the
+    balanced change, the per-direction changes, and how much of the raw change is a
+    preference for one group's name; where they name one group, that it cannot be
+    separated."""
+    b = c.balanced
+    if b is None:
+        return (
+            "This axis's stereotypes name one group only, so its rate cannot be separated "
+            "from a preference for that group's name; read it beside a content-free control."
+            if c.balanced_note
+            else ""
+        )
+
+    def signed(x: float | None) -> str:
+        return "—" if x is None else f"{'+' if x >= 0 else '−'}{_pp(x)}"
+
+    dirs = "; ".join(
+        f"{x.group} items {pct(x.rate_old)} → {pct(x.rate_new)} ({x.n} paired)"
+        for x in b.directions
+    )
+    old = pct(b.rate_old.value) if b.rate_old else "—"
+    new = pct(b.rate_new.value) if b.rate_new else "—"
+    return (
+        f"The verdict tests the balanced rate (each group the stereotypes name weighed "
+        f"equally, so a preference for one group's name cannot move it): {old} → {new}, a "
+        f"paired change of {signed(b.delta)} ({dirs}). Of the raw change of "
+        f"{signed(b.raw_delta)}, {signed(b.name_preference_part)} is name preference."
+    )
 
 
 def _test(c: AxisComparison, n_tests: int) -> str:
     if c.p_value is None:
         return ""
-    text = f"The paired test (exact McNemar) gives p = {pvalue(c.p_value)}"
+    test = (
+        "of the balanced change (over templates)" if c.balanced is not None else "(exact McNemar)"
+    )
+    text = f"The paired test {test} gives p = {pvalue(c.p_value)}"
     if c.p_adjusted is not None and n_tests > 1:
         text += (
             f" ({pvalue(c.p_adjusted)} after the Benjamini–Hochberg correction for the "
@@ -198,6 +235,7 @@ def explain(c: AxisComparison, *, alpha: float, n_tests: int = 1) -> str:
     parts = [
         head,
         moved,
+        _balanced(c),
         _test(c, n_tests),
         *_noise_sentences(c),
         _detectable(c),

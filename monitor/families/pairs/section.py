@@ -37,11 +37,13 @@ from monitor.report.html import TrendView, render_folder_template
 from monitor.report.input import interval_of, series_columns
 from monitor.report.markdown import VERDICT_BADGE, md
 from monitor.report.model import (
+    BalancedSummary,
     Comparison,
     ConfigurationChange,
     ContextRate,
     ControlBeside,
     DeltaTestSummary,
+    DirectionChangeSummary,
     NoiseSide,
     ReportInput,
     ScoreContext,
@@ -171,7 +173,44 @@ def comparison_model(c: AxisComparison, metric: str | None, *, with_flips: bool)
             for label, old, new in c.configuration_changes
         ),
         summary=c.summary,
+        balanced=_balanced_model(c),
+        balanced_note=c.balanced_note,
         **_noise_fields(c),
+    )
+
+
+def _balanced_model(c: AxisComparison) -> BalancedSummary | None:
+    """The report's view of an axis's balanced change (``AxisComparison.balanced``)."""
+    b = c.balanced
+    if b is None:
+        return None
+    old, new = b.rate_old, b.rate_new
+    return BalancedSummary(
+        rate_old=old.value if old else None,
+        ci_old=interval_of(old.ci_low, old.ci_high) if old else None,
+        rate_new=new.value if new else None,
+        ci_new=interval_of(new.ci_low, new.ci_high) if new else None,
+        delta=b.delta,
+        delta_ci=interval_of(b.ci_low, b.ci_high),
+        p_value=b.p_value,
+        mde=b.detectable.mde,
+        raw_delta=b.raw_delta,
+        name_preference_part=b.name_preference_part,
+        favoured=(new or old).favoured if (new or old) else None,
+        name_preference_old=old.name_preference if old else None,
+        name_preference_new=new.name_preference if new else None,
+        directions=tuple(
+            DirectionChangeSummary(
+                group=d.group,
+                n=d.n,
+                rate_old=d.rate_old,
+                rate_new=d.rate_new,
+                delta=d.delta,
+                delta_ci=interval_of(d.ci_low, d.ci_high),
+            )
+            for d in b.directions
+        ),
+        n_outside=b.n_outside,
     )
 
 
@@ -415,13 +454,12 @@ def _row(c: Comparison) -> str:
     verdict = VERDICT_BADGE[c.verdict]
     if c.verdict == "not comparable" and c.reason:
         verdict += f": {md(c.reason, 100)}"
+    rates, delta = answer.rate_cells(c, with_ci=True)
     cells = [
         md(c.snapshot_id, 60),
         f"{md(c.axis, 40)} ({md(c.benchmark, 40)})",
-        f"{fmt.rate_with_ci(c.rate_old, c.ci_old)} → {fmt.rate_with_ci(c.rate_new, c.ci_new)}",
-        f"{fmt.pp(c.delta)} {fmt.pp_interval(c.delta_ci)}; MDE {fmt.mde(c.mde)}"
-        if c.delta is not None
-        else fmt.MISSING,
+        rates,
+        delta,
         fmt.flips(c.b_to_anti, c.c_to_stereo),
         fmt.pvalue(c.p_value),
         fmt.pvalue(c.p_adjusted),

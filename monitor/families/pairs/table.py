@@ -19,6 +19,7 @@ from rich.table import Table as RichTable
 
 from monitor.cli.output import SafeTable as Table
 from monitor.cli.results_view import heading, measure_value, measures_table, narrow
+from monitor.families.pairs.balanced import from_json
 from monitor.families.pairs.identity import ASSOCIATION_RATE, BT_STRENGTH
 from monitor.fmt import interval, pct
 from monitor.metrics.context import RateView, ScoreContext, score_contexts
@@ -34,6 +35,13 @@ def cli_table(measures: Sequence[Any], title: str) -> RichTable:
     the stereo and anti counts among decided items, the ties (never credited to either
     side) and n.
 
+    Where an axis's stereotypes name two or more groups (caste: Brahmins and Dalits),
+    the axis's row is its **balanced rate** (``balanced``: the stereotype-win rate at no
+    group-name preference, n = the items in its directions), then a row per direction
+    ("brahmin items") and the raw rate, labelled as mixing the stereotype with a
+    preference for one group's name. Where they name one group only, the row is the raw
+    rate and the caption says that a name preference cannot be separated there.
+
     Laid out as the association tests' table is, so that an 80-column log (a CI job's)
     cuts nothing: no outer edge, numbers never wrap, and only a long name folds. With a
     column each, benchmark and axis were cut to "bhed-reli…" and "caste-con…" there."""
@@ -43,6 +51,9 @@ def cli_table(measures: Sequence[Any], title: str) -> RichTable:
         table.add_column(col, justify="right", no_wrap=True)
     by_key = {(m.benchmark, m.axis, m.measure): m for m in measures}
     benchmark = None
+    one_group: list[str] = []
+    # A control (bhed-neutral) names one group by design: it measures the name preference.
+    controls = {c for cs in _controls().values() for c in cs}
     for (bench, axis, measure), m in sorted(by_key.items()):
         if measure != "bias_rate":
             continue
@@ -51,16 +62,38 @@ def cli_table(measures: Sequence[Any], title: str) -> RichTable:
             heading(table, bench, *[""] * 6)
         tie = by_key.get((bench, axis, "tie_rate"))
         ties = tie.k if tie else 0
-        table.add_row(
-            f"  {axis}",
-            pct(m.value),
-            interval((m.ci_low, m.ci_high)),
-            str(m.k),
-            str(m.n - m.k),
-            str(ties),
-            str(m.n + ties),
+        counts = (str(m.k), str(m.n - m.k), str(ties), str(m.n + ties))
+        raw = (pct(m.value), interval((m.ci_low, m.ci_high)), *counts)
+        details = m.details or {}
+        if "balanced" in details:
+            b = from_json(details["balanced"])
+            n = sum(d.n for d in b.directions)
+            table.add_row(
+                f"  {axis}: balanced", pct(b.value), interval((b.ci_low, b.ci_high)),
+                "", "", "", str(n),
+            )  # fmt: skip
+            for d in b.directions:
+                table.add_row(
+                    f"    {d.group} items", pct(d.value), interval((d.ci_low, d.ci_high)),
+                    str(d.k), str(d.n - d.k), "", str(d.n),
+                )  # fmt: skip
+            table.add_row(f"    {RAW_LABEL}", *raw)
+            continue
+        if "balanced_note" in details and bench not in controls:
+            one_group.append(axis)
+        table.add_row(f"  {axis}", *raw)
+    if one_group:
+        table.caption = (
+            f"{', '.join(one_group)}: raw rate; the stereotypes name one group, so a "
+            "preference for its name is not separated (docs/reading-a-verdict.md)"
         )
+        table.caption_justify = "left"
     return table
+
+
+# The raw rate's label under a balanced axis: it mixes the stereotype with the name
+# preference (SmolLM2's caste 38.7% is mostly a preference for "Dalit").
+RAW_LABEL = "raw (mixes both)"
 
 
 def show_tables(measures: Sequence[Measure], metric: str, title: str) -> list[RichTable]:
