@@ -49,6 +49,10 @@ _PREFIXES: tuple[tuple[str, Category], ...] = (
     ("environment.import.", "run"),
     ("environment.packages.", "environment"),
     ("environment.ci.", "run"),
+    # What the run read off its tokenizer for drift's metric validity: follows from the
+    # weights (a change there already reads as a model change), and absent before it
+    # was recorded, which is no change of anything.
+    ("environment.tokenizer.", "run"),
 )
 _LAST_SEGMENT: dict[str, Category] = {
     # What the API says it served: the model itself.

@@ -45,6 +45,7 @@ from monitor.drift.stats import (
 from monitor.drift.verdicts import MIN_ITEM_OVERLAP, Verdict, comparability
 from monitor.families.pairs.comparison import AxisComparison, ControlRates, test_key
 from monitor.families.pairs.explain import explain
+from monitor.families.pairs.panel_check import PanelCheck
 from monitor.metrics.intervals import Rate, wilson_rate
 from monitor.metrics.registry import METRICS
 from monitor.readmodel.configuration import describe_changes, measurement_configuration
@@ -165,6 +166,8 @@ def compare_runs(
     continuous = new.metric == old.metric and spec is not None and "delta" in spec.numbers.required
     empty = AxisOutcomes()
     batch = sign_flips if sign_flips is not None else SignFlipBatch()
+    # The same change under the panel's other metrics, for each axis's robustness label.
+    panel = PanelCheck.of(view, new, old, confidence=confidence)
     comparisons: list[AxisComparison] = []
     for key in both:
         if key[0] in control_of:
@@ -225,6 +228,7 @@ def compare_runs(
                 started_old=old.started_at,
                 started_new=new.started_at,
                 control=_control_rates(key[0], control_of, axes_old, axes_new, confidence),
+                robustness=None if blocked else panel.robustness(key, a_old, a_new),
             )
         )
     adjusted = adjust_family(comparisons, alpha=alpha)
