@@ -295,3 +295,21 @@ def test_the_report_reads_the_panel_in_markdown_html_and_json(tmp_path: Path) ->
         "cll-reference": True,
         "ull": True,
     }
+
+
+def test_validity_rules_read_only_the_recorded_facts() -> None:
+    from monitor.families.pairs.validity import invalid_reason
+
+    gemma = {"adds_bos": True, "bos_text": "<bos>", "fragment_share": {}}
+    llama = {"adds_bos": True, "bos_text": "<s>", "fragment_share": {}}  # skipped by the code
+    smol_on_hindi = {"adds_bos": False, "bos_text": None, "fragment_share": {"hindi": 0.57}}
+    assert "'<bos>'" in (invalid_reason("cll-reference", BENCH, gemma) or "")
+    assert invalid_reason("cll", BENCH, gemma) is None  # cll and ull put BOS in themselves
+    assert invalid_reason("cll-reference", BENCH, llama) is None
+    assert invalid_reason("cll-reference", BENCH, {}) is None  # nothing recorded: no claim
+    # A script the tokenizer cannot read (SmolLM2 on Hindi: 57% byte fragments) makes no
+    # likelihood metric valid there, and only there.
+    assert "57% of tokens are byte fragments" in (
+        invalid_reason("ull", "hindi", smol_on_hindi) or ""
+    )
+    assert invalid_reason("ull", BENCH, smol_on_hindi) is None
