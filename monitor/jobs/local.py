@@ -38,6 +38,7 @@ from monitor.provenance import environment
 from monitor.records import RunRecord, ScoreRow
 from monitor.scoring.coverage import unsupported
 from monitor.scoring.score import scoring_provenance
+from monitor.scoring.tokenizer_facts import tokenizer_facts
 
 FLUSH_SECONDS = 2.0
 
@@ -161,6 +162,13 @@ class _LocalRun(RunHooks):
                     "panel": options.panel,
                     **panel_provenance(spec.name, options),
                 },
+                # What drift needs to tell which metrics are valid for this model
+                # (BOS, script); a served model has no local tokenizer to ask.
+                **(
+                    {"tokenizer": tokenizer_facts(backend.tokenizer, ctx.benches)}
+                    if getattr(backend, "tokenizer", None) is not None
+                    else {}
+                ),
             },
             origin=ctx.kind.origin,
         )

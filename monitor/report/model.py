@@ -284,6 +284,31 @@ class BalancedSummary(_Frozen):
     n_outside: int = 0
 
 
+class PanelReading(_Frozen):
+    """One panel metric's paired change on a compared axis (``drift.robustness``): its Δ
+    and interval in the tested change's unit, and whether it is a valid reading of both
+    models (``invalid_reason`` says why not)."""
+
+    metric: str
+    own: bool = False  # the metric the verdict was decided on
+    valid: bool = True
+    invalid_reason: Text = None
+    delta: OptFloat = None
+    ci: Interval = None
+    n_paired: int = 0
+
+
+class Robustness(_Frozen):
+    """A compared axis's change read by the panel's other metrics valid for both models:
+    robust (each interval on the same side of zero), fragile (one includes zero),
+    contradicted (one on the other side: ``against``), not cross-checked (none)."""
+
+    label: Literal["robust", "fragile", "contradicted", "not cross-checked"]
+    words: str
+    against: tuple[str, ...] = ()
+    metrics: tuple[PanelReading, ...] = ()
+
+
 class UnscoredAxis(_Frozen):
     """An axis only one run of a compared pair scored: shown as "not scored in the new
     run" / "not scored in the baseline", never a verdict, and its dataset version is not
@@ -340,6 +365,8 @@ class Comparison(_Frozen):
     flagged: bool = False
     # The axis's control (e.g. bhed-neutral beside caste) in both runs; None without one.
     control: ControlBeside | None = None
+    # The change read across the metric panel (None: not comparable, or no change).
+    robustness: Robustness | None = None
     # The smallest rate change the test detects with 80% power (a proportion), at the
     # paired n (``mde_n`` after the design effect of shared templates).
     mde: OptFloat = None

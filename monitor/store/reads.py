@@ -177,6 +177,40 @@ def axis_outcomes_of(
     return out
 
 
+# The metric panel's members as ``scores.details.panel`` keys them (``monitor.metrics.panel``);
+# a run's own metric is the row's ``outcome``, so each row names at most the other two.
+PANEL_MEMBERS = ("cll", "cll-reference", "ull")
+
+
+def panel_outcomes(
+    con: duckdb.DuckDBPyConnection, run_id: str
+) -> dict[AxisKey, dict[str, dict[str, str]]]:
+    """Per (benchmark, axis), the panel metrics' item outcomes stored beside the run's own
+    (metric → item id → outcome, the run's own metric included under its name): what drift
+    reads to cross-check a flagged change on the same items. Empty for a run without a
+    panel (``--no-panel``, API runs, masked LMs)."""
+    members = ", ".join(
+        f"json_extract_string(s.details, '$.panel.\"{m}\".outcome')" for m in PANEL_MEMBERS
+    )
+    cur = con.execute(
+        f"""
+        SELECT i.benchmark, i.axis, s.item_id, s.metric, s.outcome, {members}
+        FROM scores AS s JOIN items AS i USING (item_id)
+        WHERE s.run_id = ? AND json_exists(s.details, '$.panel')
+        ORDER BY s.rowid
+        """,
+        [run_id],
+    )
+    out: dict[AxisKey, dict[str, dict[str, str]]] = {}
+    for benchmark, axis, item_id, metric, outcome, *panel in cur.fetchall():
+        by_metric = out.setdefault((benchmark, axis), {})
+        by_metric.setdefault(metric, {})[item_id] = outcome
+        for member, value in zip(PANEL_MEMBERS, panel, strict=True):
+            if member != metric and value is not None:
+                by_metric.setdefault(member, {})[item_id] = value
+    return out
+
+
 def test_terms(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[AxisKey, TestTerms]:
     """Per (benchmark, test) of an association run, its embedded target words' s(w, A, B)
     (words the model could not embed have no number and are left out)."""

@@ -48,6 +48,7 @@ class StoreView:
         self._outcomes: dict[str, dict[AxisKey, AxisOutcomes]] = {}
         self._since: dict[datetime | None, list[StoredRun]] = {}
         self._measures: dict[str, list[Measure]] = {}
+        self._panels: dict[str, dict[AxisKey, dict[str, dict[str, str]]]] = {}
 
     def _remember(self, runs: Iterable[StoredRun]) -> None:
         if self._frozen:
@@ -146,6 +147,17 @@ class StoreView:
         out = reads.axis_outcomes(self._con, run_id)
         if self._frozen:
             self._outcomes[run_id] = out
+        return out
+
+    def panel_outcomes(self, run_id: str) -> dict[AxisKey, dict[str, dict[str, str]]]:
+        """Per (benchmark, axis), each panel metric's item outcomes in the run (metric →
+        item id → outcome, its own metric included); empty without a panel. Callers must
+        not modify them."""
+        if run_id in self._panels:
+            return self._panels[run_id]
+        out = reads.panel_outcomes(self._con, run_id)
+        if self._frozen:
+            self._panels[run_id] = out
         return out
 
     def items(self, item_ids: Iterable[str]) -> dict[str, Item]:

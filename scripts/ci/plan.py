@@ -88,8 +88,10 @@ def changed(root: Path, base: str) -> dict[str, object]:
     config = load(root / CONFIG).get("pr-check", {}) if (root / CONFIG).is_file() else {}
     alpha, fail_on = float(config.get("alpha", 0.05)), str(config.get("fail_on", "regression"))
     allow_skipped = config.get("allow_skipped", False)
-    if not 0 < alpha <= 0.5 or fail_on not in ("regression", "any", "never"):
-        raise SystemExit(f"error: {CONFIG}: need 0 < alpha <= 0.5, fail_on regression/any/never")
+    if not 0 < alpha <= 0.5 or fail_on not in ("regression", "robust", "any", "never"):
+        raise SystemExit(
+            f"error: {CONFIG}: need 0 < alpha <= 0.5, fail_on regression/robust/any/never"
+        )
     if not isinstance(allow_skipped, bool):
         raise SystemExit(f"error: {CONFIG}: allow_skipped must be true or false")
     return {

@@ -264,6 +264,27 @@ def report_lead(
     return render_folder_template(env, _HERE, "answer.html.j2", r=report, fmt=_FMT, pairs=ps)
 
 
+def panel_words(c: Comparison) -> str:
+    """A flagged change read across the metric panel, in Markdown: the label with the
+    metrics it rests on, then each other metric's paired Δ and interval, or why it is not
+    valid for the model."""
+    r = c.robustness
+    assert r is not None
+    parts = []
+    for m in r.metrics:
+        if m.own:
+            continue
+        if not m.valid:
+            why = md(m.invalid_reason, 300)
+            parts.append(f"{md(m.metric, 40)} not valid for this model ({why})")
+        elif m.delta is None:
+            parts.append(f"{md(m.metric, 40)} no item decided in both runs")
+        else:
+            parts.append(f"{md(m.metric, 40)} {fmt.pp(m.delta)} {fmt.pp_interval(m.ci)}")
+    detail = f"; {'; '.join(parts)}" if parts else ""
+    return f"across the panel: {md(r.words, 400)}{detail}"
+
+
 def _answer(report: ReportInput, max_rows: int) -> list[str]:
     """Per compared pair: the two runs named once (snapshot names and run ids in full),
     then one row per axis; the neutral control only in its axis's row. Every flagged
@@ -299,6 +320,8 @@ def _answer(report: ReportInput, max_rows: int) -> list[str]:
             verdict = VERDICT_BADGE[c.verdict]
             if c.verdict == "not comparable" and c.reason:
                 verdict += f": {md(c.reason, 100)}"
+            if c.flagged and c.robustness is not None:
+                verdict += f", {md(c.robustness.label, 40)} across the panel"
             rates, delta = rate_cells(c, with_ci=False)
             control = (
                 f"{fmt.pct(row.control.old)} → {fmt.pct(row.control.new)} "
@@ -311,6 +334,11 @@ def _answer(report: ReportInput, max_rows: int) -> list[str]:
                 f"{rates} | {delta} | {fmt.mde(c.mde)} "
                 f"| {control} |"
             )
+        panel = [r.comparison for r in rows if r.comparison.flagged and r.comparison.robustness]
+        if panel:
+            lines.append("")
+        for c in panel:
+            lines.append(f"- {md(c.axis, 40)}: {panel_words(c)}")
         for text in p.unscored_text():
             lines += ["", f"{md(text[0].upper() + text[1:], 400)} (no verdict)."]
         lines.append("")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from monitor.drift.clusters import ClusterSummary, design_effect, widen
@@ -47,6 +48,7 @@ from monitor.families.pairs.balanced import NOT_SEPARABLE, directions
 from monitor.families.pairs.balanced_change import BalancedChange, balanced_change
 from monitor.families.pairs.comparison import AxisComparison, ControlRates, test_key
 from monitor.families.pairs.explain import explain
+from monitor.families.pairs.panel_check import Change, ChangeOf, PanelCheck, raw_change
 from monitor.metrics.intervals import Rate, wilson_rate
 from monitor.metrics.registry import METRICS
 from monitor.readmodel.configuration import describe_changes, measurement_configuration
@@ -167,6 +169,8 @@ def compare_runs(
     continuous = new.metric == old.metric and spec is not None and "delta" in spec.numbers.required
     empty = AxisOutcomes()
     batch = sign_flips if sign_flips is not None else SignFlipBatch()
+    # The same change under the panel's other metrics, for each axis's robustness label.
+    panel = PanelCheck.of(view, new, old, confidence=confidence)
     comparisons: list[AxisComparison] = []
     for key in both:
         if key[0] in control_of:
@@ -197,8 +201,8 @@ def compare_runs(
             key=test_key(new_run_id, baseline_run_id, key),
         )
         context = contexts.get(key)
-        balanced, balanced_note = (
-            (None, None)
+        balanced, balanced_note, change_of = (
+            (None, None, raw_change)
             if blocked
             else _balanced(view, a_old, a_new, confidence=confidence, alpha=alpha, raw=paired)
         )
@@ -239,6 +243,10 @@ def compare_runs(
                 balanced=balanced,
                 balanced_note=balanced_note,
                 raw_p_value=None if blocked else mcnemar_exact(flips.b, flips.c),
+                # Read across the panel on the quantity the verdict tests (balanced or raw).
+                robustness=None
+                if blocked
+                else replace(panel, change=change_of).robustness(key, a_old, a_new),
             )
         )
     adjusted = adjust_family(comparisons, alpha=alpha)
@@ -253,24 +261,48 @@ def _balanced(
     confidence: float,
     alpha: float,
     raw: PairedDifference,
-) -> tuple[BalancedChange | None, str | None]:
+) -> tuple[BalancedChange | None, str | None, ChangeOf]:
     """The axis's balanced change, or None and why not where its stereotypes name fewer
     than two groups with enough paired items (the groups come from the items' stereotyped
-    targets); (None, None) for axes of other kinds of item (identity pairs)."""
+    targets); (None, None) for axes of other kinds of item (identity pairs). The third
+    value is the change the panel's other metrics are read on: the balanced change with
+    the same directions and templates where the axis has one, else the raw change."""
     ids = set(a_old.outcomes) & set(a_new.outcomes)
     pairs = [it for it in view.items(ids).values() if it.kind == "pair"]
     if not pairs:
-        return None, None
+        return None, None, raw_change
+    direction = directions(pairs)
+    templates = {**a_old.templates, **a_new.templates}
     change = balanced_change(
         a_old.outcomes,
         a_new.outcomes,
-        directions(pairs),
-        {**a_old.templates, **a_new.templates},
+        direction,
+        templates,
         confidence=confidence,
         alpha=alpha,
         raw_delta=raw.delta,
     )
-    return change, None if change is not None else NOT_SEPARABLE
+    if change is None:
+        return None, NOT_SEPARABLE, raw_change
+    return change, None, partial(_balanced_reading, direction=direction, templates=templates)
+
+
+def _balanced_reading(
+    old: AxisOutcomes,
+    new: AxisOutcomes,
+    confidence: float,
+    *,
+    direction: Mapping[str, str],
+    templates: Mapping[str, str],
+) -> Change:
+    """One panel metric's balanced change on the axis, for the robustness label: the same
+    directions and templates as the verdict's own, so the metrics read one quantity."""
+    change = balanced_change(
+        old.outcomes, new.outcomes, direction, templates, confidence=confidence
+    )
+    if change is None:
+        return Change(None, None, None, 0)
+    return Change(change.delta, change.ci_low, change.ci_high, change.n_paired)
 
 
 def _control_rates(

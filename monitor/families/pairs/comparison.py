@@ -19,6 +19,7 @@ from monitor.drift.deltas import DeltaTest
 from monitor.drift.noise import NoiseContext
 from monitor.drift.power import DetectableChange
 from monitor.drift.provenance_diff import ProvenanceDiff
+from monitor.drift.robustness import Robustness
 from monitor.drift.stats import NoiseFloor, PairedDifference
 from monitor.drift.verdicts import Verdict, decide
 from monitor.families.pairs.balanced_change import BalancedChange
@@ -55,7 +56,9 @@ class AxisComparison:
     ``delta_test`` the paired test on continuous per-item scores (local metrics);
     ``configuration_changes`` what differs in the measurement configuration, as
     (label, old, new); ``summary`` the verdict in plain words (``explain``);
-    ``control`` the axis's control's rates in both runs (never a verdict of its own).
+    ``control`` the axis's control's rates in both runs (never a verdict of its own);
+    ``robustness`` the same change read by the panel's other metrics valid for both
+    models (``panel_check``; None when not comparable or unchanged).
 
     ``balanced``: where the axis's stereotypes name two or more groups, the paired
     change of the balanced rate (``balanced_change``), which is then the tested
@@ -97,6 +100,7 @@ class AxisComparison:
     balanced: BalancedChange | None = None
     balanced_note: str | None = None
     raw_p_value: float | None = None
+    robustness: Robustness | None = None
 
     @property
     def family(self) -> str:

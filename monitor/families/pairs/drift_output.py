@@ -20,6 +20,7 @@ from typing import Any
 from monitor.cli.output import SafeTable as Table
 from monitor.cli.output import out
 from monitor.cli.output_drift import named_run, pp, provenance_lines, wrap
+from monitor.drift.robustness import NOT_VALID, Robustness, robustness_json
 from monitor.fmt import interval, pct, pvalue
 
 MIN_LABEL = 6  # an axis label is never abbreviated below this many characters
@@ -43,6 +44,7 @@ class AxisLine:
     why: str | None = None  # why not comparable
     # Under a balanced axis: the raw rates, the name-preference part and each direction.
     balanced: str | None = None
+    robustness: Robustness | None = None  # shown for a flagged change only
 
 
 def axis_labels(keys: Sequence[tuple[str, str]]) -> list[str]:
@@ -107,7 +109,25 @@ def axis_line(c, label: str) -> AxisLine:
         ),
         why=c.verdict.reason if c.verdict.label == "not comparable" else None,
         balanced=balanced_sentence(c),
+        robustness=c.robustness if c.flagged else None,
     )
+
+
+def robustness_lines(label: str, r: Robustness, width: int) -> list[str]:
+    """A flagged change read across the panel: the label with the metrics it rests on,
+    then each metric's paired Δ and interval, or why it is not valid for the model."""
+    lines = wrap(f"  ↳ {label} across the panel: {r.words()}", width, "    ")
+    for m in r.readings:
+        if m.own:
+            continue
+        if not m.valid:
+            text = f"{m.metric}: {NOT_VALID} ({m.invalid_reason})"
+        elif m.delta is None:
+            text = f"{m.metric}: no item decided in both runs"
+        else:
+            text = f"{m.metric}: {pp(m.delta)} [{pp(m.ci_low)}, {pp(m.ci_high)}] (n = {m.n})"
+        lines += wrap(f"    {text}", width, "      ")
+    return lines
 
 
 def _fit(rows: list[AxisLine], width: int, level: str) -> tuple[list[str], set[str]]:
@@ -179,6 +199,8 @@ def pair_block(
                 # The sentence is ~57 characters besides the label and the arrow.
                 shown = abbreviate(row.label, max(MIN_LABEL, width - 61))
                 lines += wrap("  ↳ " + control_sentence(shown, row.control), width, "    ")
+            if row.robustness is not None:
+                lines += robustness_lines(abbreviate(row.label, 24), row.robustness, width)
     # Unscored axes line up with the compared ones (the label column of the lines above).
     column = fitted[0].index("old → new") - 2 if rows else 0
     for u, label in zip(unscored, labels[len(rows) :], strict=True):
@@ -299,6 +321,9 @@ def drift_table(
                 f"{c.benchmark}/{c.axis} {c.baseline_run_id} → {c.new_run_id}: {c.summary}",
                 markup=False,
             )
+        if c.flagged and c.robustness is not None:
+            for line in robustness_lines(f"{c.benchmark}/{c.axis}", c.robustness, 10_000):
+                out.print(line, markup=False)
     if show_flips:
         for c in comparisons:
             if c.b or c.c:
@@ -366,6 +391,9 @@ def _comparison_json(c, snapshot_of: dict[str, str], show_flips: bool) -> dict[s
         # proportion), at the paired n after the design effect (mde_n).
         "mde": c.detectable.mde if c.detectable else None,
         "mde_n": c.detectable.n_effective if c.detectable else None,
+        # The change read by the panel's other metrics valid for both models: the label
+        # (robust / fragile / contradicted / not cross-checked) and each metric's interval.
+        "robustness": robustness_json(c.robustness),
         "control": None
         if c.control is None
         else {

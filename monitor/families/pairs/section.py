@@ -45,7 +45,9 @@ from monitor.report.model import (
     DeltaTestSummary,
     DirectionChangeSummary,
     NoiseSide,
+    PanelReading,
     ReportInput,
+    Robustness,
     ScoreContext,
     Trend,
     TrendPoint,
@@ -128,6 +130,29 @@ def _delta_test(c: AxisComparison) -> DeltaTestSummary | None:
     )
 
 
+def _robustness(c: AxisComparison) -> Robustness | None:
+    r = c.robustness
+    if r is None:
+        return None
+    return Robustness(
+        label=r.label,
+        words=r.words(),
+        against=r.against,
+        metrics=tuple(
+            PanelReading(
+                metric=m.metric,
+                own=m.own,
+                valid=m.valid,
+                invalid_reason=m.invalid_reason,
+                delta=m.delta,
+                ci=interval_of(m.ci_low, m.ci_high),
+                n_paired=m.n,
+            )
+            for m in r.readings
+        ),
+    )
+
+
 def comparison_model(c: AxisComparison, metric: str | None, *, with_flips: bool) -> Comparison:
     return Comparison(
         snapshot_id="",  # filled by the caller, which knows the run's snapshot
@@ -159,6 +184,7 @@ def comparison_model(c: AxisComparison, metric: str | None, *, with_flips: bool)
         )
         if c.control is not None
         else None,
+        robustness=_robustness(c),
         metric=metric,
         flipped_item_ids=(c.flipped_to_anti + c.flipped_to_stereo) if with_flips else None,
         role=c.role,
