@@ -191,13 +191,13 @@ def _crowded(times: list[datetime], t0: datetime, t1: datetime, width: float) ->
 
 
 def _run_labels(times: list[datetime]) -> list[str]:
-    """A label per run of a run-by-run axis: its day, or its time where a neighbour
-    shares the day (two runs of one day must not read alike)."""
-    days = [f"{t.day} {t:%b}" for t in times]
-    return [
-        f"{t:%H:%M}" if days.count(d) > 1 and i > 0 and days[i - 1] == d else d
-        for i, (t, d) in enumerate(zip(times, days, strict=True))
-    ]
+    """A label per labelled run of a run-by-run axis: its day, or its time where the run
+    labelled before it has the same day (two runs of one day must not read alike)."""
+    out: list[str] = []
+    for i, t in enumerate(times):
+        same_day = i > 0 and times[i - 1].date() == t.date()
+        out.append(f"{t:%H:%M}" if same_day else f"{t.day} {t:%b}")
+    return out
 
 
 def layout(trend: Trend) -> TrendPlot:
@@ -239,13 +239,9 @@ def layout(trend: Trend) -> TrendPlot:
         ordered = sorted(set(times))
         gap = width / len(ordered)
         xs = {t: round(plot.x0 + gap * (i + 0.5), 1) for i, t in enumerate(ordered)}
-        labels = _run_labels(ordered)
-        every = math.ceil(len(ordered) / MAX_X_TICKS)
-        plot.x_ticks = [
-            Tick(xs[t], s)
-            for i, (t, s) in enumerate(zip(ordered, labels, strict=True))
-            if i % every == 0
-        ]
+        labelled = ordered[:: math.ceil(len(ordered) / MAX_X_TICKS)]
+        labels = _run_labels(labelled)
+        plot.x_ticks = [Tick(xs[t], s) for t, s in zip(labelled, labels, strict=True)]
 
     def x(t: datetime) -> float:
         # Each shown time is placed several times (band, line, dot): computed once.

@@ -81,7 +81,7 @@ def _estimates(
     labels: dict[str, str],
     benchmark: str,
     axis: str,
-    runs: dict[str, str],
+    runs: dict[charts.Side, str],
     values: dict[tuple[str, str, str, str], MeasureValue],
     compared: dict[tuple[str, str], FamilyComparison],
 ) -> list[charts.Estimate]:
@@ -93,12 +93,12 @@ def _estimates(
             m = values.get((rid, benchmark, axis, measure))
             if m is not None:
                 low, high = m.ci or (None, None)
-                out.append(charts.Estimate(label, side, m.value, low, high))  # type: ignore[arg-type]
+                out.append(charts.Estimate(label, side, m.value, low, high))
                 continue
             c = compared.get((axis, measure))
             if c is not None:
                 value = c.value_old if side == "baseline" else c.value_new
-                out.append(charts.Estimate(label, side, value))  # type: ignore[arg-type]
+                out.append(charts.Estimate(label, side, value))
     return out
 
 
@@ -112,7 +112,7 @@ def pair_charts(report: ReportInput) -> list[PairCharts]:
             by_pair.setdefault((c.new_run_id, c.baseline_run_id), []).append(c)
     out = []
     for i, ((new, base), comps) in enumerate(by_pair.items()):
-        runs = {"baseline": base, "new": new}
+        runs: dict[charts.Side, str] = {"baseline": base, "new": new}
         compared = {(c.axis, c.measure): c for c in comps}
         subjects = sorted({(c.benchmark, c.axis) for c in comps}, key=lambda s: (s[1] == "all", s))
 
