@@ -165,10 +165,11 @@ def test_repeat_groups_trends_and_quarantine_in_the_report(history, report):
         "API chat.completions → responses",
         "prompt",
     ]
-    svg = re.search(r"<svg\b.*?</svg>", report["html"], flags=re.S).group(0)
-    assert svg.count('<g class="grp">') == 2  # each repeat group one point with its spread
+    svg = re.search(r'<svg class="plot" .*?</svg>', report["html"], flags=re.S).group(0)
+    assert svg.count('<g class="grp">') == 2  # each repeat group's spread: a noise band
     assert svg.count('<g class="brk">') == 1 and svg.count('<g class="qua">') == 2
-    assert svg.count('<circle class="dot"') == 0  # no single runs: all are in groups
+    # Every plotted run is a dot with its interval, grouped or not.
+    assert svg.count('<circle class="dot"') == svg.count('<line class="whisker"') == 8
     assert "Repeat groups and their noise" in report["html"]
 
 

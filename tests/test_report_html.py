@@ -6,6 +6,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 
+import pytest
 from test_report_cases import IMG, NIGHT0, SCRIPT, gpt4o_case, malicious_case, point, year_case
 
 from monitor.report import Trend, render_html, write_report
@@ -35,7 +36,7 @@ def tags(html: str) -> list[tuple[str, dict[str, str | None]]]:
 def test_one_svg_plot_per_trend_with_band_line_reference_and_flags():
     report = gpt4o_case()
     html = render_html(report)
-    svgs = re.findall(r"<svg\b.*?</svg>", html, flags=re.S)
+    svgs = re.findall(r'<svg class="plot" .*?</svg>', html, flags=re.S)  # the trends
     assert len(svgs) == len(report.trends) == 2
     smol = svgs[1]
     assert 'aria-label="bias_rate of smollm2-135m on caste (bhed-caste) over time"' in smol
@@ -65,7 +66,7 @@ def test_a_year_of_nightlies_fits_the_size_budget():
     html = render_html(report)
     size = len(html.encode("utf-8"))
     assert size < SIZE_BUDGET, f"{size} bytes"
-    assert html.count("<svg") == 12
+    assert html.count('<svg class="plot" ') == 12  # a trend plot per snapshot × axis
     # The thousand complete runs are plotted, not tabulated; the compared ones are listed.
     assert "1089 other complete runs are plotted in the trends, not listed." in html
 
@@ -116,7 +117,10 @@ def test_plot_geometry_matches_the_values():
     pts = [point("a", NIGHT0, 60, 100), point("b", NIGHT0 + timedelta(days=10), 80, 100, "x")]
     plot = layout(Trend(snapshot_id="s", benchmark="bhed-caste", axis="caste", points=pts))
     (a, b) = plot.dots
-    assert (a.x, b.x) == (plot.x0, plot.x1)  # first and last run span the plot
+    # First and last run span the plot, a few px clear of its frame.
+    pad = 0.03 / 1.06 * (plot.x1 - plot.x0)
+    assert a.x == pytest.approx(plot.x0 + pad, abs=0.1)
+    assert b.x == pytest.approx(plot.x1 - pad, abs=0.1)
     # y spans 50%..90% (the reference line and the upper Wilson bound, snapped to 10%).
     assert [t.label for t in plot.y_ticks] == ["50%", "60%", "70%", "80%", "90%"]
     assert plot.reference_y == plot.y1

@@ -138,8 +138,9 @@ def test_headless_chromium_paints_the_plots(tmp_path):
     assert img.size == (WIDTH, HEIGHT)
     assert len(img.getcolors(maxcolors=1 << 24)) > 500, "page looks blank"
 
-    # The trends sit under the answer (the verdict tables), in the page's second fifth.
-    top = np.asarray(img)[HEIGHT // 3 : 3 * HEIGHT // 5]
+    # The trends sit under the answer (the verdict tables) and its charts, in the page's
+    # second half.
+    top = np.asarray(img)[HEIGHT // 2 : 4 * HEIGHT // 5]
     assert top.std() > 20, "plot region is uniform"
     assert near(top, LINE, 30).sum() > 300, "no series line drawn"
     band = near(top, BAND, 8)

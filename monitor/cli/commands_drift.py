@@ -353,7 +353,12 @@ def report(
     since_at = parse_day(since)
     with _reader(db).read() as view:
         result = _drift(view, run, snapshot, baseline, baseline_snapshot, alpha, confidence)
-        data = build_report_input(view, result, title=title, since=since_at, with_flips=show_flips)
+        # -s / --run: only the snapshots asked for and their baselines' (not every
+        # snapshot's trends and rates in context).
+        scope = set(snapshot or ()) if snapshot or run else None
+        data = build_report_input(
+            view, result, title=title, since=since_at, with_flips=show_flips, scope=scope
+        )
     if summary is not None:  # refused before anything is written
         _check_appendable(summary)
     paths = write_report(data, out_dir)

@@ -10,7 +10,7 @@ bias-rate trends, the association tests' effect sizes). The renderers (``markdow
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 
 from monitor.drift.provenance_diff import ProvenanceDiff as RunsDiff
@@ -82,13 +82,14 @@ def quality_results(view: RunReader, since: datetime | None) -> list[QualityResu
 
 
 def run_summaries(
-    view: RunReader, since: datetime | None, named: set[str]
+    view: RunReader, since: datetime | None, named: set[str], shown: set[str] | None = None
 ) -> tuple[list[RunSummary], int]:
     """The runs a report lists (every run of the window that is not complete, and the runs
     it names, a compared baseline from before the window included, so every compared run
     has its snapshot and date), and how many runs of the window it leaves out: a year's
-    history is thousands of complete runs, so only the listed ones become models."""
-    every = view.runs_since(since)
+    history is thousands of complete runs, so only the listed ones become models.
+    ``shown``: the only snapshots the report covers (None: all)."""
+    every = [r for r in view.runs_since(since) if shown is None or r.snapshot_id in shown]
     listed = [r for r in every if r.status != "complete" or r.run_id in named]
     earlier = named - {r.run_id for r in every}
     if earlier:  # older than the window: listed first, as the window's runs are by time
@@ -148,6 +149,18 @@ def _provenance(snapshot_id: str, c, diff: RunsDiff) -> ProvenanceDiff:
     )
 
 
+def _in_scope(fields: dict[str, object], shown: set[str]) -> dict[str, object]:
+    """A family's fields with only the items of the ``shown`` snapshots: every model that
+    names a snapshot (trends, rates in context, repeat groups, methods, association
+    tests) is kept only for one the report was asked about."""
+    out: dict[str, object] = {}
+    for name, value in fields.items():
+        if isinstance(value, tuple):
+            value = tuple(v for v in value if getattr(v, "snapshot_id", None) in (None, *shown))
+        out[name] = value
+    return out
+
+
 def build_report_input(
     view: RunReader,
     result: DriftResult,
@@ -155,7 +168,12 @@ def build_report_input(
     title: str,
     since: datetime | None,
     with_flips: bool = False,
+    scope: Collection[str] | None = None,
 ) -> ReportInput:
+    """The report of drift's ``result``. ``scope``: the snapshots the user asked for
+    (``report -s``; empty for ``--run``): the report then shows those and the snapshots
+    of every compared pair's runs (a baseline from another snapshot included) and no
+    other snapshot's trends, rates, runs or quality results. None: the whole store."""
     # A comparison in its family's own type (pair axes, association tests) carries the
     # provenance diff of its runs; drift's generic ones carry the attribution only, so
     # their runs' diff is read here. One diff per pair of runs, in the session's order.
@@ -198,8 +216,16 @@ def build_report_input(
     family_fields = _family_fields(
         view, result, since=since, flags=flags, new_runs=new_runs, with_flips=with_flips
     )
-    runs, n_not_listed = run_summaries(view, since, run_ids)
+    shown: set[str] | None = None
+    if scope is not None:
+        shown = set(scope) | {p.snapshot_id for p in result.pairs}
+        shown |= {r.snapshot_id for r in meta.values()}
+        family_fields = _in_scope(family_fields, shown)
+    runs, n_not_listed = run_summaries(view, since, run_ids, shown)
     all_quality = quality_results(view, since)
+    if shown is not None:
+        in_scope = {r.run_id for r in view.runs_since(since) if r.snapshot_id in shown}
+        all_quality = [q for q in all_quality if q.run_id in in_scope | run_ids]
     quality = [q for q in all_quality if not q.success or q.run_id in run_ids]
     return ReportInput(
         title=title,

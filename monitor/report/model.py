@@ -552,6 +552,21 @@ class MethodComparison(_Frozen):
     note: str
 
 
+class MeasureValue(_Frozen):
+    """One measure of one compared run with its interval, as the run stored it: what a
+    family's charts draw beside drift's comparisons (the choice questions' accuracy and
+    bias scores per category, each run on its own). ``value`` and ``ci`` are in the
+    measure's own unit (a proportion, or a score from −1 to 1)."""
+
+    run_id: str
+    benchmark: str
+    axis: str
+    measure: str
+    value: OptFloat = None
+    ci: Interval = None
+    n: int | None = None
+
+
 class ReportInput(_Frozen):
     """Everything one report shows. ``since`` is the start of the window the trends cover."""
 
@@ -584,6 +599,9 @@ class ReportInput(_Frozen):
     # Families in their own folder: drift's generic comparisons, rendered by each
     # family's ``report_section`` hook (``report.families``).
     family_comparisons: tuple[FamilyComparison, ...] = ()
+    # The compared runs' own measures a family charts (its ``report_input`` hook), e.g.
+    # the choice questions' accuracy and bias scores per category with their intervals.
+    run_measures: tuple[MeasureValue, ...] = ()
     alpha: float = Field(default=0.05, gt=0, lt=1)  # false discovery rate of the verdicts
     confidence: float = Field(default=0.95, gt=0, lt=1)  # level of every interval shown
 

@@ -13,6 +13,7 @@ This module only computes coordinates and labels; it does no I/O and renders not
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -25,6 +26,11 @@ LEFT, RIGHT, TOP, BOTTOM = 46, 14, 12, 30  # margins in px
 MAX_X_TICKS = 8
 # Above this many points individual dots are noise; the line and band carry the series.
 MAX_DOTS = 60
+# Runs closer than this on a time axis are drawn run by run instead (up to MAX_BY_RUN).
+MIN_GAP = 10  # px
+MAX_BY_RUN = 24
+EDGE_PAD = 0.03  # share of the time span left free at each end
+NOISE_PAD = 8  # px a noise band reaches past its group's first and last run
 
 _DAY_STEPS = (1, 2, 7, 14)
 _MONTH_STEPS = (1, 2, 3, 6, 12)
@@ -45,12 +51,25 @@ class Marker:
 
 
 @dataclass(frozen=True)
-class GroupMarker:
-    x: float
-    y: float
+class NoiseBand:
+    """A repeat group's spread: a band from its lowest to its highest run's value, across
+    the group's runs. Runs with nothing changed between them differ by this much; a
+    change inside the band is noise."""
+
+    x0: float
+    x1: float
     y_low: float
     y_high: float
     label: str
+
+
+@dataclass(frozen=True)
+class Whisker:
+    """One run's interval, drawn at the run (a band alone hides where each run is)."""
+
+    x: float
+    y_low: float
+    y_high: float
 
 
 @dataclass
@@ -68,8 +87,10 @@ class TrendPlot:
     dots: list[Marker] = field(default_factory=list)
     flags: list[Marker] = field(default_factory=list)
     last: Marker | None = None
-    # A repeat group drawn as one point (its mean) with a bar from its lowest to highest run.
-    groups: list[GroupMarker] = field(default_factory=list)
+    # Each run's interval at its dot (short series; a long one has the band only).
+    whiskers: list[Whisker] = field(default_factory=list)
+    # Each repeat group's noise band: its runs' values from lowest to highest.
+    groups: list[NoiseBand] = field(default_factory=list)
     # Configuration changes: a dashed vertical line between the last run before and the
     # first run after, labelled with what changed.
     breaks: list[Marker] = field(default_factory=list)
@@ -133,13 +154,9 @@ def value_range(trend: Trend) -> tuple[float, float]:
     Not a fixed 0–100%: nightly drift of a few points must be visible. Never narrower
     than 20 points, so sampling noise does not look like a cliff.
     """
-    grouped = {r for g in trend.groups for r in g.run_ids}
-    vals = [
-        v
-        for p in trend.points
-        for v in ((p.value,) if p.run_id in grouped else (p.value, p.ci_low, p.ci_high))
-        if v is not None
-    ] + [v for v in (trend.reference, trend.control) if v is not None]
+    vals = [v for p in trend.points for v in (p.value, p.ci_low, p.ci_high) if v is not None] + [
+        v for v in (trend.reference, trend.control) if v is not None
+    ]
     if not vals:
         return 0.0, 1.0
     lo, hi = min(vals), max(vals)
@@ -163,7 +180,32 @@ def _flag_label(p: TrendPoint) -> str:
     return f"{fmt.day(p.started_at)} {run}: {fmt.pct(p.value)}{ci} — {p.flagged}"
 
 
+def _crowded(times: list[datetime], t0: datetime, t1: datetime, width: float) -> bool:
+    """Whether two consecutive runs would land closer than ``MIN_GAP`` px on a time axis
+    (two runs of one afternoon, a rerun minutes later): their dots would be one dot."""
+    span = (t1 - t0).total_seconds()
+    ordered = sorted(set(times))
+    return any(
+        (b - a).total_seconds() / span * width < MIN_GAP for a, b in itertools.pairwise(ordered)
+    )
+
+
+def _run_labels(times: list[datetime]) -> list[str]:
+    """A label per labelled run of a run-by-run axis: its day, or its time where the run
+    labelled before it has the same day (two runs of one day must not read alike)."""
+    out: list[str] = []
+    for i, t in enumerate(times):
+        same_day = i > 0 and times[i - 1].date() == t.date()
+        out.append(f"{t:%H:%M}" if same_day else f"{t.day} {t:%b}")
+    return out
+
+
 def layout(trend: Trend) -> TrendPlot:
+    """Every run of ``trend`` as a dot with its interval on the line, each repeat group's
+    spread as a noise band behind it, breaks, quarantined runs and flags.
+
+    The x axis is time; where runs would crowd on it (a few runs of one day) it is the
+    runs in order, evenly spaced and labelled by their day or time, so every run shows."""
     plot = TrendPlot()
     lo, hi = value_range(trend)
     step = 0.1 if hi - lo > 0.3 else 0.05
@@ -187,89 +229,84 @@ def layout(trend: Trend) -> TrendPlot:
     if t1 - t0 < timedelta(days=1):  # one night: centre it in a two-day window
         mid = t0 + (t1 - t0) / 2
         t0, t1 = mid - timedelta(days=1), mid + timedelta(days=1)
+    pad = (t1 - t0) * EDGE_PAD  # the first and last runs' dots clear of the frame
+    t0, t1 = t0 - pad, t1 + pad
     span = (t1 - t0).total_seconds()
+    width = plot.x1 - plot.x0
 
     xs: dict[datetime, float] = {}
+    if len(set(times)) <= MAX_BY_RUN and _crowded(times, t0, t1, width):
+        ordered = sorted(set(times))
+        gap = width / len(ordered)
+        xs = {t: round(plot.x0 + gap * (i + 0.5), 1) for i, t in enumerate(ordered)}
+        labelled = ordered[:: math.ceil(len(ordered) / MAX_X_TICKS)]
+        labels = _run_labels(labelled)
+        plot.x_ticks = [Tick(xs[t], s) for t, s in zip(labelled, labels, strict=True)]
 
     def x(t: datetime) -> float:
         # Each shown time is placed several times (band, line, dot): computed once.
+        t = _utc(t)
         pos = xs.get(t)
         if pos is None:
-            pos = xs[t] = round(
-                plot.x0 + (_utc(t) - t0).total_seconds() / span * (plot.x1 - plot.x0), 1
-            )
+            pos = xs[t] = round(plot.x0 + (t - t0).total_seconds() / span * width, 1)
         return pos
 
-    ticks = time_ticks(t0, t1)
-    plot.x_ticks = [Tick(x(t), s) for t, s in zip(ticks, tick_labels(ticks), strict=True)]
+    if not plot.x_ticks:
+        ticks = time_ticks(t0, t1)
+        plot.x_ticks = [Tick(x(t), s) for t, s in zip(ticks, tick_labels(ticks), strict=True)]
 
-    # What is drawn: single runs, and each repeat group as one point at its mean time.
-    member = {r: g for g in trend.groups for r in g.run_ids}
-    shown: list[_Shown] = []
-    seen: set[str] = set()
-    for p in pts:
-        g = member.get(p.run_id)
-        if g is None:
-            shown.append(_Shown(_utc(p.started_at), p.value, p, None))
-        elif g.key not in seen:
-            seen.add(g.key)
-            runs = [q for q in pts if q.run_id in g.run_ids]
-            values = [q.value for q in runs if q.value is not None]
-            at = (
-                min(_utc(q.started_at) for q in runs)
-                + (max(_utc(q.started_at) for q in runs) - min(_utc(q.started_at) for q in runs))
-                / 2
-            )
-            mean = sum(values) / len(values) if values else None
-            shown.append(_Shown(at, mean, None, (g.key, g.label, values)))
-    shown.sort(key=lambda d: d.at)
     after_break = {b.after_run_id for b in trend.breaks}
 
-    def starts_segment(d: _Shown) -> bool:
-        first = d.point.run_id if d.point else None
-        if d.group is not None:
-            g = next(g for g in trend.groups if g.key == d.group[0])
-            first = g.run_ids[0]
-        return first in after_break
-
-    def segments(ok) -> list[list[_Shown]]:
-        out: list[list[_Shown]] = [[]]
-        for d in shown:
-            if (not ok(d) or starts_segment(d)) and out[-1]:
+    def segments(ok) -> list[list[TrendPoint]]:
+        """Unbroken runs of points that pass ``ok``; a configuration change starts a new one."""
+        out: list[list[TrendPoint]] = [[]]
+        for p in pts:
+            if (not ok(p) or p.run_id in after_break) and out[-1]:
                 out.append([])
-            if ok(d):
-                out[-1].append(d)
+            if ok(p):
+                out[-1].append(p)
         return [seg for seg in out if seg]
 
-    for seg in segments(
-        lambda d: d.point is not None and d.point.ci_low is not None and d.point.ci_high is not None
-    ):
-        upper = [f"{x(d.at)},{y(d.point.ci_high)}" for d in seg]
-        lower = [f"{x(d.at)},{y(d.point.ci_low)}" for d in reversed(seg)]
+    for seg in segments(lambda p: p.ci_low is not None and p.ci_high is not None):
+        upper = [f"{x(p.started_at)},{y(p.ci_high)}" for p in seg]
+        lower = [f"{x(p.started_at)},{y(p.ci_low)}" for p in reversed(seg)]
         if len(seg) == 1:  # a lone interval: give it a visible width
-            cx, p = x(seg[0].at), seg[0].point
-            upper = [f"{cx - 2},{y(p.ci_high)}", f"{cx + 2},{y(p.ci_high)}"]
-            lower = [f"{cx + 2},{y(p.ci_low)}", f"{cx - 2},{y(p.ci_low)}"]
+            cx, p = x(seg[0].started_at), seg[0]
+            upper = [f"{cx - 4},{y(p.ci_high)}", f"{cx + 4},{y(p.ci_high)}"]
+            lower = [f"{cx + 4},{y(p.ci_low)}", f"{cx - 4},{y(p.ci_low)}"]
         plot.bands.append(" ".join(upper + lower))
-    for seg in segments(lambda d: d.value is not None):
-        plot.lines.append(" ".join(f"{x(d.at)},{y(d.value)}" for d in seg))
+    for seg in segments(lambda p: p.value is not None):
+        plot.lines.append(" ".join(f"{x(p.started_at)},{y(p.value)}" for p in seg))
 
-    singles = [d for d in shown if d.point is not None and d.value is not None]
-    if len(singles) <= MAX_DOTS:
-        plot.dots = [Marker(x(d.at), y(d.value), "") for d in singles]
-    for d in shown:
-        if d.group is not None and d.value is not None:
-            _, label, values = d.group
-            plot.groups.append(
-                GroupMarker(
-                    x(d.at),
-                    y(d.value),
-                    y(min(values)),
-                    y(max(values)),
-                    f"{label}: mean {fmt.pct(d.value)}, runs {fmt.pct(min(values))}–"
-                    f"{fmt.pct(max(values))}",
-                )
+    valued = [p for p in pts if p.value is not None]
+    if len(valued) <= MAX_DOTS:
+        plot.dots = [Marker(x(p.started_at), y(p.value), "") for p in valued]
+        plot.whiskers = [
+            Whisker(x(p.started_at), y(p.ci_low), y(p.ci_high))
+            for p in pts
+            if p.ci_low is not None and p.ci_high is not None
+        ]
+    by_id = {p.run_id: p for p in pts}
+    for g in trend.groups:
+        members = [by_id[r] for r in g.run_ids if r in by_id]
+        values = [p.value for p in members if p.value is not None]
+        if not values:
+            continue
+        left = min(x(p.started_at) for p in members) - NOISE_PAD
+        right = max(x(p.started_at) for p in members) + NOISE_PAD
+        low, high = y(min(values)), y(max(values))
+        if low - high < 2:  # identical runs: a band of no height would not show
+            low, high = round((low + high) / 2 + 1, 1), round((low + high) / 2 - 1, 1)
+        plot.groups.append(
+            NoiseBand(
+                round(max(left, plot.x0), 1),
+                round(min(right, plot.x1), 1),
+                low,
+                high,
+                f"{g.label}: {len(values)} runs of one configuration, "
+                f"{fmt.pct(min(values))}–{fmt.pct(max(values))} (their noise)",
             )
+        )
     when = {p.run_id: _utc(p.started_at) for p in pts}
     for b in trend.breaks:
         # Just before the first run of the new configuration (when exactly the change
@@ -303,23 +340,11 @@ def layout(trend: Trend) -> TrendPlot:
         for p in pts
         if p.flagged
     ]
-    valued = [d for d in shown if d.value is not None]
-    last = valued[-1] if valued else None
-    if last is not None:
-        plot.last = Marker(x(last.at), y(last.value), fmt.pct(last.value))
-    plot.empty = not any(d.value is not None for d in shown)
+    if valued:
+        last = valued[-1]
+        plot.last = Marker(x(last.started_at), y(last.value), fmt.pct(last.value))
+    plot.empty = not valued
     return plot
-
-
-@dataclass(frozen=True)
-class _Shown:
-    """One drawn point: a single run (``point``) or a repeat group (``group``: its key,
-    its label and its members' values)."""
-
-    at: datetime
-    value: float | None
-    point: TrendPoint | None
-    group: tuple[str, str, list[float]] | None
 
 
 # One-run series: a row of points on one shared 0–100% scale instead of a chart each

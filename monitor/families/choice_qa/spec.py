@@ -32,6 +32,8 @@ CHOICE_QA = ResultFamily(
         "score_api": f"{_HERE}.api_choice:api_scoring",
         "compare": f"{_HERE}.compare:compare_choice_qa",
         "report_section": f"{_HERE}.section:report_section",
+        "report_input": f"{_HERE}.charts:report_input",
+        "report_block": f"{_HERE}.charts:report_block",
         "cli_table": f"{_HERE}.table:cli_table",
     },
     sized=True,

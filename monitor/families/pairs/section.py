@@ -25,7 +25,7 @@ from typing import Any, Literal
 from jinja2 import Environment
 
 from monitor import fmt
-from monitor.families.pairs import answer
+from monitor.families.pairs import answer, charts
 from monitor.families.pairs.comparison import AxisComparison
 from monitor.families.pairs.section_history import method_comparisons, repeat_groups
 from monitor.metrics.context import score_contexts
@@ -373,6 +373,8 @@ def report_block(
         fmt=_FMT,
         panel_metrics=context_metrics(report),
         fdr=fdr_text(report),
+        beside=charts.beside_charts(report),
+        changes=charts.change_chart(report),
         trends=_trend_views(report),
         singles=_single_runs(report),
         strip_ticks=plots.strip_ticks(),
