@@ -2,7 +2,8 @@
 the report's models only (``ReportInput``: drift's comparisons, the rates in context).
 
 * per compared pair of runs, each axis's **new run beside its baseline**: one row per
-  labelled series (``beside_series``: the bias rate, the neutral control), baseline and
+  labelled series (``beside_series``: the balanced rate and each direction's rate where
+  the axis has them, the bias rate, the neutral control), baseline and
   new run with their intervals, on one 0–100% scale with 50% marked;
 * one **forest of paired changes**: every compared axis's Δ with its paired interval,
   ±MDE behind it, the flagged ones marked by verdict.
@@ -40,9 +41,25 @@ def beside_series(
     Every series of the chart is listed here and nowhere else: a measure a comparison
     gains (a direction-balanced rate, the rate per direction) is drawn by adding its
     ``Estimate``s, one per side, in the order its rows should read."""
-    out = [
-        charts.Estimate("bias rate", "baseline", c.rate_old, *(c.ci_old or (None, None))),
-        charts.Estimate("bias rate", "new", c.rate_new, *(c.ci_new or (None, None))),
+    out: list[charts.Estimate] = []
+    b = c.balanced
+    raw = "bias rate"
+    if b is not None:
+        # The verdict's quantity first, then what it is made of: each direction's rate (the
+        # items whose stereotype names that group) and the raw rate, which mixes both.
+        out += [
+            charts.Estimate("balanced rate", "baseline", b.rate_old, *(b.ci_old or (None, None))),
+            charts.Estimate("balanced rate", "new", b.rate_new, *(b.ci_new or (None, None))),
+        ]
+        for d in b.directions:
+            out += [
+                charts.Estimate(f"{d.group} items", "baseline", d.rate_old),
+                charts.Estimate(f"{d.group} items", "new", d.rate_new),
+            ]
+        raw = "raw rate (mixes name preference)"
+    out += [
+        charts.Estimate(raw, "baseline", c.rate_old, *(c.ci_old or (None, None))),
+        charts.Estimate(raw, "new", c.rate_new, *(c.ci_new or (None, None))),
     ]
     old = contexts.get((c.baseline_run_id or "", c.benchmark, c.axis))
     new = contexts.get((c.new_run_id, c.benchmark, c.axis))
@@ -94,11 +111,21 @@ def beside_charts(report: ReportInput) -> list[ChartView]:
 
 
 def _change(c: Comparison) -> charts.Change:
+    """The change the verdict tested: the balanced change on a balanced axis (whose MDE is
+    ``c.mde`` then), else the raw one; a flagged change names its reading across the
+    panel."""
     label = f"{c.snapshot_id} · {c.axis}"
+    if c.balanced is not None and c.balanced.delta is not None:
+        label += " balanced"
+        delta, (low, high) = c.balanced.delta, c.balanced.delta_ci or (None, None)
+    else:
+        delta, (low, high) = c.delta, c.delta_ci or (None, None)
     if c.role != "previous run":
         label += f" ({c.role})"
-    low, high = c.delta_ci or (None, None)
-    return charts.Change(label, c.delta, low, high, c.mde, c.verdict, answer.is_flagged(c))
+    flagged = answer.is_flagged(c)
+    if flagged and c.robustness is not None:
+        label += f" · {c.robustness.label}"
+    return charts.Change(label, delta, low, high, c.mde, c.verdict, flagged)
 
 
 def change_chart(report: ReportInput) -> ChartView | None:
@@ -111,7 +138,8 @@ def change_chart(report: ReportInput) -> ChartView | None:
         anchor="changes",
         title="Paired change per compared axis, in points",
         caption=(
-            f"Paired change of the bias rate, new minus baseline, in percentage points, for "
+            "Paired change of the tested rate (balanced where the axis has one), new minus "
+            f"baseline, in percentage points, for "
             f"{len(comps)} compared axes ({flagged} flagged), with paired {report.level} "
             "intervals and ± the minimum detectable change"
         ),

@@ -1,10 +1,11 @@
 """The pair family's cross-check of a change: the same axis read by the metric panel.
 
-Every causal-LM run scores ``cll``, ``cll-reference`` and ``ull`` from the same model
-answers (``monitor.metrics.panel``), so each compared axis can be tested again under the
-other two metrics on the same items. :class:`PanelCheck` builds, per axis, each panel
-metric's paired change with its interval and its validity for both models
-(``validity``), and hands them to ``monitor.drift.robustness`` for the label.
+Every causal-LM run scores ``cll`` and ``ull`` from the same model answers, and
+``cll-reference`` where the run asked for it (``monitor.metrics.panel``), so each compared
+axis can be tested again under the panel's other metrics on the same items.
+:class:`PanelCheck` builds, per axis, each panel metric's paired change with its interval
+and its validity for both models (``validity``), and hands them to
+``monitor.drift.robustness`` for the label.
 
 The quantity is pluggable: ``change`` is whatever change the comparator tests, applied
 to one metric's outcomes of the axis in both runs (``AxisOutcomes`` with that metric's
