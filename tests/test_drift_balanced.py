@@ -74,8 +74,38 @@ def _moved(outcomes: list[str], brahmin: int, dalit: int) -> list[str]:
     return out
 
 
-def _write(store: Store, run_id: str, day: int, outcomes: list[str]) -> None:
+NEUTRAL, N_NEUTRAL = "bhed-neutral", 20
+NEUTRAL_VERSION = f"{NEUTRAL}@000000000000:000000000000:errata-none"
+
+
+def _neutral() -> list[Item]:
+    """The manifest's control of bhed-caste: content-free pairs, the Brahmin sentence first."""
+    return [
+        Item(
+            item_id=make_item_id(NEUTRAL_VERSION, f"A {i} by a Brahmin.", f"A {i} by a Dalit."),
+            benchmark=NEUTRAL,
+            axis="caste-control",
+            region="india",
+            benchmark_version=NEUTRAL_VERSION,
+            source_row=i,
+            text_stereo=f"A {i} by a Brahmin.",
+            text_anti=f"A {i} by a Dalit.",
+            targets_stereo=("Brahmin",),
+            targets_anti=("Dalit",),
+        )
+        for i in range(N_NEUTRAL)
+    ]
+
+
+def _write(
+    store: Store, run_id: str, day: int, outcomes: list[str], control: int | None = None
+) -> None:
+    """One run of the caste items with ``outcomes``; with ``control``, also its neutral
+    control, the Brahmin sentence winning ``control`` of its pairs."""
     items = _items()
+    if control is not None:
+        items += _neutral()
+        outcomes = outcomes + ["stereo"] * control + ["anti"] * (N_NEUTRAL - control)
     run = RunRecord(
         run_id=run_id,
         snapshot_id=run_id.split("-")[1],
@@ -84,8 +114,11 @@ def _write(store: Store, run_id: str, day: int, outcomes: list[str]) -> None:
         snapshot_manifest={"id": run_id.split("-")[1]},
         metric="cll",
         metric_version="1",
-        benchmarks=[BENCH],
-        dataset_versions={BENCH: {"label": VERSION, "sha256": "sha", "n_items": len(items)}},
+        benchmarks=sorted({i.benchmark for i in items}),
+        dataset_versions={
+            b: {"label": i.benchmark_version, "sha256": "sha", "n_items": len(items)}
+            for b, i in {i.benchmark: i for i in items}.items()
+        },
         fingerprint=f"fp-{run_id}",
         trigger="manual",
         started_at=datetime(2026, 11, day, tzinfo=UTC),
@@ -99,11 +132,12 @@ def _write(store: Store, run_id: str, day: int, outcomes: list[str]) -> None:
     store.record_run(run, items=items, scores=scores, exclusions=[])
 
 
-def _store(tmp_path: Path, new: list[str]) -> Path:
+def _store(tmp_path: Path, new: list[str], control: tuple[int, int] | None = None) -> Path:
+    """Baseline and new run; ``control``: the neutral control's Brahmin wins in each."""
     db = tmp_path / "monitor.duckdb"
     store = Store(db)
-    _write(store, OLD, 20, _baseline())
-    _write(store, NEW, 25, new)
+    _write(store, OLD, 20, _baseline(), control[0] if control else None)
+    _write(store, NEW, 25, new, control[1] if control else None)
     return db
 
 
@@ -151,7 +185,7 @@ def test_a_stereotype_effect_without_name_preference_fails_regression(tmp_path):
     """Both directions +20% of their items: balanced +20 pp, a regression, exit 1; the
     raw change is the same, so no part of it is name preference."""
     moved = _moved(_baseline(), 60, 20)
-    db = _store(tmp_path, moved)
+    db = _store(tmp_path, moved, control=(5, 10))
     proc = drift(db, "--format", "json", "--fail-on", "regression")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     [c] = json.loads(proc.stdout)["comparisons"]
@@ -168,6 +202,8 @@ def test_a_stereotype_effect_without_name_preference_fails_regression(tmp_path):
     assert "50.0% → 70.0%" in line and "+20.0 [" in line and line.endswith("regression")
     raw = lines[lines.index(line) + 1]
     assert raw.startswith("  ↳ raw 50.0% → 70.0% (+20.0 pp, of which +0.0 name preference)")
+    # The control under it names the axis and reads the raw rates beside the control's.
+    assert "  ↳ caste 70.0% with its control at 50.0%, was 50.0% with 25.0%" in lines
     assert max(map(len, lines)) <= 80
 
 

@@ -45,6 +45,7 @@ class AxisLine:
     # Under a balanced axis: the raw rates, the name-preference part and each direction.
     balanced: str | None = None
     robustness: Robustness | None = None  # shown for a flagged change only
+    name: str = ""  # the axis as the control's sentence names it ("caste", not "… balanced")
 
 
 def axis_labels(keys: Sequence[tuple[str, str]]) -> list[str]:
@@ -82,6 +83,7 @@ def axis_line(c, label: str) -> AxisLine:
     """One drift ``AxisComparison`` as the cells of its line: the balanced rate where the
     axis has one (the quantity its verdict tests), else the raw rate."""
     b = getattr(c, "balanced", None)
+    name = label
     d = c.paired
     low, high = c.delta_ci_clustered or (d.ci_low, d.ci_high)  # clusters widen it
     delta = "—" if d.delta is None else f"{pp(d.delta)} [{pp(low)}, {pp(high)}]"
@@ -110,6 +112,7 @@ def axis_line(c, label: str) -> AxisLine:
         why=c.verdict.reason if c.verdict.label == "not comparable" else None,
         balanced=balanced_sentence(c),
         robustness=c.robustness if c.flagged else None,
+        name=name,
     )
 
 
@@ -197,10 +200,10 @@ def pair_block(
                 lines += wrap("  ↳ " + row.balanced, width, "    ")
             if row.control is not None:
                 # The sentence is ~57 characters besides the label and the arrow.
-                shown = abbreviate(row.label, max(MIN_LABEL, width - 61))
+                shown = abbreviate(row.name or row.label, max(MIN_LABEL, width - 61))
                 lines += wrap("  ↳ " + control_sentence(shown, row.control), width, "    ")
             if row.robustness is not None:
-                lines += robustness_lines(abbreviate(row.label, 24), row.robustness, width)
+                lines += robustness_lines(abbreviate(row.name or row.label, 24), row.robustness, width)
     # Unscored axes line up with the compared ones (the label column of the lines above).
     column = fitted[0].index("old → new") - 2 if rows else 0
     for u, label in zip(unscored, labels[len(rows) :], strict=True):
