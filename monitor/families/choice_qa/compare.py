@@ -344,7 +344,8 @@ def _judged(c: FamilyComparison, accuracy: FamilyComparison, context: str) -> Fa
     disambiguated questions, a change while accuracy fell is worse, and says so."""
     if context != "disambig" or accuracy.delta is None or accuracy.delta >= 0:
         return c
-    assert accuracy.value_old is not None and accuracy.value_new is not None
+    if accuracy.value_old is None or accuracy.value_new is None:  # not with a delta
+        return c
     return replace(
         c,
         worse=True,
