@@ -203,7 +203,9 @@ def pair_block(
                 shown = abbreviate(row.name or row.label, max(MIN_LABEL, width - 61))
                 lines += wrap("  ↳ " + control_sentence(shown, row.control), width, "    ")
             if row.robustness is not None:
-                lines += robustness_lines(abbreviate(row.name or row.label, 24), row.robustness, width)
+                lines += robustness_lines(
+                    abbreviate(row.name or row.label, 24), row.robustness, width
+                )
     # Unscored axes line up with the compared ones (the label column of the lines above).
     column = fitted[0].index("old → new") - 2 if rows else 0
     for u, label in zip(unscored, labels[len(rows) :], strict=True):
