@@ -28,6 +28,7 @@ from monitor.backends.api_client import ApiBudgetExceeded, make_client
 from monitor.backends.openai_batch import batch_jsonl, parse_batch_output
 from monitor.backends.openai_chat import ChatCaller
 from monitor.families.pairs.api_plans import plan_requests
+from monitor.jobs.hold import AT_ENV, HOLD_ENV
 from monitor.jobs.options import RunOptions
 from monitor.jobs.run import run_snapshot
 from monitor.scoring.api_tasks import chat_request, score_item
@@ -166,16 +167,6 @@ def _stored_ok(db: Path) -> int:
         return con.execute("SELECT count(*) FROM api_requests WHERE status = 'ok'").fetchone()[0]
 
 
-def _stored_ok_while_running(db: Path) -> int:
-    """The count while the run writes: the run commits after each answer and DuckDB
-    admits one process at a time, so a poll that meets the writer's lock (or a file whose
-    tables are not created yet) counts as nothing stored yet and polls again."""
-    try:
-        return _stored_ok(db)
-    except (duckdb.IOException, duckdb.CatalogException):
-        return 0
-
-
 def test_a_killed_cli_run_resumes_and_asks_only_for_what_was_not_stored(
     chat_server, caste_sample, tmp_path
 ):
@@ -186,19 +177,24 @@ def test_a_killed_cli_run_resumes_and_asks_only_for_what_was_not_stored(
         "--no-controls",
     ]  # fmt: skip
     kill_at = N_REQUESTS // 4  # stored answers before the SIGKILL; the rest are left to ask
+    # The run holds once kill_at answers are committed (monitor.jobs.hold), so the kill
+    # lands mid-run however fast the server answers: polling the store raced a fast one.
+    hold = tmp_path / "hold"
+    held_env = {**env, HOLD_ENV: str(hold), AT_ENV: f"stored:{kill_at}"}
     with FaultProxy(chat_server.root) as proxy:
-        env["MONITOR_VLLM_BASE_URL"] = f"{proxy.url}/v1"
+        env["MONITOR_VLLM_BASE_URL"] = held_env["MONITOR_VLLM_BASE_URL"] = f"{proxy.url}/v1"
         proc = subprocess.Popen(
-            args, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            args, env=held_env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
         try:
             deadline = time.monotonic() + 300
             while (
-                _stored_ok_while_running(db) < kill_at
+                not (hold.parent / "hold.held").exists()
                 and time.monotonic() < deadline
                 and proc.poll() is None
             ):
-                time.sleep(0.5)
+                time.sleep(0.1)
+            assert (hold.parent / "hold.held").exists(), "the run never reached its hold"
         finally:
             proc.kill()  # SIGKILL: no chance to flush or mark the run
             proc.wait()

@@ -15,6 +15,7 @@ from typing import Any
 from monitor.backends.api_client import ApiModelChanged, UsageTotals
 from monitor.backends.openai_chat import ResponseRecord
 from monitor.jobs.api_method import Method
+from monitor.jobs.hold import hold_at
 from monitor.records import ScoreRow
 from monitor.scoring.api_tasks import PlannedRequest, request_row, score_item
 from monitor.snapshots.model import Snapshot
@@ -47,6 +48,7 @@ class ApiSession:
     pending_scores: list[ScoreRow] = field(default_factory=list)
     last_flush: float = field(default_factory=time.monotonic)
     probe_model: str | None = None
+    stored_answers: int = 0  # answers this process wrote (a test's hold point counts them)
 
     def check_model(self) -> None:
         """The run's model is the one its stored answers came from, else the one that
@@ -149,8 +151,12 @@ class ApiSession:
         answers that the next run scores without asking again."""
         if self.pending_requests:
             self.store.add_api_requests(self.run_id, self.pending_requests)
+            self.stored_answers += len(self.pending_requests)
             self.pending_requests = []
         if self.pending_scores:
             self.store.add_scores(self.run_id, self.pending_scores)
             self.pending_scores = []
         self.last_flush = time.monotonic()
+        # Tests only: a kill test holds the run here once N answers are committed, so where
+        # it kills does not depend on how fast the server answers (``monitor.jobs.hold``).
+        hold_at("stored", self.run_id, stored=self.stored_answers)
