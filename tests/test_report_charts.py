@@ -72,16 +72,27 @@ def test_each_kind_of_chart_is_drawn_with_its_numbers_and_a_title(reports):
     data = json.loads((reports["study"] / "report.json").read_text())
     comps = {c["axis"]: c for c in data["comparisons"]}
     assert set(comps) == {"caste", "gender", "race", "religion"}
+    # A balanced axis draws its balanced rate, each direction and the raw rate (rows with
+    # an interval: balanced and raw); an axis naming one group draws its raw rate.
+    rows = with_ci = 0
     for axis, c in comps.items():
         assert f"{axis} (bhed-{axis})" in beside[0]
         old, new = f"{100 * c['rate_old']:.1f}%", f"{100 * c['rate_new']:.1f}%"
         assert f"{old} → {new}" in beside[0]
-    assert beside[0].count('<circle class="old"') == beside[0].count('<circle class="new"') == 4
-    assert beside[0].count('class="ci-old"') == beside[0].count('class="ci-new"') == 4
-    # The forest: each axis's paired change, its interval and its ±MDE band.
+        b = c["balanced"]
+        rows += 1 + (1 + len(b["directions"]) if b else 0)
+        with_ci += 2 if b else 1
+        if b:
+            assert f"balanced: baseline {100 * b['rate_old']:.1f}%" in beside[0]
+    assert any(c["balanced"] for c in comps.values()) and rows > 4
+    assert beside[0].count('<circle class="old"') == beside[0].count('<circle class="new"') == rows
+    assert beside[0].count('class="ci-old"') == beside[0].count('class="ci-new"') == with_ci
+    # The forest: each axis's tested change (balanced where it has one), its interval and
+    # its ±MDE band.
     assert changes[0].count('<rect class="mde"') == 4 and changes[0].count('class="ci"') == 4
     for c in comps.values():  # the numbers the comparison tables print
-        assert f"{fmt.pp(c['delta'])} {fmt.pp_interval(c['delta_ci'])}" in changes[0]
+        tested = c["balanced"] or c
+        assert f"{fmt.pp(tested['delta'])} {fmt.pp_interval(tested['delta_ci'])}" in changes[0]
     # Every chart says what it shows, to a screen reader and as a tooltip.
     for svg in beside + changes + trends:
         label = re.search(r'aria-label="([^"]+)"', svg).group(1)

@@ -214,6 +214,7 @@ class Change:
     mde: float | None  # the smallest change the test detects with 80% power
     verdict: str  # drift's verdict, e.g. "regression"
     flagged: bool
+    note: str = ""  # said after the verdict in the row's tooltip ("balanced change", ...)
 
 
 @dataclass(frozen=True)
@@ -296,7 +297,8 @@ def change_forest(changes: Sequence[Change]) -> ChangeForest:
                 mde_hi=x(c.mde) if c.mde is not None else None,
                 kind=kind,
                 text=text,
-                title=f"{c.label}: {text}, MDE {fmt.mde(c.mde)}, {c.verdict}",
+                title=f"{c.label}: {text}, MDE {fmt.mde(c.mde)}, {c.verdict}"
+                + (f" ({c.note})" if c.note else ""),
             )
         )
     return plot

@@ -48,15 +48,15 @@ def beside_series(
         # The verdict's quantity first, then what it is made of: each direction's rate (the
         # items whose stereotype names that group) and the raw rate, which mixes both.
         out += [
-            charts.Estimate("balanced rate", "baseline", b.rate_old, *(b.ci_old or (None, None))),
-            charts.Estimate("balanced rate", "new", b.rate_new, *(b.ci_new or (None, None))),
+            charts.Estimate("balanced", "baseline", b.rate_old, *(b.ci_old or (None, None))),
+            charts.Estimate("balanced", "new", b.rate_new, *(b.ci_new or (None, None))),
         ]
         for d in b.directions:
             out += [
                 charts.Estimate(f"{d.group} items", "baseline", d.rate_old),
                 charts.Estimate(f"{d.group} items", "new", d.rate_new),
             ]
-        raw = "raw rate (mixes name preference)"
+        raw = "raw (mixes both)"  # as the run table reads
     out += [
         charts.Estimate(raw, "baseline", c.rate_old, *(c.ci_old or (None, None))),
         charts.Estimate(raw, "new", c.rate_new, *(c.ci_new or (None, None))),
@@ -115,8 +115,9 @@ def _change(c: Comparison) -> charts.Change:
     ``c.mde`` then), else the raw one; a flagged change names its reading across the
     panel."""
     label = f"{c.snapshot_id} · {c.axis}"
+    notes = []  # for the row's tooltip
     if c.balanced is not None and c.balanced.delta is not None:
-        label += " balanced"
+        notes.append("balanced change")
         delta, (low, high) = c.balanced.delta, c.balanced.delta_ci or (None, None)
     else:
         delta, (low, high) = c.delta, c.delta_ci or (None, None)
@@ -124,8 +125,8 @@ def _change(c: Comparison) -> charts.Change:
         label += f" ({c.role})"
     flagged = answer.is_flagged(c)
     if flagged and c.robustness is not None:
-        label += f" · {c.robustness.label}"
-    return charts.Change(label, delta, low, high, c.mde, c.verdict, flagged)
+        notes.append(f"{c.robustness.label} across the panel")
+    return charts.Change(label, delta, low, high, c.mde, c.verdict, flagged, note="; ".join(notes))
 
 
 def change_chart(report: ReportInput) -> ChartView | None:
