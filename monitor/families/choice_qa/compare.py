@@ -65,6 +65,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -74,7 +75,7 @@ from monitor.drift.noise import NoiseBook
 from monitor.drift.power import mcnemar_mde
 from monitor.drift.provenance_diff import diff_runs
 from monitor.drift.verdicts import MIN_ITEM_OVERLAP, comparability
-from monitor.families.choice_qa.paired import score_change, stuart_maxwell
+from monitor.families.choice_qa.paired import ScoreChange, score_change, stuart_maxwell
 from monitor.fmt import MINUS
 from monitor.metrics.few_clusters import smallest_sign_flip_p
 from monitor.readmodel.models import AxisOutcomes, StoredRun
@@ -552,11 +553,42 @@ def _bias_comparison(
             if change.delta
             else f"on {scope} the bias score {symbol} did not move ({_signed(100 * change.old, 1)})"
         )
+    return _score_comparison(
+        measure,
+        scope,
+        len(old_o),
+        change,
+        words,
+        noise,
+        common,
+        method=BIAS_METHOD,
+        towards_stereotype=None if change.delta is None else change.delta > 0,
+        mde=_bias_mde(old_o, new_o, questions, context, alpha),
+        mde_method=MDE_BIAS,
+        label=symbol,
+        details={"n_templates": change.n_templates, "symbol": symbol},
+    )
+
+
+def _score_comparison(
+    measure: str,
+    scope: str,
+    n_paired: int,
+    change: ScoreChange,
+    words: str,
+    noise: _Noise,
+    common: dict,
+    **own: Any,
+) -> FamilyComparison:
+    """The record of a measure compared through ``paired.score_change`` (the bias scores
+    and accuracy): its values, Δ, interval and p come from ``change``, its noise from the
+    repeat runs' spread of ``measure``; ``own`` is what the measure says for itself
+    (method, MDE, label, details, how its direction reads)."""
     return FamilyComparison(
         family=FAMILY,
         measure=measure,
         scope=scope,
-        n_paired=len(old_o),
+        n_paired=n_paired,
         value_old=change.old,
         value_new=change.new,
         delta=change.delta,
@@ -564,15 +596,10 @@ def _bias_comparison(
         ci_high=change.ci_high,
         p_value=change.p_value,
         p_adjusted=None,
-        method=BIAS_METHOD,
         change=words,
-        towards_stereotype=None if change.delta is None else change.delta > 0,
         verdict=ComparisonVerdict("no significant change", "not yet adjusted"),
         noise=noise.spreads.get(measure),
-        mde=_bias_mde(old_o, new_o, questions, context, alpha),
-        mde_method=MDE_BIAS,
-        label=symbol,
-        details={"n_templates": change.n_templates, "symbol": symbol},
+        **own,
         **common,
     )
 
@@ -625,30 +652,22 @@ def _accuracy_comparison(
         )
     else:
         words = f"on {scope} accuracy did not change ({100 * change.old:.1f}%)"
-    return FamilyComparison(
-        family=FAMILY,
-        measure=measure,
-        scope=scope,
-        n_paired=len(known),
-        value_old=change.old,
-        value_new=change.new,
-        delta=change.delta,
-        ci_low=change.ci_low,
-        ci_high=change.ci_high,
-        p_value=change.p_value,
-        p_adjusted=None,
+    return _score_comparison(
+        measure,
+        scope,
+        len(known),
+        change,
+        words,
+        noise,
+        common,
         method=ACC_METHOD,
-        change=words,
         towards_stereotype=None,
         worse=None if not change.delta else change.delta < 0,
-        verdict=ComparisonVerdict("no significant change", "not yet adjusted"),
-        noise=noise.spreads.get(measure),
         mde=mde,
         mde_method=MDE_ACC,
         label="accuracy",
         signed=False,
         details={"n_templates": change.n_templates, "became_wrong": b, "became_correct": c},
-        **common,
     )
 
 
