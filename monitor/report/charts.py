@@ -228,12 +228,20 @@ class Change:
 
 
 @dataclass(frozen=True)
-class ForestRow:
+class IntervalRow:
+    """One row of a forest, in pixels: its y, its label, and where the estimate and its
+    interval's ends land (None: not known). The report's forest of paired changes and the
+    association tests' forest of d (``families/association/plots``) add what they mark."""
+
     y: float
     label: str
     x: float | None
     lo: float | None
     hi: float | None
+
+
+@dataclass(frozen=True)
+class ForestRow(IntervalRow):
     mde_lo: float | None  # the band of changes the test would usually not see
     mde_hi: float | None
     kind: str  # "regression" | "improvement" | "" (not flagged)
