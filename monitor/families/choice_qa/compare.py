@@ -75,7 +75,12 @@ from monitor.drift.noise import NoiseBook
 from monitor.drift.power import mcnemar_mde
 from monitor.drift.provenance_diff import diff_runs
 from monitor.drift.verdicts import MIN_ITEM_OVERLAP, comparability
-from monitor.families.choice_qa.paired import ScoreChange, score_change, stuart_maxwell
+from monitor.families.choice_qa.paired import (
+    ScoreChange,
+    Statistic,
+    score_change,
+    stuart_maxwell,
+)
 from monitor.fmt import MINUS
 from monitor.metrics.few_clusters import smallest_sign_flip_p
 from monitor.readmodel.models import AxisOutcomes, StoredRun
@@ -526,11 +531,7 @@ def _bias_comparison(
 ) -> FamilyComparison:
     measure, symbol, stat = SCORES[context]
     c_old, c_new = _bias_counts(old_o, questions, context), _bias_counts(new_o, questions, context)
-    clusters = sorted(set(c_old) | set(c_new))
-    zero = np.zeros(4)
-    m_old = np.array([c_old.get(t, zero) for t in clusters]).reshape(-1, 4)
-    m_new = np.array([c_new.get(t, zero) for t in clusters]).reshape(-1, 4)
-    change = score_change(m_old, m_new, stat, confidence=confidence)
+    change = _template_change(c_old, c_new, 4, stat, confidence)
     if change.delta is None:
         words = f"on {scope} {symbol} is undefined in one of the runs (no non-unknown answer)"
     elif langs is not None:
@@ -568,6 +569,23 @@ def _bias_comparison(
         label=symbol,
         details={"n_templates": change.n_templates, "symbol": symbol},
     )
+
+
+def _template_change(
+    c_old: Mapping[str, np.ndarray],
+    c_new: Mapping[str, np.ndarray],
+    width: int,
+    stat: Statistic,
+    confidence: float,
+) -> ScoreChange:
+    """``paired.score_change`` over the templates either run counted: each run's counts
+    (``width`` per template) as a templates × width matrix in one template order, a
+    template one run did not count as zeros."""
+    clusters = sorted(set(c_old) | set(c_new))
+    zero = np.zeros(width)
+    m_old = np.array([c_old.get(t, zero) for t in clusters]).reshape(-1, width)
+    m_new = np.array([c_new.get(t, zero) for t in clusters]).reshape(-1, width)
+    return score_change(m_old, m_new, stat, confidence=confidence)
 
 
 def _score_comparison(
@@ -622,11 +640,7 @@ def _accuracy_comparison(
     measure = f"acc_{context}"
     c_old = _accuracy_counts(old_o, questions, context)
     c_new = _accuracy_counts(new_o, questions, context)
-    clusters = sorted(set(c_old) | set(c_new))
-    zero = np.zeros(2)
-    m_old = np.array([c_old.get(t, zero) for t in clusters]).reshape(-1, 2)
-    m_new = np.array([c_new.get(t, zero) for t in clusters]).reshape(-1, 2)
-    change = score_change(m_old, m_new, _accuracy, confidence=confidence)
+    change = _template_change(c_old, c_new, 2, _accuracy, confidence)
     known = [i for i in old_o if questions[i].correct is not None]
     right_old = {i: old_o[i] == questions[i].correct for i in known}
     right_new = {i: new_o[i] == questions[i].correct for i in known}
