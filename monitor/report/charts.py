@@ -83,8 +83,9 @@ class GroupTitle:
 
 
 @dataclass
-class DotChart:
-    """Everything ``dots_svg`` needs, in pixel coordinates rounded to 0.1 px."""
+class _Frame:
+    """A chart's canvas and plot area in pixels, and where a value lands in it: what the
+    dot chart and the forest share, so both place a value by one rule."""
 
     width: int = WIDTH
     height: int = 60
@@ -92,6 +93,18 @@ class DotChart:
     x1: float = WIDTH - VALUE_WIDTH
     y0: float = TOP
     y1: float = TOP + ROW
+
+    def place(self, v: float, lo: float, hi: float) -> float:
+        """The x of ``v`` on a value axis from ``lo`` to ``hi``, rounded to 0.1 px; a value
+        past an end (an interval past the scale) is cut at that edge."""
+        v = min(max(v, lo), hi)
+        return round(self.x0 + (v - lo) / (hi - lo) * (self.x1 - self.x0), 1)
+
+
+@dataclass
+class DotChart(_Frame):
+    """Everything ``dots_svg`` needs, in pixel coordinates rounded to 0.1 px."""
+
     rows: list[DotRow] = field(default_factory=list)
     titles: list[GroupTitle] = field(default_factory=list)
     ticks: list[Tick] = field(default_factory=list)
@@ -151,11 +164,9 @@ def dot_chart(groups: Sequence[tuple[str, Sequence[Estimate]]], scale: Scale) ->
     order the labels first come, baseline and new run on the row. A group titled "" has
     no title row (a chart of one group, named by its caption)."""
     chart = DotChart()
-    span = scale.hi - scale.lo
 
     def x(v: float) -> float:
-        v = min(max(v, scale.lo), scale.hi)  # an interval past the scale is cut at its edge
-        return round(chart.x0 + (v - scale.lo) / span * (chart.x1 - chart.x0), 1)
+        return chart.place(v, scale.lo, scale.hi)
 
     def mark(e: Estimate | None) -> Mark | None:
         if e is None or e.value is None or not math.isfinite(e.value):
@@ -218,12 +229,20 @@ class Change:
 
 
 @dataclass(frozen=True)
-class ForestRow:
+class IntervalRow:
+    """One row of a forest, in pixels: its y, its label, and where the estimate and its
+    interval's ends land (None: not known). The report's forest of paired changes and the
+    association tests' forest of d (``families/association/plots``) add what they mark."""
+
     y: float
     label: str
     x: float | None
     lo: float | None
     hi: float | None
+
+
+@dataclass(frozen=True)
+class ForestRow(IntervalRow):
     mde_lo: float | None  # the band of changes the test would usually not see
     mde_hi: float | None
     kind: str  # "regression" | "improvement" | "" (not flagged)
@@ -232,13 +251,7 @@ class ForestRow:
 
 
 @dataclass
-class ChangeForest:
-    width: int = WIDTH
-    height: int = 60
-    x0: float = LABEL_WIDTH
-    x1: float = WIDTH - VALUE_WIDTH
-    y0: float = TOP
-    y1: float = TOP + ROW
+class ChangeForest(_Frame):
     rows: list[ForestRow] = field(default_factory=list)
     ticks: list[Tick] = field(default_factory=list)
     zero_x: float = 0.0
@@ -272,8 +285,7 @@ def change_forest(changes: Sequence[Change]) -> ChangeForest:
     plot.height = plot.y1 + AXIS
 
     def x(v: float) -> float:
-        v = min(max(v, -half), half)
-        return round(plot.x0 + (v + half) / (2 * half) * (plot.x1 - plot.x0), 1)
+        return plot.place(v, -half, half)
 
     step = half / 2 if half <= 0.2 else (0.1 if half <= 0.5 else 0.25)
     n = round(half / step)

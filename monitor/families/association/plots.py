@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from monitor import fmt
+from monitor.report.charts import IntervalRow
 from monitor.report.model import AssociationResult, Trend
 from monitor.report.plots import Marker, Tick, TrendPlot, tick_labels, time_ticks
 
@@ -38,12 +39,7 @@ def _ticks(lo: float, hi: float) -> list[float]:
 
 
 @dataclass(frozen=True)
-class ForestRow:
-    y: float
-    label: str
-    x: float | None
-    lo: float | None
-    hi: float | None
+class ForestRow(IntervalRow):
     significant: bool
     text: str
 

@@ -65,6 +65,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -74,7 +75,12 @@ from monitor.drift.noise import NoiseBook
 from monitor.drift.power import mcnemar_mde
 from monitor.drift.provenance_diff import diff_runs
 from monitor.drift.verdicts import MIN_ITEM_OVERLAP, comparability
-from monitor.families.choice_qa.paired import score_change, stuart_maxwell
+from monitor.families.choice_qa.paired import (
+    ScoreChange,
+    Statistic,
+    score_change,
+    stuart_maxwell,
+)
 from monitor.fmt import MINUS
 from monitor.metrics.few_clusters import smallest_sign_flip_p
 from monitor.readmodel.models import AxisOutcomes, StoredRun
@@ -525,11 +531,7 @@ def _bias_comparison(
 ) -> FamilyComparison:
     measure, symbol, stat = SCORES[context]
     c_old, c_new = _bias_counts(old_o, questions, context), _bias_counts(new_o, questions, context)
-    clusters = sorted(set(c_old) | set(c_new))
-    zero = np.zeros(4)
-    m_old = np.array([c_old.get(t, zero) for t in clusters]).reshape(-1, 4)
-    m_new = np.array([c_new.get(t, zero) for t in clusters]).reshape(-1, 4)
-    change = score_change(m_old, m_new, stat, confidence=confidence)
+    change = _template_change(c_old, c_new, 4, stat, confidence)
     if change.delta is None:
         words = f"on {scope} {symbol} is undefined in one of the runs (no non-unknown answer)"
     elif langs is not None:
@@ -552,11 +554,59 @@ def _bias_comparison(
             if change.delta
             else f"on {scope} the bias score {symbol} did not move ({_signed(100 * change.old, 1)})"
         )
+    return _score_comparison(
+        measure,
+        scope,
+        len(old_o),
+        change,
+        words,
+        noise,
+        common,
+        method=BIAS_METHOD,
+        towards_stereotype=None if change.delta is None else change.delta > 0,
+        mde=_bias_mde(old_o, new_o, questions, context, alpha),
+        mde_method=MDE_BIAS,
+        label=symbol,
+        details={"n_templates": change.n_templates, "symbol": symbol},
+    )
+
+
+def _template_change(
+    c_old: Mapping[str, np.ndarray],
+    c_new: Mapping[str, np.ndarray],
+    width: int,
+    stat: Statistic,
+    confidence: float,
+) -> ScoreChange:
+    """``paired.score_change`` over the templates either run counted: each run's counts
+    (``width`` per template) as a templates × width matrix in one template order, a
+    template one run did not count as zeros."""
+    clusters = sorted(set(c_old) | set(c_new))
+    zero = np.zeros(width)
+    m_old = np.array([c_old.get(t, zero) for t in clusters]).reshape(-1, width)
+    m_new = np.array([c_new.get(t, zero) for t in clusters]).reshape(-1, width)
+    return score_change(m_old, m_new, stat, confidence=confidence)
+
+
+def _score_comparison(
+    measure: str,
+    scope: str,
+    n_paired: int,
+    change: ScoreChange,
+    words: str,
+    noise: _Noise,
+    common: dict,
+    **own: Any,
+) -> FamilyComparison:
+    """The record of a measure compared through ``paired.score_change`` (the bias scores
+    and accuracy): its values, Δ, interval and p come from ``change``, its noise from the
+    repeat runs' spread of ``measure``; ``own`` is what the measure says for itself
+    (method, MDE, label, details, how its direction reads)."""
     return FamilyComparison(
         family=FAMILY,
         measure=measure,
         scope=scope,
-        n_paired=len(old_o),
+        n_paired=n_paired,
         value_old=change.old,
         value_new=change.new,
         delta=change.delta,
@@ -564,15 +614,10 @@ def _bias_comparison(
         ci_high=change.ci_high,
         p_value=change.p_value,
         p_adjusted=None,
-        method=BIAS_METHOD,
         change=words,
-        towards_stereotype=None if change.delta is None else change.delta > 0,
         verdict=ComparisonVerdict("no significant change", "not yet adjusted"),
         noise=noise.spreads.get(measure),
-        mde=_bias_mde(old_o, new_o, questions, context, alpha),
-        mde_method=MDE_BIAS,
-        label=symbol,
-        details={"n_templates": change.n_templates, "symbol": symbol},
+        **own,
         **common,
     )
 
@@ -595,11 +640,7 @@ def _accuracy_comparison(
     measure = f"acc_{context}"
     c_old = _accuracy_counts(old_o, questions, context)
     c_new = _accuracy_counts(new_o, questions, context)
-    clusters = sorted(set(c_old) | set(c_new))
-    zero = np.zeros(2)
-    m_old = np.array([c_old.get(t, zero) for t in clusters]).reshape(-1, 2)
-    m_new = np.array([c_new.get(t, zero) for t in clusters]).reshape(-1, 2)
-    change = score_change(m_old, m_new, _accuracy, confidence=confidence)
+    change = _template_change(c_old, c_new, 2, _accuracy, confidence)
     known = [i for i in old_o if questions[i].correct is not None]
     right_old = {i: old_o[i] == questions[i].correct for i in known}
     right_new = {i: new_o[i] == questions[i].correct for i in known}
@@ -625,30 +666,22 @@ def _accuracy_comparison(
         )
     else:
         words = f"on {scope} accuracy did not change ({100 * change.old:.1f}%)"
-    return FamilyComparison(
-        family=FAMILY,
-        measure=measure,
-        scope=scope,
-        n_paired=len(known),
-        value_old=change.old,
-        value_new=change.new,
-        delta=change.delta,
-        ci_low=change.ci_low,
-        ci_high=change.ci_high,
-        p_value=change.p_value,
-        p_adjusted=None,
+    return _score_comparison(
+        measure,
+        scope,
+        len(known),
+        change,
+        words,
+        noise,
+        common,
         method=ACC_METHOD,
-        change=words,
         towards_stereotype=None,
         worse=None if not change.delta else change.delta < 0,
-        verdict=ComparisonVerdict("no significant change", "not yet adjusted"),
-        noise=noise.spreads.get(measure),
         mde=mde,
         mde_method=MDE_ACC,
         label="accuracy",
         signed=False,
         details={"n_templates": change.n_templates, "became_wrong": b, "became_correct": c},
-        **common,
     )
 
 
