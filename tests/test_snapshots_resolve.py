@@ -33,7 +33,8 @@ def _sha(data: bytes) -> str:
 
 
 def make_dist(site: Path, dist: str, version: str, module: str, init: str = "") -> Path:
-    """A minimal installed distribution: package folder + dist-info METADATA."""
+    """A minimal installed distribution: package folder + dist-info METADATA and RECORD
+    (the installer's file list, as pip writes it: what ties ``module`` to ``package``)."""
     pkg = site / module
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text(init, encoding="utf-8")
@@ -41,6 +42,10 @@ def make_dist(site: Path, dist: str, version: str, module: str, init: str = "") 
     info.mkdir()
     (info / "METADATA").write_text(
         f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n", encoding="utf-8"
+    )
+    (info / "RECORD").write_text(
+        f"{module}/__init__.py,,\n{info.name}/METADATA,,\n{info.name}/RECORD,,\n",
+        encoding="utf-8",
     )
     return pkg
 
