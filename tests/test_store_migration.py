@@ -21,6 +21,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from statsmodels.stats.multitest import multipletests
 
 from monitor.store import schema
 
@@ -257,6 +258,7 @@ def test_drift_reads_the_same_after_migration(released):
     old = released["drift"]
     assert new["pairs"] == old["pairs"]
     assert len(new["comparisons"]) == len(old["comparisons"])
+    tested: list[tuple[str, float, float, float]] = []
     for o, n in zip(old["comparisons"], new["comparisons"], strict=True):
         assert n.pop("confidence") == 0.95  # the interval level is now stated
         # One Wilson implementation now (the old drift had a second one): the bounds
@@ -281,10 +283,43 @@ def test_drift_reads_the_same_after_migration(released):
         assert n.pop("control") is None
         # McNemar's p is now 2·bdtr(min(b, c), n, ½) from scipy.special instead of scipy's
         # binomtest (docs/drift-statistics.md §9): equal to 1e-11 relative, not bit for bit.
-        for field in ("p_mcnemar", "p_bh"):
-            assert n[field] == pytest.approx(o[field], rel=1e-11, abs=0)
-            n[field] = o[field]
+        assert n["p_mcnemar"] == pytest.approx(o["p_mcnemar"], rel=1e-11, abs=0)
+        # Issue 43: on an axis whose stereotypes name two groups drift tests the balanced
+        # change, and its p (not McNemar's) enters the BH family (docs/drift-statistics.md
+        # §10), so p (BH) is checked against the new family below, not the released one.
+        tested.append((n.pop("tested"), n.pop("p"), n.pop("p_mcnemar"), n.pop("p_bh")))
+        n["p_mcnemar"], n["p_bh"] = o["p_mcnemar"], o["p_bh"]
+        for field in ("balanced", "balanced_note", "robustness"):
+            n.pop(field)
+        # The reason now leads with the balanced change; the flips it read are the same.
+        reason = n.pop("reason")
+        assert o["reason"].split("; BH-adjusted")[0] in reason, (reason, o["reason"])
+        assert reason.endswith(f"BH-adjusted p = {tested[-1][3]:.3g} ≥ 0.05"), reason
+        n["reason"] = o["reason"]
         assert n == o
+    assert {t for t, *_ in tested} == {"balanced", "raw"}  # both families' kinds are here
+    assert all(p == p_mcnemar for kind, p, p_mcnemar, _ in tested if kind == "raw")
+    adjusted = multipletests([p for _, p, _, _ in tested], method="fdr_bh")[1]
+    assert [p_bh for *_, p_bh in tested] == pytest.approx(list(adjusted), rel=1e-12, abs=0)
+
+
+def test_a_migrated_store_drifts_as_a_fresh_one(released, tmp_path):
+    """The same study imported by the current code into a new store gives the same drift,
+    every figure (balanced change, p, BH p, intervals, verdicts), as the migrated store."""
+    env = {**released["env"], "MONITOR_DB": str(tmp_path / "fresh.duckdb")}
+    results = Path(env["MONITOR_DATA_MIRROR"]) / "caste-bias" / "results"
+    for month, day in (("april", "2024-04-16"), ("july", "2024-07-18")):
+        _cli(REPO, env, released["cwd"], "import", "caste-bias", str(results / month),
+             "--snapshot", SNAPSHOT, "--date", day)  # fmt: skip
+    args = ("drift", "-s", SNAPSHOT, "--format", "json")
+    fresh = json.loads(_cli(REPO, env, released["cwd"], *args))
+    migrated = json.loads(_new(released, *args))
+    assert len(migrated["comparisons"]) == 4
+    assert any(c["tested"] == "balanced" for c in migrated["comparisons"])
+    drop = ("generated_at",)
+    assert {k: v for k, v in fresh.items() if k not in drop} == {
+        k: v for k, v in migrated.items() if k not in drop
+    }
 
 
 def test_an_old_export_merges_into_a_new_store(released, tmp_path):
