@@ -3,12 +3,15 @@ hand-built rows whose expected numbers are counted by hand."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from monitor.benchmarks.items import Item
+from monitor.families.pairs.balanced import NOT_SEPARABLE
 from monitor.families.pairs.identity import ASSOCIATION_RATE, BT_STRENGTH
 from monitor.metrics.context import score_contexts
-from monitor.metrics.intervals import axis_measures
+from monitor.metrics.intervals import BIAS_RATE, TIE_RATE, axis_measures
 from monitor.metrics.panel import AGREEMENT, PANEL_METRICS, panel_measures, panel_of, rate_name
 from monitor.metrics.registry import get_metric, run_measures
 from monitor.records import ScoreRow
@@ -93,7 +96,17 @@ def test_runs_without_identity_pairs_are_unchanged() -> None:
     ]
     rows = [ScoreRow("x1", "cll", "3", "stereo", 1.0), ScoreRow("x2", "cll", "3", "anti", -1.0)]
     axes = {it.item_id: (it.benchmark, it.axis) for it in items}
-    assert run_measures(get_metric("cll"), rows, items) == axis_measures(rows, axes)
+    # Issue 43: a sentence-pair axis's bias rate also says whether it has a balanced
+    # rate; these items name no groups, so it carries the note why not. Nothing else
+    # changes (the tie rate included).
+    expected = [
+        replace(m, details={**m.details, "balanced_note": NOT_SEPARABLE})
+        if m.measure == BIAS_RATE
+        else m
+        for m in axis_measures(rows, axes)
+    ]
+    assert [m.measure for m in expected] == [BIAS_RATE, TIE_RATE]
+    assert run_measures(get_metric("cll"), rows, items) == expected
 
 
 def _panel_row(item: str, own: str, ref: str, ull: str) -> ScoreRow:
