@@ -15,6 +15,7 @@ import itertools
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -272,10 +273,23 @@ def test_static_vectors_give_the_hand_computed_effect_size_and_show_in_drift_and
     assert "forest" in html and "<script" not in html and "kiv" not in html
 
     if BROWSER is not None:  # the forest plot and the pair trends, as a browser paints them
-        png = tmp / "report.png"
-        screenshot(report_dir / "report.html", png, tmp / "profile")
-        pixels = np.asarray(Image.open(png).convert("RGB"))
-        assert near(pixels, FOREST, 12).sum() > 200, "no forest plot drawn"
+        # The report charts above the association section push the forest below the
+        # first 2000 px: the whole page is painted, and the forest's pixels are those that
+        # go when its SVG is cut out of a copy (the trends' break and control lines share
+        # its colour).
+        page = report_dir / "report.html"
+        cut = tmp / "no-forest.html"
+        forest_svg = r'<svg class="plot forest".*?</svg>'
+        assert len(re.findall(forest_svg, html, flags=re.S)) == 1
+        cut.write_text(re.sub(forest_svg, "", html, flags=re.S), encoding="utf-8")
+        painted = {}
+        for name, source in (("report", page), ("cut", cut)):
+            png = tmp / f"{name}.png"
+            screenshot(source, png, tmp / f"profile-{name}", size=(1280, 8000))
+            painted[name] = np.asarray(Image.open(png).convert("RGB"))
+        pixels = painted["report"]
+        forest = near(pixels, FOREST, 12).sum() - near(painted["cut"], FOREST, 12).sum()
+        assert forest > 200, "no forest plot drawn"
         # April → July is a configuration change (model, API, prompt): the pair trend is
         # two points with their intervals and a break between them, no connecting line.
         assert near(pixels, LINE, 30).sum() > 100, "no pair trend drawn"

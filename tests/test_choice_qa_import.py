@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 
 import pytest
 from _ci_report import findings
@@ -242,8 +243,13 @@ def test_drift_report_and_show_on_two_imported_models(imported, tmp_path):
     assert f"age bias\\_ambig ({amb['delta']:+.1f} pp)".replace("-", "−") in verdict
     assert "ambiguous age questions" in md and "gemma-bharatbbq-paper" in html
     assert "s_AMB" in html and "ambiguous age questions" in html
-    # No trend covers these runs' measures: the report must not claim it plots them.
-    assert "other complete runs are not listed." in html
+    # report -s shows only the asked snapshot and its baseline's (docs/reading-a-verdict.md):
+    # the run list names both compared runs and no run of the other imported snapshots,
+    # and, no trend covering these measures, never claims to plot the runs it leaves out.
+    runs_part = html.split('<h2 id="runs">', 1)[1].split("<h2", 1)[0]
+    listed = re.findall(r"<tr[^>]*><td><code>([^<]+)</code>", runs_part)
+    assert sorted(listed) == sorted([new, old]), listed
+    assert "unifiedqa" not in runs_part and "not listed" not in runs_part
     assert "plotted in the trends" not in html
 
     shown = cli(env, "show", new).stdout
