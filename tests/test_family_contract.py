@@ -374,3 +374,69 @@ def test_the_registry_order_keeps_the_pairs_first():
         "choice-qa",
     ]
     assert next(iter(registry.metric_specs())) == "cll"
+
+
+# ------------------------------------------------------- a family's own benchmarks
+
+_SHIPPED_CSV = (
+    ",Target_Stereotypical,Target_Anti-Stereotypical,Sentence\n"
+    "0,['Alpha'],['Beta'],The neighbour is MASK\n"
+    "1,['Beta'],['Alpha'],The visitor is MASK\n"
+    "2,['Alpha'],['Beta'],The teacher is MASK\n"
+)
+
+
+def _shipping_family(site: Path, benchmark_id: str) -> Path:
+    """A family package of its own, installed in ``site``, that ships one benchmark file
+    in its package (no URL) and loads it with the pairs' loader."""
+    import hashlib
+
+    pkg = site / "shipfam"
+    (pkg / "data").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "data" / "tiny.csv").write_text(_SHIPPED_CSV, encoding="utf-8")
+    digest = hashlib.sha256(_SHIPPED_CSV.encode()).hexdigest()
+    (pkg / "benchmarks.toml").write_text(
+        "schema_version = 1\n\n[sources.shipfam]\n"
+        'repo = "example/shipfam"\ncommit = "' + "1" * 40 + '"\n'
+        'licence = "test data"\ncitation = "test data"\n\n'
+        f"[benchmarks.{benchmark_id}]\n"
+        'source = "shipfam"\nformat = "indian-bhed"\naxis = "test"\nregion = "test"\n'
+        f'path = "data/tiny.csv"\nsha256 = "{digest}"\nrows = 3\n',
+        encoding="utf-8",
+    )
+    (pkg / "family.py").write_text(
+        "from pathlib import Path\n"
+        "from monitor.contract.capabilities import Metrics\n"
+        "from monitor.contract.family import Family\n"
+        "from monitor.families.pairs.family import FAMILY as PAIRS\n"
+        "FAMILY = Family(name='shipped-test', summary='a test family', item_kinds=(),\n"
+        "    measure_kinds=('rate',), headline='bias_rate', outcomes=True, formats=(),\n"
+        "    items=PAIRS.items, metrics=lambda: Metrics(specs=lambda family: []),\n"
+        "    benchmarks=Path(__file__).parent / 'benchmarks.toml')\n",
+        encoding="utf-8",
+    )
+    _fake_distribution(site, "shipfam", {"shipped": "shipfam.family:FAMILY"})
+    return pkg
+
+
+def test_a_family_ships_its_own_pinned_benchmark(tmp_path, monitor_env):
+    pkg = _shipping_family(tmp_path / "site", "shipped-tiny")
+    listed = _cli(tmp_path / "site", "data", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert "shipped-tiny" in listed.stdout
+    fetched = _cli(tmp_path / "site", "data", "fetch", "-b", "shipped-tiny")
+    assert fetched.returncode == 0, fetched.stderr
+    assert "shipped-tiny: 3 items, 0 excluded rows; quality suite passed" in fetched.stderr
+    # The shipped file is pinned: an edited copy is refused, never read.
+    (pkg / "data" / "tiny.csv").write_text(_SHIPPED_CSV.replace("teacher", "doctor"))
+    tampered = _cli(tmp_path / "site", "data", "fetch", "-b", "shipped-tiny")
+    assert tampered.returncode != 0 and "Traceback" not in tampered.stderr
+    assert "reinstall the family's package" in tampered.stderr
+
+
+def test_a_family_benchmark_id_already_in_the_manifest_is_refused(tmp_path, monitor_env):
+    _shipping_family(tmp_path / "site", "bhed-caste")
+    proc = _cli(tmp_path / "site", "data", "list")
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "both define benchmark id 'bhed-caste'" in proc.stderr
