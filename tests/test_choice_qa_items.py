@@ -15,8 +15,8 @@ import pytest
 from monitor.benchmarks.fetch import fetch
 from monitor.benchmarks.load import load_benchmarks
 from monitor.benchmarks.manifest import load_manifest
+from monitor.contract.registry import get_family
 from monitor.errors import DataIntegrityError, UserInputError
-from monitor.metrics.families import FAMILIES
 
 IDS = ["bbq-religion", "bharatbbq-caste", "bharatbbq-sexual-orientation"]
 
@@ -44,11 +44,11 @@ def test_manifest_lists_every_category_and_none_is_default():
     assert manifest.benchmarks["bharatbbq-caste"].axis == "caste"
 
 
-def test_every_hook_of_the_family_resolves():
-    family = FAMILIES["choice-qa"]
-    assert {"load", "measures", "importers"} <= set(family.hooks)
-    for name in family.hooks:
-        assert callable(family.hook(name)), name
+def test_the_family_loads_its_formats_and_adds_measures_and_importers():
+    family = get_family("choice-qa")
+    assert set(family.formats) == {"bbq-jsonl", "bharatbbq-csv"}
+    assert callable(family.items().load) and family.items().load_corrected is None
+    assert callable(family.metrics().measures) and callable(family.importers().predictions)
 
 
 def test_errata_do_not_apply_to_choice_questions(cache, tmp_path):

@@ -164,18 +164,24 @@ def test_wrong_row_count_and_tampered_id_fail(loaded, manifest):
 
 
 def test_a_file_whose_rows_were_all_excluded_gets_the_pair_suite(loaded, manifest):
-    """No item is left to say which family's suite applies: the default (sentence pairs)
-    checks it, so every row must still be accounted for by a known exclusion reason."""
+    """No item is left to say which family's suite applies: the family of the file's
+    manifest format (sentence pairs) checks it, so every row must still be accounted for
+    by a known exclusion reason; without a format there is nothing to go by."""
     race = loaded["bhed-race"]
     every_row = [
         Exclusion(race.benchmark, race.version.label, n, "duplicate", "test: all excluded")
         for n in range(race.source_rows)
     ]
     empty = dataclasses.replace(race, items=[], reference_rows=[], exclusions=every_row)
-    result = validate_benchmark(empty, expected_rows=_rows(manifest, "bhed-race"))
+    fmt = manifest.benchmarks["bhed-race"].format
+    result = validate_benchmark(empty, expected_rows=_rows(manifest, "bhed-race"), fmt=fmt)
     assert result.suite == "benchmark:bhed-race" and result.success, result.reasons
     unknown = [dataclasses.replace(e, reason="no_reason_given") for e in every_row]
     bad = validate_benchmark(
-        dataclasses.replace(empty, exclusions=unknown), expected_rows=_rows(manifest, "bhed-race")
+        dataclasses.replace(empty, exclusions=unknown),
+        expected_rows=_rows(manifest, "bhed-race"),
+        fmt=fmt,
     )
     assert not bad.success and any("no_reason_given" in r for r in bad.reasons)
+    with pytest.raises(ValueError, match="no manifest format to tell its family"):
+        validate_benchmark(empty, expected_rows=_rows(manifest, "bhed-race"))

@@ -113,6 +113,12 @@ def _fetch_one(
         say(f"{spec.id}: cached copy at {target} matches its pin; reused")
         return FetchResult(spec.id, target, spec.sha256, "cache")
 
+    if spec.shipped is not None:
+        # Nothing to download: the file is the family package's, and it does not match.
+        raise DataIntegrityError(
+            f"{spec.id}: the file its family's package ships, {target}, is missing or does "
+            f"not match its pinned sha256 {spec.sha256}; reinstall the family's package"
+        )
     if from_dir is not None:
         source = Path(from_dir) / spec.path
         _install(_read_chunks(source, spec, f"--from folder {from_dir}"), target, spec, source)
@@ -140,6 +146,8 @@ def _fetch_one(
 
 
 def _cache_path(spec: BenchmarkSpec, data_dir: Path | None) -> Path:
+    if spec.shipped is not None:  # a family ships the file in its package: read it there
+        return spec.shipped
     return (Path(data_dir) if data_dir is not None else paths.data_dir()) / spec.path
 
 

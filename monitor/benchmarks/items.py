@@ -81,7 +81,7 @@ class Item:
     """
 
     item_id: str
-    benchmark: str  # benchmark id from data/benchmarks.toml, e.g. "bhed-caste"
+    benchmark: str  # benchmark id from the manifest (data/benchmarks.toml or a family's)
     axis: str  # "caste" | "religion" | "gender" | "race" | CrowS bias_type ...
     region: str  # "india" | "us"
     benchmark_version: str

@@ -7,7 +7,6 @@ names.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from monitor.benchmarks.errata import ErrataFile, load_errata
 from monitor.benchmarks.fetch import read_verified
 from monitor.benchmarks.items import BenchmarkVersion, LoadedBenchmark
 from monitor.benchmarks.manifest import BenchmarkManifest, BenchmarkSpec, load_manifest
+from monitor.contract.registry import formats
 from monitor.errors import UserInputError
 
 
@@ -36,9 +36,9 @@ def load_benchmarks(
     version it declares; ``"none"`` uses the raw files; any other value must equal the
     declared version, so a run asking for an errata version that is not here fails.
 
-    ``options`` go to the loaders of family folders (``FAMILY_LOADERS``), on top of each
-    manifest entry's own options: e.g. ``{"size": "mini"}`` for choice questions. The
-    other formats take their options from the manifest only.
+    ``options`` go to the family loaders (``Family.items.load``, found by the manifest
+    entry's format), on top of each manifest entry's own options: e.g. ``{"size":
+    "mini"}`` for choice questions; a loader that takes no such option ignores it.
     """
     manifest = manifest if manifest is not None else load_manifest()
     specs = manifest.select(ids, controls=ids is None)
@@ -66,22 +66,6 @@ def _resolve_errata(errata: str, errata_file: Path | None) -> ErrataFile | None:
     return loaded
 
 
-# Every manifest format's loader: the ``load`` hook of a family folder
-# (``monitor/families/<name>/items.py``), named as references so this room never imports
-# the folder, with what its items are called where errata cannot edit them (errata edit
-# sentence-pair rows only; None: the loader takes the errata and the data folder).
-FAMILY_LOADERS: dict[str, tuple[str, str | None]] = {
-    "indian-bhed": ("monitor.families.pairs.items:load", None),
-    "crows-pairs": ("monitor.families.pairs.items:load", None),
-    "indic-taxonomy": ("monitor.families.pairs.items:load", None),
-    "bbq-jsonl": ("monitor.families.choice_qa.items:load", "choice questions"),
-    "bharatbbq-csv": ("monitor.families.choice_qa.items:load", "choice questions"),
-    "weat-json": ("monitor.families.association.items:load", "word-set benchmarks"),
-    "sochindi-weat": ("monitor.families.association.items:load", "word-set benchmarks"),
-    "sochindi-seat": ("monitor.families.association.items:load", "word-set benchmarks"),
-}
-
-
 def _load_one(
     manifest: BenchmarkManifest,
     spec: BenchmarkSpec,
@@ -96,11 +80,11 @@ def _load_one(
         sha256=spec.sha256,
         errata_version=corrections.version if corrections is not None else "none",
     )
-    ref, noun = FAMILY_LOADERS[spec.format]
-    module, _, attr = ref.partition(":")
-    loader = getattr(importlib.import_module(module), attr)
-    if noun is None:  # sentence pairs: the errata edit them; the taxonomy has companions
-        return loader(spec, data, version, options, errata=corrections, data_dir=data_dir)
+    items = formats()[spec.format].items()
+    if items.load_corrected is not None:  # rows the errata edit; companions in data_dir
+        return items.load_corrected(
+            spec, data, version, options, errata=corrections, data_dir=data_dir
+        )
     if corrections is not None and corrections.for_benchmark(spec.id):
-        raise UserInputError(f"errata for {spec.id}: {noun} take no errata")
-    return loader(spec, data, version, options)
+        raise UserInputError(f"errata for {spec.id}: {items.errata_noun} take no errata")
+    return items.load(spec, data, version, options)

@@ -1,9 +1,14 @@
 """Pydantic schema of ``data/benchmarks.toml``: which third-party files a benchmark id means.
 
 The manifest pins every benchmark to a source commit, a URL and a sha256, so that
-"bhed-caste" names exactly one file everywhere. Unknown keys are refused (a typo in
+a benchmark id names exactly one file everywhere. Unknown keys are refused (a typo in
 the manifest would otherwise be silently ignored and the pin would not be what the
 reader thinks it is).
+
+A family may ship benchmarks of its own (``Family.benchmarks``: a TOML of this schema in
+its package); ``load_manifest`` merges them with ``data/benchmarks.toml``. Such an entry
+may leave out ``url``: its ``path`` is then a file beside that TOML, inside the family's
+package, still pinned by ``sha256`` (``BenchmarkSpec.shipped``).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from pydantic import (
 )
 
 from monitor import paths
+from monitor.contract.registry import families, formats
 from monitor.errors import UserInputError
 
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
@@ -29,20 +35,6 @@ GitCommit = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")]
 BenchmarkId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*$")]
 HttpUrl = Annotated[str, StringConstraints(pattern=r"^https?://\S+$")]
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
-# Each format is loaded by its family folder's ``load`` hook (``monitor.families``;
-# ``monitor.benchmarks.load.FAMILY_LOADERS``): sentence-pair CSVs and the Indic-Bias
-# taxonomy by the pairs' (whose parsers are still this room's ``parse`` and ``taxonomy``),
-# word sets by the association tests', BBQ and BharatBBQ by choice-QA's.
-Format = Literal[
-    "indian-bhed",
-    "crows-pairs",
-    "indic-taxonomy",
-    "weat-json",
-    "sochindi-weat",
-    "sochindi-seat",
-    "bbq-jsonl",
-    "bharatbbq-csv",
-]
 # Benchmark options: plain scalars only (they are recorded with every run that uses them).
 OptionValue = int | float | str | bool
 
@@ -93,11 +85,11 @@ class BenchmarkSpec(_Strict):
 
     id: BenchmarkId
     source: NonEmpty
-    format: Format
+    format: NonEmpty  # one of the registered families' ``formats``; that family loads it
     axis: NonEmpty
     region: NonEmpty
     path: NonEmpty  # relative POSIX path under the data cache (and under --from / mirror dirs)
-    url: HttpUrl
+    url: HttpUrl | None = None  # None only for a file a family ships (``shipped``)
     sha256: Sha256
     rows: Annotated[int, Field(gt=0)]  # data rows as parsed by Python csv, header excluded;
     # for word sets: terms listed in the file, all sets of all tests
@@ -107,10 +99,21 @@ class BenchmarkSpec(_Strict):
     controls: tuple[BenchmarkId, ...] = ()
     companions: dict[str, CompanionFile] = Field(default_factory=dict)
     options: dict[str, OptionValue] = Field(default_factory=dict)
+    # Set by ``load_manifest`` (never written in a TOML): the file inside the package of
+    # the family that ships this benchmark, read in place of a cached download.
+    shipped: Path | None = Field(default=None, exclude=True)
 
     @model_validator(mode="after")
     def _relative_path(self) -> BenchmarkSpec:
         _check_relative(self.path)
+        if self.url is None and self.shipped is None:
+            raise ValueError(f"benchmarks.{self.id}: url is required")
+        known = formats()
+        if self.format not in known:
+            raise ValueError(
+                f"benchmarks.{self.id}: unknown format {self.format!r}; the registered "
+                f"families load {', '.join(known)}"
+            )
         return self
 
     def companion_spec(self, name: str) -> BenchmarkSpec:
@@ -215,8 +218,67 @@ def _one_line(exc: ValidationError) -> str:
 
 
 def load_manifest(path: Path | None = None) -> BenchmarkManifest:
-    """Read and validate the manifest; any problem is one ``UserInputError`` naming the file."""
+    """Read and validate the manifest, merged with every family's own benchmarks
+    (``Family.benchmarks``); any problem is one ``UserInputError`` naming the file.
+
+    An id (or a source key with other contents) that two files both define is refused:
+    one id names one file everywhere."""
     path = Path(path) if path is not None else default_manifest_path()
+    raw = _read_toml(path)
+    for family in families():
+        if family.benchmarks is not None:
+            extra = _shipped(_read_toml(family.benchmarks), family.benchmarks)
+            raw = _merged(raw, path, extra, family.benchmarks)
+    try:
+        return BenchmarkManifest.model_validate(raw)
+    except ValidationError as exc:
+        raise UserInputError(f"benchmark manifest {path} is invalid: {_one_line(exc)}") from None
+
+
+def _shipped(raw: dict[str, Any], path: Path) -> dict[str, Any]:
+    """A family's manifest with each entry that has no ``url`` pointed at its file beside
+    the TOML (``BenchmarkSpec.shipped``)."""
+    tables = raw.get("benchmarks")
+    if not isinstance(tables, dict):
+        return raw
+    out = {}
+    for key, table in tables.items():
+        if isinstance(table, dict) and "url" not in table and isinstance(table.get("path"), str):
+            _check_relative(table["path"])
+            table = {**table, "shipped": path.parent / table["path"]}
+        out[key] = table
+    return {**raw, "benchmarks": out}
+
+
+def _merged(raw: dict[str, Any], path: Path, extra: dict[str, Any], where: Path) -> dict[str, Any]:
+    """``raw`` (read from ``path``) with a family manifest's (``where``) sources and
+    benchmarks added; an id both define, or a source key they define differently, is a
+    ``UserInputError`` naming both files."""
+    if extra.get("schema_version") != raw.get("schema_version"):
+        raise UserInputError(
+            f"benchmark manifest {where}: schema_version {extra.get('schema_version')!r} "
+            f"differs from {path}'s {raw.get('schema_version')!r}"
+        )
+    sources = dict(raw.get("sources", {}))
+    for key, table in extra.get("sources", {}).items():
+        if key in sources and sources[key] != table:
+            raise UserInputError(
+                f"benchmark manifests {path} and {where} both define source {key!r}, "
+                "differently; rename one"
+            )
+        sources[key] = table
+    benchmarks = dict(raw.get("benchmarks", {}))
+    for key, table in extra.get("benchmarks", {}).items():
+        if key in benchmarks:
+            raise UserInputError(
+                f"benchmark manifests {path} and {where} both define benchmark id {key!r}; "
+                "one id names one file everywhere: rename one"
+            )
+        benchmarks[key] = table
+    return {**raw, "sources": sources, "benchmarks": benchmarks}
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -225,7 +287,4 @@ def load_manifest(path: Path | None = None) -> BenchmarkManifest:
         raise UserInputError(f"cannot read benchmark manifest {path}: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise UserInputError(f"benchmark manifest {path} is not valid TOML: {exc}") from None
-    try:
-        return BenchmarkManifest.model_validate(raw)
-    except ValidationError as exc:
-        raise UserInputError(f"benchmark manifest {path} is invalid: {_one_line(exc)}") from None
+    return raw

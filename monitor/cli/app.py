@@ -10,6 +10,7 @@ Exit codes (also in README):
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import gc
 import inspect
@@ -29,6 +30,7 @@ from monitor.cli import (
     commands_snapshots,
 )
 from monitor.cli.output import err
+from monitor.contract.registry import FamilyRegistryError
 from monitor.errors import MonitorError
 
 EXIT_CODES = """\
@@ -71,7 +73,10 @@ app.command("export")(commands_db.export)
 app.command("quality")(commands_drift.quality)
 app.command("drift")(commands_drift.drift)
 app.command("report")(commands_drift.report)
-commands_import.register_family_imports()
+# An installed family that cannot be loaded is the environment's fault, not a bug: the
+# CLI still starts, and each command that needs the families says why in one line.
+with contextlib.suppress(FamilyRegistryError):
+    commands_import.register_family_imports()
 app.add_typer(commands_import.import_app, name="import")
 
 

@@ -79,7 +79,7 @@ def _validate_fetched(manifest, ids: list[str]) -> None:
     # the data check must see the whole file. Other loaders ignore the option.
     for bench in load_benchmarks(ids, manifest=manifest, options={"size": "full"}):
         spec = manifest.benchmarks[bench.benchmark]
-        result = validate_benchmark(bench, expected_rows=spec.rows)
+        result = validate_benchmark(bench, expected_rows=spec.rows, fmt=spec.format)
         if not result.success:
             reasons = "; ".join(f.reason for f in result.failures[:3])
             raise DataIntegrityError(

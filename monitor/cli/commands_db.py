@@ -125,7 +125,7 @@ def show(
         family = spec.family if spec is not None else None
         detail = None
         if items:  # a family whose items are not pairs reads its own rows (terms)
-            own_rows = family.hook("item_scores") if family is not None else None
+            own_rows = family.terminal().item_scores if family is not None else None
             detail = (
                 own_rows(view, rid, with_texts=texts)
                 if own_rows is not None
@@ -133,7 +133,7 @@ def show(
             )
     run = dict(stored.fields)
     if fmt is Format.json:
-        own_json = family.hook("show_json") if family is not None else None
+        own_json = family.terminal().show_json if family is not None else None
         doc = {
             "run": run,
             "measures": [results_view.measure_json(rid, m) for m in records],
@@ -178,8 +178,8 @@ def show(
     title = (family.show_title if family is not None else None) or (
         f"measures of {run['snapshot_id']}"
     )
-    show_tables = family.hook("show_tables") if family is not None else None
-    cli_table = family.hook("cli_table") if family is not None else None
+    show_tables = family.terminal().show_tables if family is not None else None
+    cli_table = family.terminal().cli_table if family is not None else None
     if show_tables is not None:
         tables = show_tables(records, stored.metric, title)
     elif cli_table is not None:

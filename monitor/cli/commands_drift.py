@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from monitor.contract.capabilities import Drift
 
 from monitor.cli.commands_db import DbOpt, FmtOpt, _reader, _store, parse_day
 from monitor.cli.commands_snapshots import SnapshotsDirOpt, check_snapshot_names, use_snapshots_dir
@@ -199,7 +202,7 @@ def drift(
 def _drift_json(result, show_flips: bool, snapshot_of: dict[str, str]) -> dict:
     from monitor.cli.output_family import family_json
 
-    parts = _by_family(result, "drift_json")
+    parts = _by_family(result, lambda d: d.json)
     generic = [c for hook, mine in parts if hook is None for c in mine]
 
     def pair(p):
@@ -230,13 +233,18 @@ def _drift_json(result, show_flips: bool, snapshot_of: dict[str, str]) -> dict:
     }
 
 
-def _by_family(result, name: str) -> list[tuple[Callable[..., Any] | None, list]]:
-    """Each family in the registry's order: its hook ``name`` (None where it has none, and
+def _by_family(
+    result, hook: Callable[[Drift], Callable[..., Any] | None]
+) -> list[tuple[Callable[..., Any] | None, list]]:
+    """Each family in the registry's order: its drift ``hook`` (None where it has none, and
     its comparisons are generic records that ``cli.output_family`` draws) and its
     comparisons of ``result`` (possibly none: a family's JSON keys are always present)."""
-    from monitor.metrics.families import FAMILIES
+    from monitor.contract.registry import families
 
-    return [(f.hook(name), result.of_family(f.name)) for f in FAMILIES.values()]
+    return [
+        (hook(f.drift()) if f.drift is not None else None, result.of_family(f.name))
+        for f in families()
+    ]
 
 
 def _no_baseline(result) -> None:
@@ -253,7 +261,7 @@ def _drift_lines(result, show_flips: bool, snapshot_of: dict[str, str]) -> None:
     from monitor.cli.output import output_width
     from monitor.cli.output_drift import wrap
     from monitor.cli.output_family import family_lines
-    from monitor.metrics.families import FAMILIES
+    from monitor.contract.registry import families
 
     width = output_width()
     level = f"{100 * result.confidence:g}%"
@@ -263,16 +271,14 @@ def _drift_lines(result, show_flips: bool, snapshot_of: dict[str, str]) -> None:
     # A family whose Δ and MDE share one unit says so here (the pairs': percentage
     # points); the others name their units in their own headings (d is not in points).
     units = "".join(
-        f"; {f.drift_units}"
-        for f in FAMILIES.values()
-        if f.drift_units and result.of_family(f.name)
+        f"; {f.drift_units}" for f in families() if f.drift_units and result.of_family(f.name)
     )
     lines = wrap(
         f"drift: {flagged} flagged of {tested} paired tests (BH at {result.alpha:g}; "
         f"{level} intervals{units})",
         width,
     )
-    for hook, mine in _by_family(result, "drift_lines"):
+    for hook, mine in _by_family(result, lambda d: d.lines):
         if hook is not None:
             lines += hook(mine, snapshot_of, width, level, drift=result, show_flips=show_flips)
         elif mine:
@@ -295,7 +301,7 @@ def _drift_table(result, show_flips: bool) -> None:
 
     _no_baseline(result)
     level = f"{100 * result.confidence:g}%"
-    parts = _by_family(result, "drift_table")
+    parts = _by_family(result, lambda d: d.table)
     for hook, mine in parts:
         if hook is not None:
             hook(mine, level, drift=result, show_flips=show_flips)

@@ -37,10 +37,12 @@ def _import_predictions(
     db: Path | None,
     fmt: Format,
 ) -> None:
-    from monitor.metrics.families import FAMILIES
+    from monitor.contract.registry import get_family
 
-    family = FAMILIES[family_name]
-    spec = family.hook("importers")()[name]
+    family = get_family(family_name)
+    predictions = family.importers().predictions
+    assert predictions is not None  # registered only for a family that has importers
+    spec = predictions()[name]
     for f in files:
         if not f.is_file():
             raise UserInputError(f"{f}: not a file")
@@ -81,7 +83,7 @@ def _import_predictions(
             out.print(f"{done.snapshots[rid]}: already imported as {rid}", markup=False)
         if done.skipped and not runs:
             out.print(f"nothing new: all {len(done.skipped)} runs are already in the store")
-        table = family.hook("cli_table")
+        table = family.terminal().cli_table
         for run in runs:
             facts = done.facts[run.run_id]
             out.print(
@@ -134,12 +136,12 @@ def register_family_imports() -> None:
     """Register every family's ``import`` commands on ``import_app``, in the registry's
     order: the commands a family writes itself (``import_commands`` hook: the caste
     study's folders), then its published predictions (``importers`` hook)."""
-    from monitor.metrics.families import FAMILIES
+    from monitor.contract.registry import families
 
-    for family in FAMILIES.values():
-        commands = family.hook("import_commands")
+    for family in families():
+        commands = family.importers().commands
         for name, command in (commands() if commands is not None else {}).items():
             import_app.command(name)(command)
-        hook = family.hook("importers")
+        hook = family.importers().predictions
         for spec in (hook() if hook is not None else {}).values():
             _family_import_command(family.name, spec)

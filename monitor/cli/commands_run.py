@@ -14,7 +14,7 @@ from monitor.errors import NotApplicable, UserInputError
 from monitor.fmt import interval, pct
 
 if TYPE_CHECKING:
-    from monitor.metrics.families import ResultFamily
+    from monitor.contract.family import Family
 
 snapshots_app = typer.Typer(help="Pinned model snapshots (snapshots/*.toml).", no_args_is_help=True)
 
@@ -273,10 +273,10 @@ def run(
     from monitor.benchmarks.fetch import fetch
     from monitor.benchmarks.load import load_benchmarks
     from monitor.benchmarks.manifest import load_manifest
+    from monitor.contract.registry import families
     from monitor.jobs.options import RunOptions
     from monitor.jobs.run import item_kinds, metric_for, run_snapshot, sized_benchmarks
     from monitor.kinds import get_kind
-    from monitor.metrics.families import FAMILIES
     from monitor.paths import default_db_path
     from monitor.snapshots.model import LocalDirSource
     from monitor.snapshots.registry import get_snapshot, load_snapshots
@@ -326,7 +326,7 @@ def run(
         options={**({"size": size} if size else {}), **translated} or None,
     )
     if size and not sized_benchmarks(benches):
-        sized = ", ".join(f.name for f in FAMILIES.values() if f.sized)
+        sized = ", ".join(f.name for f in families() if f.sized)
         names = ", ".join(sorted({b.benchmark for b in benches}))
         raise UserInputError(f"--size applies to {sized} benchmarks; not to {names}")
     generation = []
@@ -383,10 +383,10 @@ def run(
                     progress_factory=factory,
                 )
             if generation:
-                from monitor.metrics.families import PAIR_OUTCOME
+                from monitor.contract.registry import judged_scorer
 
                 outcomes.append(
-                    PAIR_OUTCOME.hook("score_judged")(
+                    judged_scorer()(
                         store,
                         snap,
                         judge_snapshot,
@@ -463,10 +463,10 @@ def _official(manifest, folder: Path, tasks, partners: int, limit: int | None, s
     """The official Indic-Bias templates from a downloaded copy; identity partners come
     from the pinned taxonomy, fetched (or imported from the mirror) like any benchmark."""
     from monitor.benchmarks.fetch import fetch
-    from monitor.metrics.families import PAIR_OUTCOME
+    from monitor.contract.registry import official_template_reader
 
     fetch(manifest, ["indic-taxonomy"], on_event=lambda m: err.print(m))
-    return PAIR_OUTCOME.hook("official_templates")(
+    return official_template_reader()(
         manifest,
         folder,
         tasks or ["plausibility", "judgement"],
@@ -490,7 +490,7 @@ def _outcome_dict(o) -> dict:
     }
 
 
-def _print_family_table(o, title: str) -> ResultFamily | None:
+def _print_family_table(o, title: str) -> Family | None:
     """A run's table: its family's ``cli_table`` hook's, else every measure as a plain row
     (benchmark, subject, measure, value, 95% interval, k/n). Returns the family, whose
     declaration words the line under the table (None where the run names no metric)."""
@@ -498,7 +498,7 @@ def _print_family_table(o, title: str) -> ResultFamily | None:
     from monitor.metrics.registry import get_metric
 
     family = get_metric(o.metric).family if o.metric else None
-    hook = family.hook("cli_table") if family is not None else None
+    hook = family.terminal().cli_table if family is not None else None
     if hook is not None:
         out.print(hook(o.measures, title))
         return family

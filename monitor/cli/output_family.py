@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from monitor.cli.output_drift import by_pair, pair_heading, pp, wrap
-from monitor.metrics.families import FAMILIES
+from monitor.contract.registry import find_family
 from monitor.records import FamilyComparison
 
 
 def _words(family: str) -> str:
     """What a reader calls the family's results ("choice questions"), else its name."""
-    spec = FAMILIES.get(family)
+    spec = find_family(family)
     return (spec.words if spec else "") or family
 
 

@@ -4,8 +4,8 @@
 shows; :func:`with_sign_flips` hands each comparison the p-values of its delta tests from
 the session's one sign-flip batch. The session's constants (the roles of a baseline, the
 false discovery rate, the confidence level) and ``UnscoredAxis`` (an axis only one run
-of a pair scored) live here too. Each family's comparison type lives in its folder (the
-pairs': ``monitor.families.pairs.comparison.AxisComparison``).
+of a pair scored) live here too. Each family's comparison type lives with the family
+(``Family.drift``), or is drift's generic ``records.FamilyComparison``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """Which benchmarks are controls, and which benchmark each one controls.
 
-A control (the neutral ``bhed-neutral`` set scored beside ``bhed-caste``) is there to read
-its axis's number: the model's preference on content-free sentences says how far from
-50% "no bias" lies for this model. It is never a bias axis of its own, so drift never
-gives it a verdict, a flag, a place in the Benjamini–Hochberg family or a reason for
-``--fail-on`` to fail; it travels with the comparison of the axis it controls. The
+A control (a neutral set scored beside an axis's benchmark: ``controls`` in the
+manifest) is there to read its axis's number: the model's preference on content-free
+sentences says how far from 50% "no bias" lies for this model. It is never a bias
+axis of its own, so drift never gives it a verdict, a flag, a place in the
+Benjamini–Hochberg family or a reason for ``--fail-on`` to fail; it travels with the
+comparison of the axis it controls. The
 benchmark manifest declares controls (``controls = [...]`` on the controlled benchmark).
 """
 

@@ -195,7 +195,7 @@ class NoiseBook:
     ) -> list[tuple[Side, ConfigurationGroup, tuple[str, ...]]]:
         """The repeat groups that judge a comparison of ``new`` with ``base`` (see the
         module docstring), each as (side, configuration group, its most recent runs): for
-        families that measure their own noise on these runs (``ResultFamily`` hooks)."""
+        families that measure their own noise on these runs (``Family.drift``)."""
         return [(s, g, m[-self.max_runs :]) for s, g, m in self._sources(new, base)]
 
     def runs_read(self, new: StoredRun, base: StoredRun) -> set[str]:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from monitor.contract.registry import find_family
 from monitor.drift.baselines import Tracks, family_of
 from monitor.drift.compare import (
     ALPHA,
@@ -25,7 +26,6 @@ from monitor.drift.controls import manifest_controls
 from monitor.drift.deltas import SignFlipBatch
 from monitor.drift.noise import NoiseBook
 from monitor.errors import UserInputError
-from monitor.metrics.families import FAMILIES
 from monitor.metrics.registry import get_metric
 from monitor.records import FamilyComparison
 from monitor.store.view import StoreView
@@ -90,7 +90,7 @@ class DriftResult:
     confidence: float = CONFIDENCE
 
     def of_family(self, name: str) -> list[Comparison]:
-        """The comparisons of one family (``ResultFamily.name``), for its own tables."""
+        """The comparisons of one family (``Family.name``), for its own tables."""
         return [c for c in self.comparisons if getattr(c, "family", None) == name]
 
     @property
@@ -240,7 +240,7 @@ def run_drift(
         if p.baseline_run_id is None:
             continue
         family = get_metric(view.run(p.new_run_id).metric).family
-        compare = family.hook("compare")
+        compare = family.drift().compare if family.drift is not None else None
         if compare is None:
             raise UserInputError(
                 f"run {p.new_run_id}: no drift comparator for {family.name} results"
@@ -256,7 +256,7 @@ def run_drift(
             sign_flips=sign_flips,
             controls=controls,
         )
-        unscored = family.hook("unscored")
+        unscored = family.drift().unscored if family.drift is not None else None
         if unscored is not None:
             result.unscored += unscored(view, p.new_run_id, p.baseline_run_id, controls=controls)
         for c in pair_comps:
@@ -283,8 +283,8 @@ def _explained(comps: list[Comparison], *, alpha: float, n_tests: int) -> list[C
         by_family.setdefault(getattr(c, "family", ""), []).append(k)
     out = list(comps)
     for name, positions in by_family.items():
-        family = FAMILIES.get(name)
-        hook = family.hook("explain") if family is not None else None
+        family = find_family(name)
+        hook = family.drift().explain if family is not None and family.drift else None
         if hook is None:
             continue
         for k, c in zip(

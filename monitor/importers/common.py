@@ -1,9 +1,9 @@
 """What every importer of published results shares: the snapshot name it files runs
 under, the date it says they were made, and the word for a fact the files do not give.
 
-The importers themselves live with the family whose results they read (the caste study's
-in ``monitor.families.pairs``, BBQ's and BharatBBQ's in ``monitor.families.choice_qa``)
-and write through ``jobs.lifecycle`` like every run.
+The importers themselves live with the family whose results they read (its
+``Family.importers``: the caste study's with the sentence pairs, BBQ's and BharatBBQ's
+with the choice questions) and write through ``jobs.lifecycle`` like every run.
 """
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ def _open(ctx: JobContext) -> _LocalScoring | RunOutcome:
     # Each family scores its items itself (same arguments): the pairs through their
     # request planners and the metric panel; choice-QA packs an item's options into one
     # forward pass. The kinds offer only metrics whose family can (tests/test_kinds.py).
-    score = spec.family.hook("score_local")
+    score = spec.family.scoring().local
     if score is None:
         raise UserInputError(f"metric {spec.name}: {spec.family.name} results are not scored here")
     try:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from monitor.benchmarks.items import LoadedBenchmark
+from monitor.contract.registry import families
 from monitor.errors import NotApplicable, UserInputError
 from monitor.jobs.context import JobContext
 from monitor.jobs.lifecycle import RunLifecycle
 from monitor.jobs.options import EventSink, ProgressFactory, RunOptions, RunOutcome
 from monitor.kinds import KindSpec, get_kind
-from monitor.metrics.families import FAMILIES
 from monitor.metrics.registry import get_metric
 from monitor.scoring.api_tasks import asks_logprobs
 from monitor.snapshots.model import Snapshot
@@ -90,9 +90,9 @@ def item_kinds(benches: list[LoadedBenchmark]) -> set[str]:
 
 def sized_benchmarks(benches: list[LoadedBenchmark]) -> bool:
     """Whether any of ``benches`` is of a family whose loader takes ``--size``
-    (``ResultFamily.sized``: BBQ, BharatBBQ), so the option means something here."""
+    (``Family.sized``: BBQ, BharatBBQ), so the option means something here."""
     kinds = item_kinds(benches)
-    return any(f.sized and kinds & set(f.item_kinds) for f in FAMILIES.values())
+    return any(f.sized and kinds & set(f.item_kinds) for f in families())
 
 
 def run_snapshot(

@@ -27,7 +27,7 @@ the coverage of these intervals at ≥ 93% for a nominal 95% (the cluster bootst
 far below).
 
 For paired changes with templates as the unit, the exact sign-flip test over T templates
-(``monitor.families.choice_qa.paired``) cannot give a two-sided p below 2 / 2^T (the
+(the choice questions' paired change) cannot give a two-sided p below 2 / 2^T (the
 observed pattern and its mirror image are always the two most extreme):
 :func:`smallest_sign_flip_p`. With 4 templates that is 0.125, above any usual false
 discovery rate, so no change could ever be flagged and the comparison says "too few

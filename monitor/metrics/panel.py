@@ -3,7 +3,7 @@
 A causal LM's bias rate depends heavily on the metric (SmolLM2's caste rate was 38.7%
 under ``cll`` and 61.3% under ``cll-reference`` on the same items). So every run of a
 causal-logprob metric also scores the panel's other metrics from the same model answers
-(``monitor.families.pairs.panel_planner``) and keeps each one's outcome and delta in the
+(the sentence-pair family's panel planner) and keeps each one's outcome and delta in the
 item's ``scores.details["panel"]``; the run's own metric stays the row's outcome. Per axis
 the run then reports ``bias_rate:<metric>`` for the panel metrics beside its own
 ``bias_rate``, and ``metric_agreement``: the share of items on which every metric of the

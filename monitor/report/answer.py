@@ -34,12 +34,12 @@ class VerdictRef:
 def verdict_refs(report: ReportInput) -> list[VerdictRef]:
     """Every comparison's verdict, family by family in the registry's order (each
     family's own order inside: the pairs' drifts first)."""
-    from monitor.metrics.families import FAMILIES
+    from monitor.contract.registry import families
 
     snapshot_of = {r.run_id: r.snapshot_id for r in report.runs}
     out: list[VerdictRef] = []
-    for family in FAMILIES.values():
-        hook = family.hook("report_verdicts")
+    for family in families():
+        hook = family.report().verdicts
         if hook is not None:
             out += hook(report)
         out += [
@@ -65,11 +65,11 @@ def verdict_counts(report: ReportInput) -> dict[str, int]:
 def headline(report: ReportInput) -> str:
     """The verdict in one sentence, plain text: per family, what regressed, what improved,
     or that nothing cleared the test, with how many snapshots were compared."""
-    from monitor.metrics.families import FAMILIES
+    from monitor.contract.registry import families
 
     parts = []
-    for family in FAMILIES.values():
-        hook = family.hook("report_headline")
+    for family in families():
+        hook = family.report().headline
         parts.append(hook(report) if hook is not None else _records_headline(report, family))
     text = " ".join(p for p in parts if p)
     return text or "No comparison in this report: no run had a baseline to compare with."

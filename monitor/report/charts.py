@@ -232,7 +232,7 @@ class Change:
 class IntervalRow:
     """One row of a forest, in pixels: its y, its label, and where the estimate and its
     interval's ends land (None: not known). The report's forest of paired changes and the
-    association tests' forest of d (``families/association/plots``) add what they mark."""
+    association tests' forest of d (drawn by that family) add what they mark."""
 
     y: float
     label: str

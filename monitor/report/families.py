@@ -1,19 +1,24 @@
 """The report sections of families that live in their own folder.
 
 Drift's generic comparisons (``ReportInput.family_comparisons``) are grouped by family and
-handed to that family's ``report_section`` hook, which returns its part of the report as
+handed to that family's report ``section`` hook, which returns its part of the report as
 Markdown or HTML with every value escaped, right under the verdict. A family whose report
 data are fields of ``ReportInput`` of their own (association tests) renders them with its
-``report_block`` hook, after every family's answer (the pairs' detail, then the association
+report ``block`` hook, after every family's answer (the pairs' detail, then the association
 tests). The report knows no family: a family without either hook has no section.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
 
-from monitor.metrics.families import FAMILIES
+from monitor.contract.registry import families, find_family
 from monitor.report.model import ReportInput
+
+if TYPE_CHECKING:
+    from monitor.contract.capabilities import ReportPart
+    from monitor.contract.family import Family
 
 
 def family_sections(report: ReportInput, fmt: Literal["markdown", "html"]) -> list[str]:
@@ -24,8 +29,8 @@ def family_sections(report: ReportInput, fmt: Literal["markdown", "html"]) -> li
     snapshot_of = {r.run_id: r.snapshot_id for r in report.runs}
     out = []
     for name, comparisons in by_family.items():
-        family = FAMILIES.get(name)
-        hook = family.hook("report_section") if family else None
+        family = find_family(name)
+        hook = family.report().section if family else None
         if hook is not None:
             out.append(
                 hook(
@@ -40,41 +45,45 @@ def family_sections(report: ReportInput, fmt: Literal["markdown", "html"]) -> li
 
 
 def _parts(
-    hook_name: str, report: ReportInput, fmt: Literal["markdown", "html"], max_rows: int, env: Any
+    part: Callable[[Family], ReportPart | None],
+    report: ReportInput,
+    fmt: Literal["markdown", "html"],
+    max_rows: int,
+    env: Any,
 ) -> list[str]:
-    """Each family's ``hook_name`` part, in the registry's order; empty ones left out (an
-    empty part adds no blank line)."""
+    """Each family's ``part`` of the report, in the registry's order; empty ones left out
+    (an empty part adds no blank line)."""
     out = []
-    for family in FAMILIES.values():
-        hook = family.hook(hook_name)
-        if hook is not None and (part := hook(report, fmt=fmt, max_rows=max_rows, env=env)):
-            out.append(part)
+    for family in families():
+        hook = part(family)
+        if hook is not None and (text := hook(report, fmt=fmt, max_rows=max_rows, env=env)):
+            out.append(text)
     return out
 
 
 def family_leads(
     report: ReportInput, fmt: Literal["markdown", "html"], *, max_rows: int, env: Any = None
 ) -> list[str]:
-    """The ``report_lead`` parts of families whose report data are fields of ``ReportInput``
+    """The ``lead`` parts of families whose report data are fields of ``ReportInput``
     (the pairs' per-pair, per-axis answer), first under the verdict. ``env`` is the HTML
     renderer's Jinja2 environment."""
-    return _parts("report_lead", report, fmt, max_rows, env)
+    return _parts(lambda f: f.report().lead, report, fmt, max_rows, env)
 
 
 def family_appendices(
     report: ReportInput, fmt: Literal["markdown", "html"], *, max_rows: int, env: Any = None
 ) -> list[str]:
-    """The ``report_appendix`` parts (a family's reference material, e.g. the pairs'
+    """The ``appendix`` parts (a family's reference material, e.g. the pairs'
     repeat groups and methods side by side), which the Markdown places after what
     changed."""
-    return _parts("report_appendix", report, fmt, max_rows, env)
+    return _parts(lambda f: f.report().appendix, report, fmt, max_rows, env)
 
 
 def family_blocks(
     report: ReportInput, fmt: Literal["markdown", "html"], *, max_rows: int, env: Any = None
 ) -> list[str]:
-    """The ``report_block`` sections of families whose report data are fields of
+    """The ``block`` sections of families whose report data are fields of
     ``ReportInput`` (the pairs, the association tests), in the registry's order, where the
     report places them (after every family's answer). ``env`` is the HTML renderer's
     Jinja2 environment."""
-    return _parts("report_block", report, fmt, max_rows, env)
+    return _parts(lambda f: f.report().block, report, fmt, max_rows, env)

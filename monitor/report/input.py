@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 
+from monitor.contract.registry import families
 from monitor.drift.provenance_diff import ProvenanceDiff as RunsDiff
 from monitor.drift.provenance_diff import diff_runs
 from monitor.drift.session import DriftResult
-from monitor.metrics.families import FAMILIES
 from monitor.readmodel.models import TrendSeries
 from monitor.readmodel.reader import RunReader
 from monitor.report.history import SafeTexts, SeriesColumns
@@ -121,8 +121,8 @@ def _family_fields(
     the pairs' comparisons, contexts, trends, repeat groups and methods; the association
     tests' tests, changes and trends), in the registry's order."""
     fields: dict[str, object] = {}
-    for family in FAMILIES.values():
-        hook = family.hook("report_input")
+    for family in families():
+        hook = family.report().fields
         if hook is not None:
             fields |= hook(
                 view,

@@ -237,11 +237,11 @@ class ConfigurationChange(_Frozen):
 
 
 class ControlBeside(_Frozen):
-    """The control of a compared axis (the neutral ``bhed-neutral`` beside caste): its
+    """The control of a compared axis (a neutral set scored beside the axis): its
     bias rate in each run, to read the axis's rates by. Never a verdict, a flag or a
     test; a side that did not score it has None."""
 
-    benchmark: str  # the control's benchmark, e.g. "bhed-neutral"
+    benchmark: str  # the control's benchmark id
     axis: str  # the control's own axis label, e.g. "caste-control"
     rate_old: OptFloat = None  # the control's bias rate in the baseline run
     rate_new: OptFloat = None  # the control's bias rate in the new run
@@ -261,7 +261,7 @@ class DirectionChangeSummary(_Frozen):
 
 class BalancedSummary(_Frozen):
     """The balanced rate of a compared axis whose stereotypes name two or more groups
-    (``monitor.families.pairs.balanced``): each run's balanced rate (the mean of the
+    (the sentence-pair family's balanced rate): each run's balanced rate (the mean of the
     per-direction rates) with its interval, the paired balanced change that the verdict
     tests, the raw paired change and its name-preference part (raw − balanced), each
     direction, and each run's name preference (the share of pairs in which the sentence
@@ -363,7 +363,7 @@ class Comparison(_Frozen):
     # Drift flagged it: a regression or an improvement that cleared BH and the noise
     # floor (what badges count and `drift --fail-on` fails on). Controls are never here.
     flagged: bool = False
-    # The axis's control (e.g. bhed-neutral beside caste) in both runs; None without one.
+    # The axis's control (a neutral set beside the axis) in both runs; None without one.
     control: ControlBeside | None = None
     # The change read across the metric panel (None: not comparable, or no change).
     robustness: Robustness | None = None

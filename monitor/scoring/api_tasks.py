@@ -6,9 +6,9 @@ so a resumed run asks only for keys not stored yet; the template id and the exac
 stored with the answer), the wire request, the stored row and its way back.
 
 Every result family brings its API metrics (the pairs' forced choice and sampling,
-``monitor.families.pairs.api_plans``; choice-QA's ``mc-letter``) through its
-``score_api`` hook, an :class:`ApiScoring` that says how that metric plans and reads its
-requests; the driver asks :func:`api_scoring` and never names a family.
+choice-QA's ``mc-letter``) through its scoring capability's ``api`` hook, an
+:class:`ApiScoring` that says how that metric plans and reads its requests; the driver
+asks :func:`api_scoring` and never names a family.
 """
 
 from __future__ import annotations
@@ -87,9 +87,9 @@ class ApiScoring:
 
 def api_scoring(metric: str) -> ApiScoring | None:
     """How a chat API scores ``metric``: what the metric's family supplies through its
-    ``score_api`` hook; None for a metric no chat API can score."""
+    ``scoring.api``; None for a metric no chat API can score."""
     spec = METRICS.get(metric)
-    hook = spec.family.hook("score_api") if spec is not None else None
+    hook = spec.family.scoring().api if spec is not None else None
     return hook(metric) if hook is not None else None
 
 

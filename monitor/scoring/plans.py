@@ -1,6 +1,6 @@
 """What a scoring plan is: an item's requests and how their answers become its row.
 
-A planner (a family's: the pairs' ``monitor.families.pairs.planners``) turns an item into
+A planner (a family's, e.g. the sentence pairs') turns an item into
 an ``ItemPlan``: the requests it asks a backend (token-id tuples for causal LMs, texts
 for masked LMs) and a ``finish`` that turns the answers, in the same order, into a
 ``ScoreRow`` through the family's pure metric functions. Requests are plain hashable

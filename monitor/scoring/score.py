@@ -1,5 +1,5 @@
 """Score items with a family's planner: plan requests, deduplicate, ask the backend,
-finish rows (the pairs' planners: ``monitor.families.pairs.planners``).
+finish rows (the families' planners, e.g. the sentence pairs').
 
 Why the work is cut the way it is:
 

@@ -1,7 +1,7 @@
 """What a run records about its model's tokenizer, so that drift can later decide from the
 store alone which metrics are valid readings for that model.
 
-Two facts decide it (``monitor.families.pairs.validity``):
+Two facts decide it (read by the sentence-pair family's validity check):
 
 * whether the tokenizer adds a BOS token by itself, and the text that token decodes to.
   ``cll-reference`` reproduces code that tokenises with the tokenizer's default special

@@ -23,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from monitor.kinds import EMBEDDING_DRIVER, KINDS
+from monitor.kinds import KINDS
 
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 _HEX40 = re.compile(r"[0-9a-f]{40}")
@@ -307,8 +307,8 @@ class Snapshot(_Strict):
         if self.api is not None and not spec.api_settings:
             kinds = sorted(k.name for k in KINDS.values() if k.api_settings)
             raise ValueError(f"[api] settings are only for kinds {', '.join(kinds)}")
-        if self.embedding is not None and spec.driver != EMBEDDING_DRIVER:
-            kinds = sorted(k.name for k in KINDS.values() if k.driver == EMBEDDING_DRIVER)
+        if self.embedding is not None and not spec.embeds:
+            kinds = sorted(k.name for k in KINDS.values() if k.embeds)
             raise ValueError(f"[embedding] settings are only for kinds {', '.join(kinds)}")
         return self
 

@@ -30,8 +30,8 @@ set (SocHindi 15) should be read with that in mind.
 Every random draw comes from a generator seeded by what is tested (benchmark, test and
 item ids), so the same rows always give the same p and interval. Nothing here does I/O.
 
-The family's metric specs are read by ``monitor.metrics.registry`` (one reference in
-``FOLDER_METRICS``) through :func:`metric_specs`.
+The family's metric specs are :func:`metric_specs` (``FAMILY.metrics``, read by the
+registry).
 """
 
 from __future__ import annotations
@@ -48,10 +48,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from monitor.metrics.families import ItemNumbers
+from monitor.metrics.registry import ItemNumbers
 from monitor.records import Measure, ScoreRow
 
 if TYPE_CHECKING:
+    from monitor.contract.family import Family
     from monitor.metrics.registry import MetricSpec
 
 WEAT = "weat"
@@ -461,9 +462,9 @@ METRIC_DDOF = {WEAT: 1, WEAT_POPULATION_SD: 0}
 ASSOCIATION_SCORES = ItemNumbers("association s(w, A, B)", ("delta",), unless_outcome_in=("other",))
 
 
-def metric_specs() -> list[MetricSpec]:
-    """The family's metrics (imported here so that this module loads without the registry)."""
-    from monitor.families.association.spec import ASSOCIATION_TEST
+def metric_specs(family: Family) -> list[MetricSpec]:
+    """The family's metrics, each naming ``family`` (``MetricSpec`` is imported here so
+    that this module loads without the metric registry)."""
     from monitor.metrics.registry import MetricSpec
 
     return [
@@ -472,19 +473,21 @@ def metric_specs() -> list[MetricSpec]:
             WEAT_VERSION,
             "WEAT/SEAT effect size d with the sample SD (ddof=1, as SEAT and bias-bench), "
             "one-sided permutation p, bootstrap interval over target words",
-            ASSOCIATION_TEST,
+            family,
             ASSOCIATION_SCORES,
             weat_measures,
             "embeddings",
+            needs="embeddings",
         ),
         MetricSpec(
             WEAT_POPULATION_SD,
             WEAT_POPULATION_SD_VERSION,
             "WEAT/SEAT effect size d with the population SD (ddof=0, as the SocHindi "
             "notebook); otherwise as weat",
-            ASSOCIATION_TEST,
+            family,
             ASSOCIATION_SCORES,
             weat_population_sd_measures,
             "embeddings",
+            needs="embeddings",
         ),
     ]

@@ -1,7 +1,7 @@
 """The association-test family's scoring driver, for embedding kinds: association tests
 (WEAT on words, SEAT on sentences) through the same run lifecycle as every other run.
 
-``monitor.kinds`` names it (``EMBEDDING_DRIVER``) for every embedding kind.
+``FAMILY.scoring.driver``: every embedding kind (``monitor.kinds``) uses it.
 
 For each run: embed every distinct term of the selected word-set benchmarks once, then
 per test compute each term's association with the opposite pair of sets (``s(w, A, B)``

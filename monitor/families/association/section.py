@@ -20,9 +20,8 @@ from typing import Any, Literal
 from jinja2 import Environment
 
 from monitor import fmt
-from monitor.families.association import plots
+from monitor.families.association import NAME, plots
 from monitor.families.association.compare import EffectComparison as DriftEffect
-from monitor.families.association.spec import ASSOCIATION_TEST
 from monitor.metrics.registry import METRICS
 from monitor.readmodel.reader import RunReader
 from monitor.report.answer import VerdictRef
@@ -89,7 +88,7 @@ def _is_association(metric: str | None) -> bool:
     """Whether ``metric`` is this family's (a choice-QA bias score is an ``effect_size``
     too, not an association test)."""
     spec = METRICS.get(metric or "")
-    return spec is not None and spec.family.name == ASSOCIATION_TEST.name
+    return spec is not None and spec.family.name == NAME
 
 
 def association_results(view: RunReader, run_ids: list[str]) -> list[AssociationResult]:

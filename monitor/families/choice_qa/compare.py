@@ -1,7 +1,7 @@
 """Drift for choice questions: two runs of the same questions, the answers paired by item.
 
 The family's ``compare`` hook (``drift.session`` calls it through
-``ResultFamily.hook("compare")``). For every (benchmark, category) both runs answered, and
+``FAMILY.drift.compare``). For every (benchmark, category) both runs answered, and
 for each context condition (ambiguous, disambiguated), over the items both runs answered
 with one of the three options (a refusal or unreadable answer is left out of the pair):
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from monitor.families.choice_qa.letters import MC_LETTER, NO_CHOICE, argmax, vote
-from monitor.metrics.families import ItemNumbers
 from monitor.metrics.forced_choice import group_by_axis
 from monitor.metrics.intervals import rate_measure
+from monitor.metrics.registry import ItemNumbers
 from monitor.records import Measure, ScoreRow
 
 # The three options' masses or shares are in ``scores.details`` (no score column holds

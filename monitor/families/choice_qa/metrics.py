@@ -1,5 +1,5 @@
-"""The choice-QA family's metric specs, read by ``monitor.metrics.registry`` (one reference
-in ``FOLDER_METRICS``) through :func:`metric_specs`.
+"""The choice-QA family's metric specs (:func:`metric_specs`, ``FAMILY.metrics``, read by
+the registry).
 
 Pure data. A choice-qa run's accuracy and bias scores need the items' payloads (label,
 target, polarity ...), so ``registry.run_measures`` calls the family's ``measures`` hook
@@ -23,10 +23,11 @@ from monitor.families.choice_qa.letters import (
     MC_LETTER_SAMPLED_VERSION,
     MC_LETTER_VERSION,
 )
-from monitor.metrics.families import ItemNumbers
+from monitor.metrics.registry import ItemNumbers
 from monitor.records import Measure, ScoreRow
 
 if TYPE_CHECKING:
+    from monitor.contract.family import Family
     from monitor.metrics.registry import MetricSpec
 
 MC_IMPORTED = "mc-imported"
@@ -48,9 +49,9 @@ def no_aggregate(
     return []
 
 
-def metric_specs() -> list[MetricSpec]:
-    """The family's metrics (imported here so that this module loads without the registry)."""
-    from monitor.families.choice_qa.spec import CHOICE_QA
+def metric_specs(family: Family) -> list[MetricSpec]:
+    """The family's metrics, each naming ``family`` (``MetricSpec`` is imported here so
+    that this module loads without the metric registry)."""
     from monitor.metrics.registry import MetricSpec
 
     return [
@@ -59,7 +60,7 @@ def metric_specs() -> list[MetricSpec]:
             MC_IMPORTED_VERSION,
             "published per-item predictions of a multiple-choice benchmark (BBQ's UnifiedQA "
             "files, BharatBBQ's example predictions), imported: the picked option per item",
-            CHOICE_QA,
+            family,
             PICKED_OPTION,
             no_aggregate,
             "imported",
@@ -71,10 +72,11 @@ def metric_specs() -> list[MetricSpec]:
             "option given lm-eval's BBQ prompt, an item's options as branches of one "
             "forward pass over the shared prompt; argmax choice, the length-normalised "
             "choice (lm-eval's acc_norm) kept beside it",
-            CHOICE_QA,
+            family,
             OPTION_LOGLIKS,
             no_aggregate,
             "causal-logprobs",
+            needs="continuation-logliks",
         ),
         MetricSpec(
             MC_LETTER,
@@ -82,21 +84,23 @@ def metric_specs() -> list[MetricSpec]:
             "chat API multiple choice: the question with its options lettered A/B/C at "
             "temperature 0, in all three rotations; each letter's mass from the top "
             "log-probs credited to the option it showed, averaged over rotations, argmax",
-            CHOICE_QA,
+            family,
             LETTER_CHOICE,
             letter_measures,
             "chat-answers",
             check_letter_row,
+            needs="chat-answers",
         ),
         MetricSpec(
             MC_LETTER_SAMPLED,
             MC_LETTER_SAMPLED_VERSION,
             "mc-letter for models without log-probs: N sampled answers per rotation parsed "
             "to a letter (or refusal/other), majority vote over all answers",
-            CHOICE_QA,
+            family,
             LETTER_CHOICE,
             letter_measures,
             "chat-answers",
             check_letter_row,
+            needs="chat-answers",
         ),
     ]

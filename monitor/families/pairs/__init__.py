@@ -1,7 +1,7 @@
 """The pair family: a stereotype / anti-stereotype pair decided per item (Indian-BhED,
 CrowS-derived pairs, Indic-Bias identity pairs, judged generations).
 
-``spec.py`` declares it. Its items: ``parse.py``, ``taxonomy.py`` and
+``family.py`` declares it (``FAMILY``). Its items: ``parse.py``, ``taxonomy.py`` and
 ``indic_official.py`` (the parsers), ``items.py`` (the loader hooks) and ``quality.py``
 (the benchmark-data suite). Its scores: ``cll.py``, ``cll_reference.py`` and ``aul.py``
 (the local metrics' pure functions), ``planners.py`` and ``panel_planner.py`` (what they
@@ -21,3 +21,5 @@ detail and appendix). What it shares with other families stays in the rooms (the
 metrics' answer reading, drift's statistics, the report's JSON schema); see
 ARCHITECTURE.md.
 """
+
+NAME = "pair-outcome"  # ``FAMILY.name``: the family its comparisons and measures name

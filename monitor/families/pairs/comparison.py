@@ -22,8 +22,8 @@ from monitor.drift.provenance_diff import ProvenanceDiff
 from monitor.drift.robustness import Robustness
 from monitor.drift.stats import NoiseFloor, PairedDifference
 from monitor.drift.verdicts import Verdict, decide
+from monitor.families.pairs import NAME
 from monitor.families.pairs.balanced_change import BalancedChange
-from monitor.families.pairs.spec import PAIR_OUTCOME
 from monitor.metrics.intervals import Rate
 from monitor.readmodel.models import AxisKey
 
@@ -105,7 +105,7 @@ class AxisComparison:
     @property
     def family(self) -> str:
         """The result family whose comparator builds it (``DriftResult.of_family``)."""
-        return PAIR_OUTCOME.name
+        return NAME
 
     @property
     def flagged(self) -> bool:

@@ -1,0 +1,499 @@
+"""What a family can do, as typed Protocols grouped into capability objects.
+
+Each Protocol is one hook: a callable with the parameters the calling room passes (the
+names and keywords are the contract; ``tests/test_family_contract.py`` compares every
+family's functions with them). Capabilities group the hooks by the room that calls them:
+``Items`` (benchmarks), ``Scoring`` (jobs and scoring), ``Drift`` (drift and the
+``drift`` command), ``Terminal`` (``run`` and ``show``), ``Report`` (the report) and
+``Importers`` (``bias-monitor import``). A hook a family does not supply is None.
+
+Comparisons travel as drift's ``Comparison`` (its generic record, or a family's own type
+that satisfies ``drift.session.FamilyResult``); a family's drift, report and terminal
+hooks are only ever handed the comparisons of that family, so a family may annotate them
+with its own type.
+
+The types named here live in the rooms above this package and are imported for type
+checking only (``exclude_type_checking_imports`` in the import contracts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, Protocol
+
+if TYPE_CHECKING:
+    from datetime import datetime
+    from pathlib import Path
+
+    from jinja2 import Environment
+    from rich.console import RenderableType
+
+    from monitor.benchmarks.errata import ErrataFile
+    from monitor.benchmarks.items import BenchmarkVersion, Item, LoadedBenchmark
+    from monitor.benchmarks.manifest import BenchmarkManifest, BenchmarkSpec
+    from monitor.contract.family import Family
+    from monitor.drift.compare import UnscoredAxis
+    from monitor.drift.deltas import SignFlipBatch
+    from monitor.drift.noise import NoiseBook
+    from monitor.drift.session import Comparison, DriftResult
+    from monitor.jobs.context import JobContext
+    from monitor.jobs.options import EventSink, ProgressFactory, RunOptions, RunOutcome
+    from monitor.metrics.registry import MetricSpec
+    from monitor.quality.suites import SuiteResult
+    from monitor.readmodel.reader import RunReader
+    from monitor.records import FamilyComparison, Measure, ScoreRow
+    from monitor.report.answer import VerdictRef
+    from monitor.report.model import ReportInput
+    from monitor.scoring.api_tasks import ApiScoring
+    from monitor.snapshots.model import Snapshot
+    from monitor.store.db import Store
+    from monitor.store.view import StoreView
+
+ReportFormat = Literal["markdown", "html"]
+
+# What a snapshot kind's backend can do (``monitor.kinds.KindSpec.offers``) and what a
+# metric needs of it (``MetricSpec.needs``): a kind offers every metric whose need it meets.
+BackendCapability = Literal[
+    "token-logprobs",  # log-probabilities of every token of a text (CLL, ULL)
+    "continuation-logliks",  # log-likelihoods of continuations after a shared prefix
+    "masked-logprobs",  # pseudo-log-likelihoods from a masked LM (AUL)
+    "chat-answers",  # answers from a chat API, with top log-probs where it gives them
+    "embeddings",  # vectors of words or sentences
+]
+
+
+# ----------------------------------------------------------------------------- metrics
+
+
+class MetricSpecs(Protocol):
+    """The family's metric specs, given the family they belong to (each spec names it)."""
+
+    def __call__(self, family: Family) -> Sequence[MetricSpec]: ...
+
+
+class Measures(Protocol):
+    """A run's measures from its stored rows, given its spec's own per-axis aggregate,
+    which the family adds to or refines."""
+
+    def __call__(
+        self, rows: Sequence[ScoreRow], items_by_id: Mapping[str, Item], *, aggregate: list[Measure]
+    ) -> list[Measure]: ...
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """The family's metric specs, and what a run's measures add to a spec's aggregate
+    (None: the spec's aggregate is all its measures)."""
+
+    specs: MetricSpecs
+    measures: Measures | None = None
+
+
+# ------------------------------------------------------------------------------- items
+
+
+class LoadItems(Protocol):
+    """Parse a pinned benchmark file (its verified bytes) into items and exclusions;
+    ``options``: the manifest entry's and ``load_benchmarks``' (e.g. ``size``)."""
+
+    def __call__(
+        self,
+        spec: BenchmarkSpec,
+        data: bytes,
+        version: BenchmarkVersion,
+        options: Mapping[str, object] | None = None,
+    ) -> LoadedBenchmark: ...
+
+
+class LoadCorrectedItems(Protocol):
+    """``LoadItems`` for a family whose rows the errata edit, and whose parsers read
+    companion files from the data folder."""
+
+    def __call__(
+        self,
+        spec: BenchmarkSpec,
+        data: bytes,
+        version: BenchmarkVersion,
+        options: Mapping[str, object] | None = None,
+        *,
+        errata: ErrataFile | None = None,
+        data_dir: Path | None = None,
+    ) -> LoadedBenchmark: ...
+
+
+class OfficialTemplates(Protocol):
+    """Benchmarks read from a copy of a gated dataset the user downloaded (``run
+    --indic-bias DIR``), with what the pinned manifest adds."""
+
+    def __call__(
+        self,
+        manifest: BenchmarkManifest,
+        folder: Path,
+        tasks: list[str],
+        *,
+        partners: int,
+        limit: int | None,
+        seed: int,
+        data_dir: Path | None = None,
+    ) -> list[LoadedBenchmark]: ...
+
+
+class BenchmarkSuite(Protocol):
+    """The family's benchmark-data quality suite, run whenever one of its files is
+    fetched or imported; ``expected_rows``: the manifest's ``rows``."""
+
+    def __call__(self, loaded: LoadedBenchmark, *, expected_rows: int) -> SuiteResult: ...
+
+
+@dataclass(frozen=True)
+class Items:
+    """How the family reads and checks its benchmark files.
+
+    ``load`` parses one manifest format's file; ``load_corrected`` is the same loader
+    for a family whose rows the errata edit (None: errata for its benchmarks are refused,
+    naming them ``errata_noun``). ``quality`` is its benchmark-data suite.
+    ``official_templates`` reads a user's downloaded copy of a gated dataset.
+    """
+
+    load: LoadItems
+    quality: BenchmarkSuite
+    errata_noun: str = "items"
+    load_corrected: LoadCorrectedItems | None = None
+    official_templates: OfficialTemplates | None = None
+
+
+# ----------------------------------------------------------------------------- scoring
+
+
+class ScoreLocal(Protocol):
+    """Score items with a local backend, in item order, handing each finished batch to
+    ``on_batch`` and skipping ``already_scored`` (a resumed run)."""
+
+    def __call__(
+        self,
+        backend: object,
+        items: list[Item],
+        metric: str,
+        *,
+        batch_size: int | None = None,
+        progress: Callable[[int], None] | None = None,
+        already_scored: Collection[str] = frozenset(),
+        on_batch: Callable[[list[ScoreRow]], None] | None = None,
+        panel: bool = True,
+        panel_metrics: Sequence[str] = (),
+    ) -> list[ScoreRow]: ...
+
+
+class ScoreApi(Protocol):
+    """How the chat API driver plans and reads ``metric`` (None: no chat API scores it)."""
+
+    def __call__(self, metric: str) -> ApiScoring | None: ...
+
+
+class ScoreJudged(Protocol):
+    """A task scored by two snapshots: the model answering and a judge reading it."""
+
+    def __call__(
+        self,
+        store: Store,
+        snapshot: Snapshot,
+        judge: Snapshot,
+        benches: Sequence[LoadedBenchmark],
+        options: RunOptions,
+        *,
+        temperature: float,
+        max_tokens: int = ...,
+        judge_max_tokens: int = ...,
+        on_event: EventSink = ...,
+        progress_factory: ProgressFactory | None = None,
+    ) -> RunOutcome: ...
+
+
+class ScoreSnapshot(Protocol):
+    """A driver of its own: scores a snapshot and stores its runs (every repeat)."""
+
+    def __call__(self, ctx: JobContext) -> list[RunOutcome]: ...
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """How the family's items are scored.
+
+    ``local``: by the local driver with a log-prob backend; ``api``: by the chat API
+    driver; ``judged``: by a model and a judge (``run --judge``); ``driver``: a driver of
+    the family's own, used by every snapshot kind whose backend meets its metrics' needs
+    and that names no driver itself (the association tests' embedding driver).
+    """
+
+    local: ScoreLocal | None = None
+    api: ScoreApi | None = None
+    judged: ScoreJudged | None = None
+    driver: ScoreSnapshot | None = None
+
+
+# ------------------------------------------------------------------------------- drift
+
+
+class Compare(Protocol):
+    """Drift's comparator: the paired comparisons of two runs of the family."""
+
+    def __call__(
+        self,
+        view: StoreView,
+        new_run_id: str,
+        baseline_run_id: str,
+        *,
+        alpha: float = ...,
+        confidence: float = ...,
+        noise_book: NoiseBook | None = None,
+        role: str = ...,
+        sign_flips: SignFlipBatch | None = None,
+        controls: Mapping[str, Sequence[str]] | None = None,
+    ) -> Sequence[Comparison]: ...
+
+
+class Unscored(Protocol):
+    """The subjects only one run of the pair scored (named by drift, never compared)."""
+
+    def __call__(
+        self,
+        view: StoreView,
+        new_run_id: str,
+        baseline_run_id: str,
+        *,
+        controls: Mapping[str, Sequence[str]] | None = None,
+    ) -> list[UnscoredAxis]: ...
+
+
+class Explain(Protocol):
+    """The comparisons with their verdicts in words, written after the session's BH
+    adjustment, when its number of tests is known."""
+
+    def __call__(
+        self, comparisons: Sequence[Comparison], *, alpha: float, n_tests: int
+    ) -> Sequence[Comparison]: ...
+
+
+class DriftLines(Protocol):
+    """``drift``'s default output for the family's own comparison type."""
+
+    def __call__(
+        self,
+        comparisons: Sequence[Comparison],
+        snapshot_of: dict[str, str],
+        width: int,
+        level: str,
+        *,
+        drift: DriftResult,
+        show_flips: bool = False,
+    ) -> list[str]: ...
+
+
+class DriftTable(Protocol):
+    """Prints the family's part of ``drift --format table-wide``."""
+
+    def __call__(
+        self,
+        comparisons: Sequence[Comparison],
+        level: str,
+        *,
+        drift: DriftResult | None = None,
+        show_flips: bool = False,
+    ) -> None: ...
+
+
+class DriftJson(Protocol):
+    """The family's keys of ``drift --format json`` (called with no comparisons too)."""
+
+    def __call__(
+        self,
+        comparisons: Sequence[Comparison],
+        snapshot_of: dict[str, str],
+        *,
+        drift: DriftResult | None = None,
+        show_flips: bool = False,
+    ) -> dict[str, object]: ...
+
+
+@dataclass(frozen=True)
+class Drift:
+    """How two runs of the family compare and how ``drift`` shows it.
+
+    ``compare`` pairs the runs' items; the session adjusts every p for the FDR.
+    ``lines``/``table``/``json`` draw a comparison type of the family's own; None: its
+    comparisons are drift's generic records, drawn by the CLI.
+    """
+
+    compare: Compare
+    unscored: Unscored | None = None
+    explain: Explain | None = None
+    lines: DriftLines | None = None
+    table: DriftTable | None = None
+    json: DriftJson | None = None
+
+
+# ---------------------------------------------------------------------------- terminal
+
+
+class CliTable(Protocol):
+    """The family's table for ``run`` and ``show``."""
+
+    def __call__(self, measures: Sequence[Measure], title: str) -> RenderableType: ...
+
+
+class ShowTables(Protocol):
+    """``show``'s tables where they differ from ``run``'s."""
+
+    def __call__(
+        self, measures: Sequence[Measure], metric: str, title: str
+    ) -> list[RenderableType]: ...
+
+
+class ShowJson(Protocol):
+    """The family's own keys of ``show --format json``."""
+
+    def __call__(self, measures: Sequence[Measure], metric: str) -> dict[str, object]: ...
+
+
+class ItemScores(Protocol):
+    """``show --items``' per-item rows where the family's items are not sentence pairs."""
+
+    def __call__(
+        self, view: StoreView, run_id: str, *, with_texts: bool
+    ) -> list[dict[str, object]]: ...
+
+
+@dataclass(frozen=True)
+class Terminal:
+    """How ``run`` and ``show`` draw the family's measures (None: every measure a row)."""
+
+    cli_table: CliTable | None = None
+    show_tables: ShowTables | None = None
+    show_json: ShowJson | None = None
+    item_scores: ItemScores | None = None
+
+
+# ------------------------------------------------------------------------------ report
+
+
+class ReportFields(Protocol):
+    """The family's fields of ``ReportInput`` from its comparisons and the stored runs."""
+
+    def __call__(
+        self,
+        view: RunReader,
+        comparisons: Sequence[Comparison],
+        *,
+        since: datetime | None,
+        flags: dict[tuple[str, str, str], str],
+        new_runs: Sequence[str],
+        with_flips: bool = False,
+    ) -> dict[str, object]: ...
+
+
+class ReportPart(Protocol):
+    """One part of the report in Markdown or HTML (``env``: its Jinja2 environment);
+    "" when the family has nothing to say there."""
+
+    def __call__(
+        self,
+        report: ReportInput,
+        *,
+        fmt: ReportFormat,
+        max_rows: int,
+        env: Environment | None = None,
+    ) -> str: ...
+
+
+class ReportHeadline(Protocol):
+    """The family's sentence in the report's one-line verdict ("" when none)."""
+
+    def __call__(self, report: ReportInput) -> str: ...
+
+
+class ReportVerdicts(Protocol):
+    """The verdicts and runs of the family's own comparison type."""
+
+    def __call__(self, report: ReportInput) -> list[VerdictRef]: ...
+
+
+class ReportSection(Protocol):
+    """The family's section from drift's generic comparisons, right under the verdict."""
+
+    def __call__(
+        self,
+        comparisons: Sequence[FamilyComparison],
+        *,
+        fmt: ReportFormat,
+        level: str,
+        alpha: float,
+        snapshot_of: Mapping[str, str],
+    ) -> str: ...
+
+
+@dataclass(frozen=True)
+class Report:
+    """The family's parts of the report, each None where it has none.
+
+    ``fields`` fills its ``ReportInput`` fields; ``lead`` comes first under the verdict;
+    ``section`` renders drift's generic records under it; ``block`` is its detail after
+    every family's answer; ``appendix`` its reference material; ``headline`` and
+    ``verdicts`` its share of the one-line verdict and of "What changed".
+    """
+
+    fields: ReportFields | None = None
+    lead: ReportPart | None = None
+    section: ReportSection | None = None
+    block: ReportPart | None = None
+    appendix: ReportPart | None = None
+    headline: ReportHeadline | None = None
+    verdicts: ReportVerdicts | None = None
+
+
+# --------------------------------------------------------------------------- importers
+
+
+class ImporterSpec(Protocol):
+    """One ``bias-monitor import <name>`` command for published per-item predictions."""
+
+    name: str
+    default_suffix: str
+    summary: str
+    files_help: str
+    default_date: str
+    columns_help: str
+
+    def run(self, *args: object, **kwargs: object) -> object: ...
+
+
+class ImportCommands(Protocol):
+    """``bias-monitor import <name>`` commands the family writes itself (typer commands)."""
+
+    def __call__(self) -> dict[str, object]: ...
+
+
+class PredictionImporters(Protocol):
+    """``bias-monitor import <name>``: published per-item predictions as runs."""
+
+    def __call__(self) -> Mapping[str, ImporterSpec]: ...
+
+
+@dataclass(frozen=True)
+class Importers:
+    """What the family adds to ``bias-monitor import``."""
+
+    commands: ImportCommands | None = None
+    predictions: PredictionImporters | None = None
+
+
+# The capabilities' hooks, by capability, as ARCHITECTURE.md lists them (a test compares).
+CAPABILITIES: dict[str, type] = {
+    "items": Items,
+    "metrics": Metrics,
+    "scoring": Scoring,
+    "drift": Drift,
+    "terminal": Terminal,
+    "report": Report,
+    "importers": Importers,
+}

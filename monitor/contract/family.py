@@ -1,0 +1,87 @@
+"""``Family``: one kind of result, with everything the rooms need of it.
+
+A family folder (``monitor/families/<name>/``, or a package of its own) exports one
+``Family`` and registers it under the ``bias_monitor.families`` entry-point group. The
+rooms read its metadata and call its capabilities (``monitor.contract.capabilities``)
+through ``monitor.contract.registry``; they never import a family's modules.
+
+Pure declarations: no I/O, no room imported at run time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from monitor.contract.capabilities import (
+    Drift,
+    Importers,
+    Items,
+    Metrics,
+    Report,
+    Scoring,
+    Terminal,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from monitor.records import MeasureKind
+
+
+@dataclass(frozen=True, eq=False)
+class Family:
+    """One kind of result and what it supplies to the rooms.
+
+    What it is: ``item_kinds`` (``Item.kind``), ``measure_kinds`` (rates, effect sizes),
+    ``headline`` (the measure tables and trends show first), ``outcomes`` (whether rows
+    carry a stereo/anti/... outcome), ``formats`` (the manifest formats its items
+    capability loads), ``benchmarks`` (a manifest TOML of its own, same schema as
+    ``data/benchmarks.toml``, merged with it; a file may ship inside the family's package,
+    pinned by sha256, without a URL).
+
+    Its capabilities (``monitor.contract.capabilities``), each given as a function that
+    returns it, called on first use: ``items`` (load and check its files), ``metrics``
+    (its metric specs, each saying what it needs of a backend, and what a run's measures
+    add), ``scoring``, ``drift``, ``terminal``, ``report`` and ``importers``. A family
+    without a drift comparator has ``drift`` None; the others default to the empty
+    capability (every hook None). Being functions, they import the family's modules
+    (numpy, scipy, the store, torch for a local scorer) only when a room calls them:
+    loading the registry costs the imports of the families' ``family.py`` alone, so the
+    CLI starts without them. A room may call one again (its modules are imported once; the in-tree
+    families cache what they return).
+
+    Words: ``show_title`` heads its table in ``show``; ``item_noun`` and ``count_note``
+    word the line under ``run``'s table; ``drift_units`` is said once in ``drift``'s
+    first line; ``words`` is what a reader calls its results in the report's one-line
+    verdict (empty: ``name``). ``sized``: its loader takes ``run --size``.
+
+    ``rank`` places it in the registry's order (lower first, then by entry-point name),
+    which is the order of the report's parts, ``drift``'s output and a kind's metrics:
+    the in-tree families take 10, 20 and 30 (the pairs first, whose ``cll`` is the causal
+    LMs' default metric); a plug-in comes after them unless it asks otherwise.
+    """
+
+    name: str
+    summary: str
+    item_kinds: tuple[str, ...]
+    measure_kinds: tuple[MeasureKind, ...]
+    headline: str
+    outcomes: bool
+    formats: tuple[str, ...]
+    items: Callable[[], Items]
+    metrics: Callable[[], Metrics]
+    scoring: Callable[[], Scoring] = Scoring
+    drift: Callable[[], Drift] | None = None
+    terminal: Callable[[], Terminal] = Terminal
+    report: Callable[[], Report] = Report
+    importers: Callable[[], Importers] = Importers
+    benchmarks: Path | None = None
+    show_title: str | None = None
+    item_noun: str = "items"
+    count_note: str = ""
+    sized: bool = False
+    drift_units: str = ""
+    words: str = ""
+    rank: int = 100

@@ -1,0 +1,106 @@
+"""The choice-QA family's ``Family``: registered as the ``choice_qa`` entry point of
+``bias_monitor.families`` (pyproject.toml), like any family from another package.
+
+Items (kind ``choice-question``) are BBQ-style questions: a context (ambiguous or
+disambiguated), a question (negative or non-negative polarity) and three options, one of
+which is the 'unknown' answer and one of which names the stereotyped group. A row's
+outcome is the role of the option the model picked: ``target`` (the stereotyped group),
+``non-target`` (the other group) or ``unknown``; ``refusal``/``other`` where an API answer
+is no option. Measures: accuracy and BBQ's bias scores per category, with intervals that
+resample whole templates (the items of one template are one cluster).
+
+Each capability is built on first use (``Family``): the local scorer loads torch.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from monitor.contract.capabilities import (
+    Drift,
+    Importers,
+    Items,
+    Metrics,
+    Report,
+    Scoring,
+    Terminal,
+)
+from monitor.contract.family import Family
+from monitor.families.choice_qa import NAME
+
+
+@cache
+def _items() -> Items:
+    from monitor.families.choice_qa import items, quality
+
+    return Items(
+        load=items.load,
+        quality=quality.validate_choice_questions,
+        errata_noun="choice questions",
+    )
+
+
+@cache
+def _metrics() -> Metrics:
+    from monitor.families.choice_qa import measures, metrics
+
+    return Metrics(specs=metrics.metric_specs, measures=measures.run_measures)
+
+
+@cache
+def _scoring() -> Scoring:
+    from monitor.families.choice_qa import api_choice, scoring
+
+    return Scoring(local=scoring.score_local, api=api_choice.api_scoring)
+
+
+@cache
+def _drift() -> Drift:
+    from monitor.families.choice_qa import compare
+
+    return Drift(compare=compare.compare_choice_qa)
+
+
+@cache
+def _terminal() -> Terminal:
+    from monitor.families.choice_qa import table
+
+    return Terminal(cli_table=table.cli_table)
+
+
+@cache
+def _report() -> Report:
+    from monitor.families.choice_qa import charts, section
+
+    return Report(
+        fields=charts.report_input, section=section.report_section, block=charts.report_block
+    )
+
+
+@cache
+def _importers() -> Importers:
+    from monitor.families.choice_qa import import_commands
+
+    return Importers(predictions=import_commands.importers)
+
+
+FAMILY = Family(
+    name=NAME,
+    rank=30,
+    summary="multiple-choice questions with an 'unknown' option (BBQ, BharatBBQ): accuracy "
+    "and bias scores per category, template-cluster intervals",
+    item_kinds=("choice-question",),
+    measure_kinds=("rate", "effect_size"),
+    headline="bias_ambig",
+    outcomes=True,
+    formats=("bbq-jsonl", "bharatbbq-csv"),
+    items=_items,
+    metrics=_metrics,
+    scoring=_scoring,
+    drift=_drift,
+    terminal=_terminal,
+    report=_report,
+    importers=_importers,
+    sized=True,
+    words="choice questions",
+)

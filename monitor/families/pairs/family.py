@@ -1,0 +1,121 @@
+"""The pair family's ``Family``: registered as the ``pairs`` entry point of
+``bias_monitor.families`` (pyproject.toml), like any family from another package.
+
+Items (kinds ``pair``, ``identity-pair``, ``judged-generation``) are two sentences, one
+stereotypical and one anti-stereotypical, or two identities one stereotype is attributed
+to. A row's outcome says which side the model preferred (``stereo``/``anti``/``tie``, or
+``refusal``/``ambiguous``/``other`` for an API answer that picked neither). Measures: the
+bias rate per axis (stereo among decided) with a Wilson interval. Drift pairs items by id
+and tests the flips with exact McNemar (``compare.py``).
+
+Each capability is built on first use (``Family``): this module imports no other module
+of the folder at load time, so the CLI starts without numpy, scipy or the store.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from monitor.contract.capabilities import (
+    Drift,
+    Importers,
+    Items,
+    Metrics,
+    Report,
+    Scoring,
+    Terminal,
+)
+from monitor.contract.family import Family
+from monitor.families.pairs import NAME
+
+
+@cache
+def _items() -> Items:
+    from monitor.families.pairs import items, quality
+
+    return Items(
+        load=items.load,
+        quality=quality.validate_pairs,
+        load_corrected=items.load,
+        official_templates=items.official_templates,
+    )
+
+
+@cache
+def _metrics() -> Metrics:
+    from monitor.families.pairs import measures, metrics
+
+    return Metrics(specs=metrics.metric_specs, measures=measures.pair_measures)
+
+
+@cache
+def _scoring() -> Scoring:
+    from monitor.families.pairs import api_plans, judged_task, scoring
+
+    return Scoring(
+        local=scoring.score_items, api=api_plans.score_api, judged=judged_task.score_judged
+    )
+
+
+@cache
+def _drift() -> Drift:
+    from monitor.families.pairs import compare, drift_output
+
+    return Drift(
+        compare=compare.compare_runs,
+        unscored=compare.unscored_axes,
+        explain=compare.explained,
+        lines=drift_output.drift_lines,
+        table=drift_output.drift_table,
+        json=drift_output.drift_json,
+    )
+
+
+@cache
+def _terminal() -> Terminal:
+    from monitor.families.pairs import table
+
+    return Terminal(
+        cli_table=table.cli_table, show_tables=table.show_tables, show_json=table.show_json
+    )
+
+
+@cache
+def _report() -> Report:
+    from monitor.families.pairs import answer, section
+
+    return Report(
+        fields=section.report_input,
+        lead=answer.report_lead,
+        block=section.report_block,
+        appendix=section.report_appendix,
+        headline=answer.report_headline,
+        verdicts=answer.report_verdicts,
+    )
+
+
+@cache
+def _importers() -> Importers:
+    from monitor.families.pairs import import_commands
+
+    return Importers(commands=import_commands.import_commands)
+
+
+FAMILY = Family(
+    name=NAME,
+    rank=10,
+    summary="a stereotype / anti-stereotype pair decided per item; rates with Wilson intervals",
+    item_kinds=("pair", "identity-pair", "judged-generation"),
+    measure_kinds=("rate",),
+    headline="bias_rate",
+    outcomes=True,
+    formats=("indian-bhed", "crows-pairs", "indic-taxonomy"),
+    items=_items,
+    metrics=_metrics,
+    scoring=_scoring,
+    drift=_drift,
+    terminal=_terminal,
+    report=_report,
+    importers=_importers,
+    drift_units="Δ and MDE in percentage points",
+)
