@@ -81,12 +81,14 @@ def answer_row(item: Item, answer: str) -> ScoreRow:
         metric_version=IMPORTED_VERSION,
         outcome=outcome(stance, said) if said in ANSWERS else "other",  # type: ignore[arg-type]
         delta=None,
-        details={"stance": stance, "says": said if said in ANSWERS else None},
+        details={"stance": stance, "says": said if said in ANSWERS else None, "answer": answer},
     )
 
 
-def _key(snapshot: str, rows: Sequence[ScoreRow], items: dict[str, Item]) -> str:
-    body = sorted([items[r.item_id].payload["statement"], r.details["says"]] for r in rows)
+def _key(snapshot: str, answers: dict[str, str]) -> str:
+    """What makes two imports the same run: the snapshot and its answers, whatever the
+    order of the lines, the file's name or bytes, or the date."""
+    body = sorted(answers.items())
     text = json.dumps([IMPORTED, IMPORTED_VERSION, snapshot, body], ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -122,7 +124,7 @@ def import_answers(
         snapshot = f"{model.lower()}{suffix}"
         check_snapshot_id(snapshot)
         rows = [answer_row(by_statement[s], a) for s, a in answers.items()]
-        key = _key(snapshot, rows, by_statement)
+        key = _key(snapshot, answers)
         fact = {
             "rows": len(rows),
             "unmatched": sum(1 for r in rows if r.outcome == "other"),
@@ -149,6 +151,7 @@ def import_answers(
             origin="imported",
             status="complete",
             environment={"import": {"content_key": key, **fact}},
+            git_commit=UNKNOWN,  # the code that produced the answers is not recorded
             device=UNKNOWN,
             dtype=UNKNOWN,
             notes=f"answers of {model} imported from {', '.join(sorted(files))}",
