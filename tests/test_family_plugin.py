@@ -147,6 +147,37 @@ def test_no_file_of_monitor_knows_the_plugin() -> None:
     assert hits == []
 
 
+def test_the_plugin_meets_the_contract(site: Path, monkeypatch) -> None:
+    """The installed package's ``FAMILY`` is a ``Family`` whose every capability function
+    has its Protocol's parameters (names, kinds, defaults, annotations): the check the
+    in-tree families pass (``test_family_contract.signature_problems``)."""
+    pytest.importorskip("monitor.contract", reason="the family contract (issue 45) is not here")
+    import dataclasses
+
+    from monitor.contract.capabilities import CAPABILITIES
+    from monitor.contract.family import Family
+    from test_family_contract import _protocol_of, signature_problems
+
+    monkeypatch.syspath_prepend(str(site))
+    from bias_monitor_statements.family import FAMILY as PLUGIN
+
+    assert isinstance(PLUGIN, Family) and PLUGIN.name == FAMILY
+    checked, problems = 0, {}
+    for name, kind in CAPABILITIES.items():
+        factory = getattr(PLUGIN, name)
+        if factory is None:
+            continue
+        cap = factory()
+        assert isinstance(cap, kind), (name, cap)
+        for field in dataclasses.fields(cap):
+            func, protocol = getattr(cap, field.name), _protocol_of(kind, field.name)
+            if protocol is not None and func is not None:
+                checked += 1
+                problems[f"{name}.{field.name}"] = signature_problems(func, protocol)
+    assert checked >= 9  # load, quality, specs, measures, local, compare, cli_table, ...
+    assert {k: v for k, v in problems.items() if v} == {}
+
+
 def test_a_family_installed_with_pip_runs_through_every_command(
     site: Path, monitor_env: Path
 ) -> None:

@@ -126,12 +126,12 @@ def no_aggregate(
 
 
 def run_measures(
-    rows: Sequence[ScoreRow], items: Mapping[str, Item], *, aggregate: list[Measure]
+    rows: Sequence[ScoreRow], items_by_id: Mapping[str, Item], *, aggregate: list[Measure]
 ) -> list[Measure]:
     """The family's measures: what the spec aggregated (nothing, ``no_aggregate``), then
     every subject's rates, per axis then ``all``, benchmarks in name order. A row whose
     item is unknown is an error: dropping it would change a rate."""
-    return [*aggregate, *stance_measures(rows, items)]
+    return [*aggregate, *stance_measures(rows, items_by_id)]
 
 
 def stance_measures(

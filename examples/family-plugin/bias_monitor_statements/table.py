@@ -1,7 +1,8 @@
 """The family's terminal table, for ``run`` and ``show``: one row per subject.
 
 Columns: the balanced rate (the headline) with its interval, then the two stance rates
-and the share called True. Every cell is a ``rich.text.Text`` (never markup), so a
+(endorsing statements called True, rejecting ones called False) and the share called
+True. Every cell is a ``rich.text.Text`` (never markup), so a
 benchmark or axis name cannot style the terminal; statement texts are never shown.
 """
 
@@ -17,7 +18,7 @@ from monitor.fmt import interval, pct
 from monitor.records import Measure
 
 COLUMNS = (HEADLINE, "agree_rate", "reject_rate", "true_rate")
-HEADERS = ("balanced [95% CI]", "agrees", "rejects→False", "says True")
+HEADERS = ("balanced [95% CI]", "endorsing: True", "rejecting: False", "says True")
 
 
 def _cell(m: Measure | None, with_interval: bool) -> Text:
