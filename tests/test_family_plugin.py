@@ -86,6 +86,23 @@ def site(tmp_path_factory) -> Path:
     return target
 
 
+def test_the_plugins_own_tests_pass_on_the_installed_package(site: Path) -> None:
+    """The example's own tests (``examples/family-plugin/tests``: the pure parts, the data
+    file and its suite), run here so CI runs them, against the installed copy."""
+    tests = site.parent / "src" / "tests"
+    path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tests)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=site.parent,
+        env={**os.environ, "PYTHONPATH": path},
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert re.search(r"\b(1[5-9]|[2-9]\d) passed", proc.stdout), proc.stdout[-500:]
+
+
 def _cli(site: Path, *args: str, timeout: int = 1200) -> subprocess.CompletedProcess:
     path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
     return subprocess.run(
