@@ -164,7 +164,7 @@ def import_answers(
     return ImportResult(batch.run_ids, batch.new, batch.skipped, snapshots, facts)
 
 
-def _pinned(on_event: Callable[[str], None]) -> LoadedBenchmark:
+def pinned(on_event: Callable[[str], None]) -> LoadedBenchmark:
     """The pinned statements (fetched into the data cache if needed)."""
     from monitor.benchmarks.fetch import fetch
     from monitor.benchmarks.load import load_benchmarks
@@ -188,7 +188,7 @@ def cli_import(
     """``bias-monitor import truth-answers FILE...``."""
     if columns:
         raise UserInputError("--column does not apply: every model of the file is imported")
-    return import_answers(store, paths, _pinned(on_event), date=date, suffix=suffix)
+    return import_answers(store, paths, pinned(on_event), date=date, suffix=suffix)
 
 
 @dataclass(frozen=True)
@@ -213,7 +213,13 @@ class AnswersImporter:
         return cli_import(*args, **kwargs)  # type: ignore[arg-type]
 
 
-def importers() -> dict[str, AnswersImporter]:
-    """The family's prediction importers, by command name."""
-    spec = AnswersImporter()
-    return {spec.name: spec}
+def importers() -> dict[str, Any]:
+    """The family's prediction importers, by command name: bias-monitor's ``Importer``
+    declaration (``monitor.importers.spec``) where the installed bias-monitor has one,
+    else the command-spec shape of the releases before it (``AnswersImporter``)."""
+    try:
+        from bias_monitor_statements.import_command import IMPORTER
+    except ImportError:  # a bias-monitor before importers became data
+        spec = AnswersImporter()
+        return {spec.name: spec}
+    return {IMPORTER.name: IMPORTER}
