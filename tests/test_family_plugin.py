@@ -3,9 +3,10 @@ types (issue 45, item 7): ``examples/family-plugin`` (package ``bias-monitor-sta
 family ``truth-statements``) is installed with a real ``pip install`` into a private
 folder, and the CLI runs with that folder on ``PYTHONPATH`` (so nothing else sees it):
 
-run (SmolLM2 on the plug-in's own benchmark) → quality → rerun → drift (exit 0: the rerun
-is bit-identical) → a planted regression → ``drift --fail-on regression`` (exit 1) →
-report (its section in Markdown, HTML and JSON; painted by headless Chromium).
+data fetch (the package's benchmark and its data suite) → run (SmolLM2 on it) → quality →
+rerun → drift (exit 0: the rerun is bit-identical) → a planted regression →
+``drift --fail-on regression`` (exit 1) → report (its section in Markdown, HTML and JSON;
+laid out by headless Chromium).
 
 The planted regression, and why it cannot pass by accident: the first run's own answers
 are read back from the store and imported twice through the plug-in's importer
@@ -203,6 +204,13 @@ def test_a_family_installed_with_pip_runs_through_every_command(
     # --metric: a kind's default metric (cll for a causal LM) is the pairs'; run does not
     # yet pick a benchmark's family's metric by itself (see the report of branch plugin).
     run = ("run", "-s", SNAPSHOT, "-b", BENCHMARK, "--metric", METRIC, "--format", "json")
+
+    # The package's own benchmark: found in the merged manifest, read in place from the
+    # installed package, verified by sha256 and checked by the family's data suite.
+    fetched = _cli(site, "data", "fetch", "-b", BENCHMARK)
+    assert "truth-statements: 48 items, 0 excluded rows; quality suite passed" in (
+        _ok(fetched) + fetched.stderr
+    )
 
     (first,) = json.loads(_ok(_cli(site, *run)))
     assert first["status"] == "complete", first
