@@ -177,9 +177,13 @@ def test_the_plugin_meets_the_contract(site: Path, monkeypatch) -> None:
     from test_family_contract import _protocol_of, signature_problems
 
     monkeypatch.syspath_prepend(str(site))
+    from bias_monitor_statements import frame, items, measures
     from bias_monitor_statements.family import FAMILY as PLUGIN
 
-    assert isinstance(PLUGIN, Family) and PLUGIN.name == FAMILY
+    assert isinstance(PLUGIN, Family) and PLUGIN.name == FAMILY == frame.FAMILY_NAME
+    # family.py says these without importing the modules; they must agree.
+    assert PLUGIN.formats == (items.FORMAT,) and PLUGIN.item_kinds == (items.KIND,)
+    assert PLUGIN.headline == measures.HEADLINE
     checked, problems = 0, {}
     for name, kind in CAPABILITIES.items():
         factory = getattr(PLUGIN, name)
