@@ -14,7 +14,9 @@ Each module of a family folder belongs to the room whose job it does, and the im
 contracts in ``pyproject.toml`` hold it to that room's rules: ``spec`` and ``measures``
 are pure like ``monitor.metrics``; ``items`` reads files like ``monitor.benchmarks``;
 ``scoring`` talks to backends like ``monitor.scoring``/``monitor.jobs``; ``compare``
-is drift (no store, no report); ``section`` is report (no store); ``table`` is CLI output.
+is drift (no store, no report); ``section`` is report (no store); ``table`` and
+``drift_output`` draw for the terminal with ``monitor.terminal``. No module of a family
+imports ``monitor.cli`` or ``monitor.app``.
 
 Hook names (a family supplies the ones that apply; the signature is the contract):
 
@@ -68,12 +70,12 @@ Hook names (a family supplies the ones that apply; the signature is the contract
 ``item_scores``   (view, run_id, *, with_texts) -> rows: ``show --items``' per-item rows, where
                   the family's items are not sentence pairs (the association tests' terms);
                   ``view`` is the command's ``StoreView``
-``import_commands`` () -> {name: typer command}: ``bias-monitor import <name>`` commands the
-                  family writes itself, for published files of a shape of their own (the
-                  pairs': the caste study's results and history folders, its GPT-5
-                  follow-up); registered by ``cli.commands_import``
-``importers``     () -> {name: (entry, default suffix, help)}: ``bias-monitor import <name>``,
-                  published per-item predictions as runs (the CLI names the commands)
+``importers``     () -> {name: ``monitor.importers.spec.Importer``}: the family's
+                  ``bias-monitor import <name>`` commands as data (what each reads, a
+                  pydantic model of its options, its work, which returns what the CLI
+                  shows); ``cli.commands_import`` builds the commands from them (the pairs':
+                  the caste study's results and history folders, its GPT-5 follow-up; the
+                  choice questions': BBQ's and BharatBBQ's prediction files)
 
 A family whose comparator returns a type of its own (the pairs' ``AxisComparison``, the
 association tests' ``EffectComparison``, not ``records.FamilyComparison``) draws it with

@@ -44,7 +44,7 @@ PAIR_OUTCOME = ResultFamily(
         "report_lead": f"{_HERE}.answer:report_lead",
         "report_headline": f"{_HERE}.answer:report_headline",
         "report_verdicts": f"{_HERE}.answer:report_verdicts",
-        "import_commands": f"{_HERE}.import_commands:import_commands",
+        "importers": f"{_HERE}.import_commands:importers",
     },
     drift_units="Δ and MDE in percentage points",
 )
