@@ -122,9 +122,9 @@ def import_bbq(
     store: Store, paths: list[Path], options: BbqOptions, on_event: EventSink
 ) -> ImportOutcome:
     """BBQ's UnifiedQA prediction files: one run per prediction column."""
-    from monitor.families.choice_qa.importers import cli_import_bbq
+    from monitor.families.choice_qa.importers import import_bbq_files
 
-    done = cli_import_bbq(
+    done = import_bbq_files(
         store,
         paths,
         date=options.date or options.default_date,
@@ -139,9 +139,9 @@ def import_bharatbbq(
     store: Store, paths: list[Path], options: BharatBbqOptions, on_event: EventSink
 ) -> ImportOutcome:
     """One BharatBBQ predictions file: one run per model column."""
-    from monitor.families.choice_qa.importers import cli_import_bharatbbq
+    from monitor.families.choice_qa.importers import import_bharatbbq_file
 
-    done = cli_import_bharatbbq(
+    done = import_bharatbbq_file(
         store,
         paths,
         date=options.date or options.default_date,
