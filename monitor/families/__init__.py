@@ -16,7 +16,7 @@ are pure like ``monitor.metrics``; ``items`` reads files like ``monitor.benchmar
 ``scoring`` talks to backends like ``monitor.scoring``/``monitor.jobs``; ``compare``
 is drift (no store, no report); ``section`` is report (no store); ``table`` and
 ``drift_output`` draw for the terminal with ``monitor.terminal``. No module of a family
-imports ``monitor.cli`` or ``monitor.app``.
+imports the CLI or the app room (an import contract says so).
 
 Hook names (a family supplies the ones that apply; the signature is the contract):
 
