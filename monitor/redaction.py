@@ -5,7 +5,7 @@ turns into ``Authorization: Basic base64(user:pass)``), an ``api-key`` header or
 parameter — a server can echo any of them back in an error, and an exception can quote
 a URL. Every such text passes through :func:`redact` before it reaches the store
 (``monitor.store`` applies it to every free-text and JSON value it writes), a log line or
-the terminal (``monitor.cli.output``), or a report.
+the terminal (``monitor.terminal.output``), or a report.
 
 Two kinds of protection:
 

@@ -48,7 +48,7 @@ def test_the_family_loads_its_formats_and_adds_measures_and_importers():
     family = get_family("choice-qa")
     assert set(family.formats) == {"bbq-jsonl", "bharatbbq-csv"}
     assert callable(family.items().load) and family.items().load_corrected is None
-    assert callable(family.metrics().measures) and callable(family.importers().predictions)
+    assert callable(family.metrics().measures) and callable(family.importers().declared)
 
 
 def test_errata_do_not_apply_to_choice_questions(cache, tmp_path):

@@ -57,7 +57,6 @@ ALLOWED_MENTIONS: dict[tuple[str, str], str] = {
 ALLOWED_IMPORT_MODULE = {
     "monitor/contract/registry.py",
     "monitor/snapshots/resolve.py",
-    "monitor/families/choice_qa/import_commands.py",  # terminal: importers become data
 }
 
 

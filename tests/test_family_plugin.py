@@ -169,12 +169,12 @@ def test_the_plugin_meets_the_contract(site: Path, monkeypatch) -> None:
     """The installed package's ``FAMILY`` is a ``Family`` whose every capability function
     has its Protocol's parameters (names, kinds, defaults, annotations): the check the
     in-tree families pass (``test_family_contract.signature_problems``)."""
-    pytest.importorskip("monitor.contract", reason="the family contract (issue 45) is not here")
     import dataclasses
+
+    from test_family_contract import _protocol_of, signature_problems
 
     from monitor.contract.capabilities import CAPABILITIES
     from monitor.contract.family import Family
-    from test_family_contract import _protocol_of, signature_problems
 
     monkeypatch.syspath_prepend(str(site))
     from bias_monitor_statements import frame, items, measures
@@ -203,7 +203,6 @@ def test_the_plugin_meets_the_contract(site: Path, monkeypatch) -> None:
 def test_a_family_installed_with_pip_runs_through_every_command(
     site: Path, monitor_env: Path
 ) -> None:
-    pytest.importorskip("monitor.contract", reason="the family contract (issue 45) is not here")
     db = monitor_env / "monitor.duckdb"
     # --metric: a kind's default metric (cll for a causal LM) is the pairs'; run does not
     # yet pick a benchmark's family's metric by itself (see the report of branch plugin).

@@ -29,9 +29,9 @@ from monitor.cli import (
     commands_run,
     commands_snapshots,
 )
-from monitor.cli.output import err
 from monitor.contract.registry import FamilyRegistryError
 from monitor.errors import MonitorError
+from monitor.terminal.output import err
 
 EXIT_CODES = """\
 Exit codes: 0 success; 1 a run failed or was quarantined (or drift --fail-on matched);

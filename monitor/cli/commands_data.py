@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from monitor.cli.output import Format, err, out, print_json
+from monitor.terminal.output import Format, err, out, print_json
 
 app = typer.Typer(help="Pinned benchmark files (data/benchmarks.toml).", no_args_is_help=True)
 
@@ -52,7 +52,7 @@ def fetch_cmd(
         print_json([r.__dict__ for r in results])
         return
     from monitor import paths
-    from monitor.cli.output import SafeTable as Table
+    from monitor.terminal.output import SafeTable as Table
 
     # The folder once, above the table, and each file relative to it: absolute paths in a
     # column were cut to "/home/…/Cast…" in an 80-column log, hiding where files went.
@@ -116,7 +116,7 @@ def list_cmd(
     if fmt is Format.json:
         print_json(rows)
         return
-    from monitor.cli.output import print_listing
+    from monitor.terminal.output import print_listing
 
     print_listing(
         ("id", "axis", "region", "rows", "default", "source"),

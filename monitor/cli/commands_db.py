@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from monitor.cli.output import Format, err, out, print_json
 from monitor.errors import UserInputError
+from monitor.terminal.output import Format, err, out, print_json
 
 runs_app = typer.Typer(help="Runs stored in the DuckDB file.", no_args_is_help=True)
 db_app = typer.Typer(
@@ -24,19 +23,7 @@ DbOpt = Annotated[
 FmtOpt = Annotated[Format, typer.Option("--format", help="table or json.")]
 
 
-def parse_day(text: str | None, option: str = "--since") -> datetime | None:
-    """A ``YYYY-MM-DD`` option as midnight UTC (None stays None); a one-line
-    UserInputError naming ``option`` otherwise."""
-    if text is None:
-        return None
-    try:
-        return datetime.combine(date.fromisoformat(text), datetime.min.time(), tzinfo=UTC)
-    except ValueError as exc:
-        raise UserInputError(f"{option} {text!r}: expected a date YYYY-MM-DD") from exc
-
-
 def _store(db: Path | None, *, must_exist: bool = True):
-    from monitor.errors import UserInputError
     from monitor.paths import default_db_path
     from monitor.store.db import Store
 
@@ -49,8 +36,8 @@ def _store(db: Path | None, *, must_exist: bool = True):
 def _reader(db: Path | None):
     """The store for a command that only reads: opened read-only, so an archived store on
     read-only media can be listed, shown, exported, compared and reported on."""
-    from monitor.cli.output import err
     from monitor.store.db import Store
+    from monitor.terminal.output import err
 
     return Store.for_reading(db, on_event=lambda m: err.print(m))
 
@@ -68,7 +55,7 @@ def runs_list(
     if fmt is Format.json:
         print_json(runs)
         return
-    from monitor.cli.output import print_listing
+    from monitor.terminal.output import print_listing
 
     # The run id is shown whole: it is what `show`, `drift` and `export` take.
     print_listing(
@@ -112,8 +99,8 @@ def show(
     """Show one run: provenance, per-axis measures, each bias rate beside its neutral
     control and the metric panel, per-identity rates and rankings, association tests
     (effect sizes), exclusions, quality."""
-    from monitor.cli import results_view
     from monitor.metrics.registry import METRICS
+    from monitor.terminal import measures as results_view
 
     with _reader(db).read() as view:  # one typed read of everything the command shows
         stored = view.resolve_run(run_id)
@@ -146,7 +133,7 @@ def show(
             doc["items"] = detail
         print_json(doc)
         return
-    from monitor.cli.output import SafeTable as Table
+    from monitor.terminal.output import SafeTable as Table
 
     out.print(f"run {rid}  status {run['status']}", style="bold")
     for key in (
@@ -298,8 +285,8 @@ def _provenance_line(key: str, value: object) -> None:
     """``  key  value``, wrapped to the output's width under the value's column (a
     package list or a dataset's version ran to 110 columns in an 80-column log). A value
     longer than a line (a file pin with its sha256) is folded, never cut."""
-    from monitor.cli.output import output_width
-    from monitor.cli.output_drift import wrap
+    from monitor.terminal.lines import wrap
+    from monitor.terminal.output import output_width
 
     for line in wrap(f"  {key:18} {value}", max(output_width(), 40), " " * 21, fold=True):
         out.print(line)
@@ -346,8 +333,8 @@ def _print_exclusions(exclusions: list[dict]) -> None:
     output width: a template of 8 defective rows is one line, not 8 of 120 characters."""
     from itertools import groupby
 
-    from monitor.cli.output import output_width
-    from monitor.cli.output_drift import wrap
+    from monitor.terminal.lines import wrap
+    from monitor.terminal.output import output_width
 
     out.print(f"excluded rows: {len(exclusions)}")
     width = output_width()

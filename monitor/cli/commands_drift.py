@@ -12,11 +12,12 @@ import typer
 if TYPE_CHECKING:
     from monitor.contract.capabilities import Drift
 
-from monitor.cli.commands_db import DbOpt, FmtOpt, _reader, _store, parse_day
+from monitor.cli.commands_db import DbOpt, FmtOpt, _reader, _store
 from monitor.cli.commands_snapshots import SnapshotsDirOpt, check_snapshot_names, use_snapshots_dir
-from monitor.cli.output import Format, err, out, print_json
 from monitor.drift.robustness import FAIL_ON
 from monitor.errors import UserInputError
+from monitor.importers.common import parse_day
+from monitor.terminal.output import Format, err, out, print_json
 
 
 class DriftFormat(StrEnum):
@@ -258,10 +259,10 @@ def _drift_lines(result, show_flips: bool, snapshot_of: dict[str, str]) -> None:
     """The default output: the count of flags, then each family's comparisons (its
     ``drift_lines`` hook, or ``cli.output_family`` for generic records), per pair of runs
     named once, every line within the terminal's or COLUMNS' width."""
-    from monitor.cli.output import output_width
-    from monitor.cli.output_drift import wrap
     from monitor.cli.output_family import family_lines
     from monitor.contract.registry import families
+    from monitor.terminal.lines import wrap
+    from monitor.terminal.output import output_width
 
     width = output_width()
     level = f"{100 * result.confidence:g}%"

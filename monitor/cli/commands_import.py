@@ -1,147 +1,94 @@
 """`bias-monitor import <name>`: published results of earlier studies as runs.
 
-The commands are the families': a family whose published files have a shape of their own
-writes its command in its folder (``import_commands`` hook: the caste study's results and
-history folders, the pairs'), and a family that imports per-item prediction files
-declares them as data (``importers`` hook: BBQ, BharatBBQ), for which this module builds
-one command each. ``register_family_imports`` is called once the CLI's modules are
-loaded (``cli.app``), so a family's command module can use them.
+Every import is a family's ``importers`` declaration (``monitor.importers.spec.Importer``:
+the caste study's folders, the pairs'; BBQ's and BharatBBQ's prediction files, the choice
+questions'), and this module builds one command from each, in one loop: the argument is
+what the importer reads, an option per field of its options model, then ``--db`` and
+``--format``. The command checks the argument, validates the options, opens the store,
+calls the importer's work and prints what it returns. ``register_family_imports`` is
+called once the CLI's modules are loaded (``cli.app``).
 """
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from monitor.cli.commands_db import DbOpt, FmtOpt, _store, parse_day
-from monitor.cli.output import Format, err, out, print_json
+from monitor.cli.commands_db import DbOpt, FmtOpt, _store
 from monitor.errors import UserInputError
+from monitor.importers.spec import Importer
+from monitor.terminal.output import Format, err, out, print_json
 
 import_app = typer.Typer(help="Import results of earlier studies as runs.", no_args_is_help=True)
 
 
-# Published per-item predictions of a family that lives in its own folder: each family's
-# ``importers`` hook declares its commands (name, help, default date, the work); they are
-# registered here in one loop, and a run's summary is the family's own ``cli_table``.
-
-
-def _import_predictions(
-    family_name: str,
-    name: str,
-    files: list[Path],
-    on_date: str | None,
-    suffix: str | None,
-    columns: list[str] | None,
-    db: Path | None,
-    fmt: Format,
-) -> None:
-    from monitor.contract.registry import get_family
-
-    family = get_family(family_name)
-    predictions = family.importers().predictions
-    assert predictions is not None  # registered only for a family that has importers
-    spec = predictions()[name]
-    for f in files:
-        if not f.is_file():
-            raise UserInputError(f"{f}: not a file")
-    date_text = on_date or spec.default_date
-    parse_day(date_text, "--date")
-    store = _store(db, must_exist=False)
-    done = spec.run(
-        store,
-        files,
-        date=date_text,
-        suffix=spec.default_suffix if suffix is None else suffix,
-        columns=columns,
-        on_event=lambda m: err.print(m, markup=False),
-    )
-    with store.read() as view:  # the imported runs and their measures, typed
-        runs = [view.run(rid) for rid in done.new]
-        stored = {rid: view.measures(rid) for rid in done.new}
-    if fmt is Format.json:
-        print_json(
-            {
-                "run_ids": done.run_ids,
-                "new": done.new,
-                "skipped": done.skipped,
-                "runs": [
-                    {
-                        "run_id": r.run_id,
-                        "snapshot_id": r.snapshot_id,
-                        "status": r.status,
-                        "notes": r.notes,
-                        "import": done.facts[r.run_id],
-                    }
-                    for r in runs
-                ],
-            }
-        )
+def _import(importer: Importer, values: dict[str, Any]) -> None:
+    """Run ``importer`` with the command's parsed ``values`` and print its outcome."""
+    db, fmt = values.pop("db"), values.pop("fmt")
+    if importer.reads.kind == "folder":
+        paths = [values.pop("folder")]
+        if not paths[0].is_dir():
+            raise UserInputError(f"{paths[0]}: not a folder")
     else:
-        for rid in done.skipped:  # the same rows, whatever the date or line endings
-            out.print(f"{done.snapshots[rid]}: already imported as {rid}", markup=False)
-        if done.skipped and not runs:
-            out.print(f"nothing new: all {len(done.skipped)} runs are already in the store")
-        table = family.terminal().cli_table
-        for run in runs:
-            facts = done.facts[run.run_id]
-            out.print(
-                f"imported run {run.run_id} ({run.snapshot_id}, {run.metric}): {run.status}; "
-                f"{facts['rows']} rows, {facts['unmatched']} predictions naming no option",
-                markup=False,
-            )
-            if run.status != "complete":
-                err.print(f"  {run.notes}", style="red", markup=False)
-            elif table is not None:
-                out.print(table(stored[run.run_id], f"{run.snapshot_id}  run {run.run_id}"))
-    if any(r.status != "complete" for r in runs):
+        paths = list(values.pop("files"))
+        for f in paths:
+            if not f.is_file():
+                raise UserInputError(f"{f}: not a file")
+    options = importer.options(**values)  # a wrong value raises the option's UserInputError
+    if importer.check is not None:
+        importer.check(paths, options)
+    store = _store(db, must_exist=False)
+    done = importer.work(store, paths, options, lambda m: err.print(m, markup=False))
+    if fmt is Format.json:
+        print_json(done.document)
+    else:
+        for shown in done.shown:
+            (err if shown.stderr else out).print(shown.body, style=shown.style, markup=False)
+    if done.failed:
         raise typer.Exit(1)  # a quarantined import, like a quarantined run
 
 
-def _family_import_command(family_name: str, spec) -> None:
-    """Register ``bias-monitor import <spec.name>`` for a folder family's importer.
+def _parameters(importer: Importer) -> list[inspect.Parameter]:
+    """The command's parameters as typer reads them: the argument, an option per field of
+    the importer's options model (``--<field>``, its description as help, required when
+    it has no default), ``--db``, ``--format``."""
+    keyword = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    argument = typer.Argument(help=importer.reads.help)
+    if importer.reads.kind == "folder":
+        params = [inspect.Parameter("folder", keyword, annotation=Annotated[Path, argument])]
+    else:
+        params = [inspect.Parameter("files", keyword, annotation=Annotated[list[Path], argument])]
+    for name, field in importer.options.model_fields.items():
+        option = typer.Option(f"--{name.replace('_', '-')}", help=field.description)
+        default = inspect.Parameter.empty if field.is_required() else field.default
+        annotation = Annotated[field.annotation, option]  # type: ignore[name-defined]
+        params.append(inspect.Parameter(name, keyword, default=default, annotation=annotation))
+    params.append(inspect.Parameter("db", keyword, default=None, annotation=DbOpt))
+    params.append(inspect.Parameter("fmt", keyword, default=Format.table, annotation=FmtOpt))
+    return params
 
-    The options' help comes from the family's declaration, so the annotations are built
-    here as objects (this module's annotations are otherwise strings, which typer would
-    evaluate without ``spec`` in scope)."""
 
-    def command(files, on_date=None, suffix=None, column=None, db=None, fmt=Format.table):
-        _import_predictions(family_name, spec.name, files, on_date, suffix, column, db, fmt)
+def _command(importer: Importer):
+    """``bias-monitor import <importer.name>``: typer reads its parameters from the
+    signature built here, its help from the declaration."""
 
-    date_help = "When the predictions were made (YYYY-MM-DD); default: the files' commit"
-    command.__annotations__ = {
-        "files": Annotated[list[Path], typer.Argument(help=spec.files_help)],
-        "on_date": Annotated[
-            str | None, typer.Option("--date", help=f"{date_help} ({spec.default_date}).")
-        ],
-        "suffix": Annotated[
-            str | None,
-            typer.Option(
-                "--suffix",
-                help="Each column's run is filed under the snapshot <model><suffix> "
-                f"(default {spec.default_suffix}).",
-            ),
-        ],
-        "column": Annotated[list[str] | None, typer.Option("--column", help=spec.columns_help)],
-        "db": DbOpt,
-        "fmt": FmtOpt,
-        "return": None,
-    }
-    command.__doc__ = spec.summary
-    import_app.command(spec.name)(command)
+    def command(**values: Any) -> None:
+        _import(importer, values)
+
+    command.__signature__ = inspect.Signature(_parameters(importer))  # type: ignore[attr-defined]
+    command.__doc__ = importer.help
+    return command
 
 
 def register_family_imports() -> None:
     """Register every family's ``import`` commands on ``import_app``, in the registry's
-    order: the commands a family writes itself (``import_commands`` hook: the caste
-    study's folders), then its published predictions (``importers`` hook)."""
+    order (each family's ``importers`` hook, in its declaration's order)."""
     from monitor.contract.registry import families
 
     for family in families():
-        commands = family.importers().commands
-        for name, command in (commands() if commands is not None else {}).items():
-            import_app.command(name)(command)
-        hook = family.importers().predictions
-        for spec in (hook() if hook is not None else {}).values():
-            _family_import_command(family.name, spec)
+        declared = family.importers().declared
+        for importer in (declared() if declared is not None else {}).values():
+            import_app.command(importer.name)(_command(importer))

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from monitor.cli.commands_snapshots import SnapshotsDirOpt, use_snapshots_dir
-from monitor.cli.output import Format, err, out, print_json, progress_bars
 from monitor.errors import NotApplicable, UserInputError
 from monitor.fmt import interval, pct
+from monitor.terminal.output import Format, err, out, print_json, progress_bars
 
 if TYPE_CHECKING:
     from monitor.contract.family import Family
@@ -494,8 +494,8 @@ def _print_family_table(o, title: str) -> Family | None:
     """A run's table: its family's ``cli_table`` hook's, else every measure as a plain row
     (benchmark, subject, measure, value, 95% interval, k/n). Returns the family, whose
     declaration words the line under the table (None where the run names no metric)."""
-    from monitor.cli.output import SafeTable as Table
     from monitor.metrics.registry import get_metric
+    from monitor.terminal.output import SafeTable as Table
 
     family = get_metric(o.metric).family if o.metric else None
     hook = family.terminal().cli_table if family is not None else None
@@ -616,7 +616,7 @@ def snapshots_list(
             ]
         )
         return
-    from monitor.cli.output import print_listing
+    from monitor.terminal.output import print_listing
 
     print_listing(
         ("id", "kind", "default", "metrics", "revision", "folder"),

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from monitor.cli.output import out
+from monitor.terminal.output import out
 
 SnapshotsDirOpt = Annotated[
     Path | None,

@@ -13,9 +13,9 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from monitor.cli.output_drift import by_pair, pair_heading, pp, wrap
 from monitor.contract.registry import find_family
 from monitor.records import FamilyComparison
+from monitor.terminal.lines import by_pair, pair_heading, pp, wrap
 
 
 def _words(family: str) -> str:
@@ -96,9 +96,9 @@ def family_table(comparisons: Sequence[FamilyComparison], level: str) -> None:
     under it with their p-values and verdict, then per measure the verdict's reason (the
     change in words, the test, the noise: long sentences, which in a cell would squeeze
     the other columns to a word a line). Numbers never wrap; names fold."""
-    from monitor.cli.output import out
-    from monitor.cli.results_view import heading, narrow
     from monitor.fmt import pvalue
+    from monitor.terminal.measures import heading, narrow
+    from monitor.terminal.output import out
 
     for (new, base), mine in by_pair(comparisons).items():
         table = narrow(

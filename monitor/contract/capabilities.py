@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from monitor.drift.deltas import SignFlipBatch
     from monitor.drift.noise import NoiseBook
     from monitor.drift.session import Comparison, DriftResult
+    from monitor.importers.spec import Importer
     from monitor.jobs.context import JobContext
     from monitor.jobs.options import EventSink, ProgressFactory, RunOptions, RunOutcome
     from monitor.metrics.registry import MetricSpec
@@ -454,37 +455,19 @@ class Report:
 # --------------------------------------------------------------------------- importers
 
 
-class ImporterSpec(Protocol):
-    """One ``bias-monitor import <name>`` command for published per-item predictions."""
+class ImporterDeclarations(Protocol):
+    """``bias-monitor import <name>`` commands, declared as data
+    (``monitor.importers.spec.Importer``: what the command reads, its options model and
+    the work, which prints nothing); the CLI builds one command from each, in one loop."""
 
-    name: str
-    default_suffix: str
-    summary: str
-    files_help: str
-    default_date: str
-    columns_help: str
-
-    def run(self, *args: object, **kwargs: object) -> object: ...
-
-
-class ImportCommands(Protocol):
-    """``bias-monitor import <name>`` commands the family writes itself (typer commands)."""
-
-    def __call__(self) -> dict[str, object]: ...
-
-
-class PredictionImporters(Protocol):
-    """``bias-monitor import <name>``: published per-item predictions as runs."""
-
-    def __call__(self) -> Mapping[str, ImporterSpec]: ...
+    def __call__(self) -> Mapping[str, Importer]: ...
 
 
 @dataclass(frozen=True)
 class Importers:
     """What the family adds to ``bias-monitor import``."""
 
-    commands: ImportCommands | None = None
-    predictions: PredictionImporters | None = None
+    declared: ImporterDeclarations | None = None
 
 
 # The capabilities' hooks, by capability, as ARCHITECTURE.md lists them (a test compares).

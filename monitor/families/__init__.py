@@ -20,7 +20,10 @@ contracts in ``pyproject.toml`` hold it to that room's rules: ``metrics`` and
 ``measures`` are pure like ``monitor.metrics``; ``items`` reads files like
 ``monitor.benchmarks``; ``scoring`` talks to backends like ``monitor.scoring``/
 ``monitor.jobs``; ``compare`` is drift (no store, no report); ``section`` is report (no
-store); ``table`` is CLI output.
+store); ``table`` and ``drift_output`` draw for the terminal with ``monitor.terminal``.
+No module of a family imports the CLI or the app room (an import contract says so); a
+family's ``import`` commands are data (``monitor.importers.spec.Importer``) that the CLI
+turns into commands.
 
 Folders: ``pairs`` (sentence and identity pairs), ``association`` (WEAT/SEAT effect
 sizes), ``choice_qa`` (BBQ, BharatBBQ).

@@ -9,7 +9,7 @@ with the choice questions) and write through ``jobs.lifecycle`` like every run.
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 from monitor.errors import UserInputError
 from monitor.snapshots.model import SNAPSHOT_ID_MAX_CHARS
@@ -44,3 +44,14 @@ def parse_date(date: str) -> datetime:
             f"date {date!r} is not an ISO date (e.g. 2025-04-15 or 2025-04-15T10:00:00+00:00)"
         ) from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def parse_day(text: str | None, option: str = "--since") -> datetime | None:
+    """A ``YYYY-MM-DD`` option as midnight UTC (None stays None); a one-line
+    UserInputError naming ``option`` otherwise (an import's ``--date``, ``drift --since``)."""
+    if text is None:
+        return None
+    try:
+        return datetime.combine(date.fromisoformat(text), datetime.min.time(), tzinfo=UTC)
+    except ValueError as exc:
+        raise UserInputError(f"{option} {text!r}: expected a date YYYY-MM-DD") from exc

@@ -71,9 +71,9 @@ def _report() -> Report:
 
 @cache
 def _importers() -> Importers:
-    from bias_monitor_statements import importers
+    from bias_monitor_statements import import_command
 
-    return Importers(predictions=importers.importers)
+    return Importers(declared=import_command.importers)
 
 
 FAMILY = Family(

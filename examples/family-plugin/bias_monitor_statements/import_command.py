@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from monitor.importers.spec import EventSink, Importer, ImportOptions, ImportOutcome, Reads, Shown
 from pydantic import Field, field_validator
 
 from monitor.importers.common import parse_date
+from monitor.importers.spec import EventSink, Importer, ImportOptions, ImportOutcome, Reads, Shown
 
 if TYPE_CHECKING:
     from monitor.store.db import Store
@@ -98,3 +98,9 @@ IMPORTER: Importer = Importer(
     AnswerOptions,
     import_answers_files,
 )
+
+
+def importers() -> dict[str, Importer]:
+    """The family's ``bias-monitor import`` commands, by name (the contract's
+    ``Importers.declared``)."""
+    return {IMPORTER.name: IMPORTER}

@@ -27,7 +27,7 @@ from typing import Any
 
 from bias_monitor_statements.frame import Stance, outcome
 from monitor.benchmarks.items import Item, LoadedBenchmark
-from monitor.errors import DataIntegrityError, UserInputError
+from monitor.errors import DataIntegrityError
 from monitor.importers.common import UNKNOWN, check_snapshot_id, parse_date
 from monitor.inputs import read_input_file
 from monitor.jobs.lifecycle import ImportedRun, RunLifecycle
@@ -174,52 +174,3 @@ def pinned(on_event: Callable[[str], None]) -> LoadedBenchmark:
     fetch(manifest, [BENCHMARK], on_event=on_event)
     (loaded,) = load_benchmarks([BENCHMARK], errata="none", manifest=manifest)
     return loaded
-
-
-def cli_import(
-    store: Store,
-    paths: Sequence[Path],
-    *,
-    date: str,
-    suffix: str,
-    on_event: Callable[[str], None],
-    columns: Sequence[str] | None = None,
-) -> ImportResult:
-    """``bias-monitor import truth-answers FILE...``."""
-    if columns:
-        raise UserInputError("--column does not apply: every model of the file is imported")
-    return import_answers(store, paths, pinned(on_event), date=date, suffix=suffix)
-
-
-@dataclass(frozen=True)
-class AnswersImporter:
-    """The family's one ``bias-monitor import`` command (the contract's ``ImporterSpec``)."""
-
-    name: str = "truth-answers"
-    default_suffix: str = "-answers"
-    summary: str = (
-        "Import answers to the truth-statements benchmark given elsewhere: one run per "
-        "model of the file, under <model><suffix>. Runs already stored are skipped (exit 0); "
-        "exit 1 when a new run is quarantined by the quality gate."
-    )
-    files_help: str = (
-        'JSON Lines files, one answer per line: {"model": ..., "statement": <statement id>, '
-        '"answer": "True" | "False"}.'
-    )
-    default_date: str = "2026-01-01"
-    columns_help: str = "Not used: every model of the file is imported."
-
-    def run(self, *args: object, **kwargs: object) -> ImportResult:
-        return cli_import(*args, **kwargs)  # type: ignore[arg-type]
-
-
-def importers() -> dict[str, Any]:
-    """The family's prediction importers, by command name: bias-monitor's ``Importer``
-    declaration (``monitor.importers.spec``) where the installed bias-monitor has one,
-    else the command-spec shape of the releases before it (``AnswersImporter``)."""
-    try:
-        from bias_monitor_statements.import_command import IMPORTER
-    except ImportError:  # a bias-monitor before importers became data
-        spec = AnswersImporter()
-        return {spec.name: spec}
-    return {IMPORTER.name: IMPORTER}

@@ -16,8 +16,8 @@ from typing import Any
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from monitor.cli.output import out
 from monitor.fmt import MINUS, MISSING, pvalue
+from monitor.terminal.output import out
 
 
 def num(x: float | None, digits: int = 3) -> str:
@@ -51,7 +51,7 @@ def cli_table(measures: Iterable[Any], title: str) -> RichTable:
     """The ``cli_table`` hook: one row per effect-size measure of a run, under a row that
     names its benchmark. Within 80 columns (a CI log) no number is cut: the benchmark has a
     row of its own, the numbers never wrap, and only a long test name folds."""
-    from monitor.cli.output import SafeTable as Table
+    from monitor.terminal.output import SafeTable as Table
 
     rows = sorted(
         (m for m in measures if is_effect(m)), key=lambda m: (_get(m, "benchmark"), _get(m, "axis"))
@@ -126,7 +126,7 @@ def drift_table(
     comparisons: Iterable[Any], level: str, *, drift: Any = None, show_flips: bool = False
 ) -> None:
     """The ``drift_table`` hook (``--format table-wide``): one row per compared test."""
-    from monitor.cli.output import SafeTable as Table
+    from monitor.terminal.output import SafeTable as Table
 
     rows = list(comparisons)
     if not rows:
@@ -180,7 +180,7 @@ def drift_lines(
     per test (d old → new, Δd with its interval, the MDE, BH-adjusted p, verdict) and the
     verdict's reason under it. The
     table of ``--format table-wide`` cut run ids and tests to "20261…" at 80 columns."""
-    from monitor.cli.output_drift import by_pair, pair_heading, wrap
+    from monitor.terminal.lines import by_pair, pair_heading, wrap
 
     what = (
         f"association tests: effect size d, paired bootstrap; {level} intervals; MDE: the "

@@ -81,7 +81,7 @@ def _report() -> Report:
 def _importers() -> Importers:
     from monitor.families.choice_qa import import_commands
 
-    return Importers(predictions=import_commands.importers)
+    return Importers(declared=import_commands.importers)
 
 
 FAMILY = Family(

@@ -1,74 +1,193 @@
-"""The family's ``bias-monitor import <name>`` commands (its ``importers`` hook), as data.
+"""The family's imports, as data (its ``importers`` hook): published per-item predictions.
 
-The CLI registers these when it starts, for ``--help`` as much as for a run, so this
-module imports nothing heavy: each command's work (``run``) is a ``"module:function"``
-reference, imported only when the command runs (``importers.py`` loads the store, the
-lifecycle and the quality gate).
+``import bbq`` reads BBQ's UnifiedQA prediction files and ``import bharatbbq`` a BharatBBQ
+predictions file; each prediction column becomes a run. The CLI reads these declarations
+whenever it starts, for ``--help`` as much as for an import, so the work (``importers.py``:
+the store, the lifecycle, the quality gate) is imported only when an import runs. The work
+returns what the CLI shows (each new run's line and the family's own table); nothing here
+prints.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
 
-_HERE = "monitor.families.choice_qa.importers"
+from pydantic import Field, field_validator
 
+from monitor.importers.common import parse_day
+from monitor.importers.spec import EventSink, Importer, ImportOptions, ImportOutcome, Reads, Shown
 
-@dataclass(frozen=True)
-class ImporterSpec:
-    """One ``bias-monitor import <name>`` command of this family."""
+if TYPE_CHECKING:
+    from monitor.families.choice_qa.importers import ImportResult
+    from monitor.store.db import Store
 
-    name: str
-    run_ref: str  # "module:function": (store, paths, *, date, suffix, on_event, columns)
-    default_suffix: str  # each column's run is filed under the snapshot <model><suffix>
-    summary: str  # the command's help
-    files_help: str
-    default_date: str  # the files' commit date: when the predictions were published
-    columns_help: str  # what --column selects
-
-    def run(self, *args: Any, **kwargs: Any) -> Any:
-        module, _, attr = self.run_ref.partition(":")
-        entry: Callable[..., Any] = getattr(importlib.import_module(module), attr)
-        return entry(*args, **kwargs)
+_DATE_HELP = "When the predictions were made (YYYY-MM-DD); default: the files' commit"
+_SUFFIX_HELP = "Each column's run is filed under the snapshot <model><suffix>"
 
 
-IMPORTERS: dict[str, ImporterSpec] = {
-    s.name: s
-    for s in (
-        ImporterSpec(
+class PredictionOptions(ImportOptions):
+    """What every predictions import takes: the date (default: the files' commit, when
+    the predictions were published), the snapshot suffix, the columns to import."""
+
+    default_date: ClassVar[str]
+    default_suffix: ClassVar[str]
+
+    date: str | None = None
+    suffix: str | None = None
+    column: list[str] | None = None
+
+    @field_validator("date")
+    @classmethod
+    def _day(cls, text: str | None) -> str | None:
+        parse_day(text, "--date")
+        return text
+
+
+class BbqOptions(PredictionOptions):
+    """``import bbq``'s options."""
+
+    default_date = "2022-03-21"
+    default_suffix = "-bbq-paper"
+
+    date: str | None = Field(None, description=f"{_DATE_HELP} ({default_date}).")
+    suffix: str | None = Field(None, description=f"{_SUFFIX_HELP} (default {default_suffix}).")
+    column: list[str] | None = Field(
+        None, description="Not used: every prediction column is imported."
+    )
+
+
+class BharatBbqOptions(PredictionOptions):
+    """``import bharatbbq``'s options."""
+
+    default_date = "2025-08-14"
+    default_suffix = "-bharatbbq-paper"
+
+    date: str | None = Field(None, description=f"{_DATE_HELP} ({default_date}).")
+    suffix: str | None = Field(None, description=f"{_SUFFIX_HELP} (default {default_suffix}).")
+    column: list[str] | None = Field(
+        None,
+        description="Import only these model columns (repeatable); default: llama_op, "
+        "gemma_op, phi_op, sarvam_op, bloom_op (llama_op_eng_Latn only when named).",
+    )
+
+
+def _shown(store: Store, done: ImportResult) -> ImportOutcome:
+    """What an import of predictions shows: the skipped runs, then each new run's line
+    and, when it is complete, the family's table of its measures."""
+    from monitor.families.choice_qa.table import cli_table
+
+    with store.read() as view:  # the imported runs and their measures, typed
+        runs = [view.run(rid) for rid in done.new]
+        stored = {rid: view.measures(rid) for rid in done.new}
+    document = {
+        "run_ids": done.run_ids,
+        "new": done.new,
+        "skipped": done.skipped,
+        "runs": [
+            {
+                "run_id": r.run_id,
+                "snapshot_id": r.snapshot_id,
+                "status": r.status,
+                "notes": r.notes,
+                "import": done.facts[r.run_id],
+            }
+            for r in runs
+        ],
+    }
+    shown = [
+        Shown(f"{done.snapshots[rid]}: already imported as {rid}")  # the same rows, whatever
+        for rid in done.skipped  # the date or line endings
+    ]
+    if done.skipped and not runs:
+        shown.append(Shown(f"nothing new: all {len(done.skipped)} runs are already in the store"))
+    for run in runs:
+        facts = done.facts[run.run_id]
+        shown.append(
+            Shown(
+                f"imported run {run.run_id} ({run.snapshot_id}, {run.metric}): {run.status}; "
+                f"{facts['rows']} rows, {facts['unmatched']} predictions naming no option"
+            )
+        )
+        if run.status != "complete":
+            shown.append(Shown(f"  {run.notes}", stderr=True, style="red"))
+        else:
+            shown.append(
+                Shown(cli_table(stored[run.run_id], f"{run.snapshot_id}  run {run.run_id}"))
+            )
+    return ImportOutcome(document, shown, any(r.status != "complete" for r in runs))
+
+
+def import_bbq(
+    store: Store, paths: list[Path], options: BbqOptions, on_event: EventSink
+) -> ImportOutcome:
+    """BBQ's UnifiedQA prediction files: one run per prediction column."""
+    from monitor.families.choice_qa.importers import import_bbq_files
+
+    done = import_bbq_files(
+        store,
+        paths,
+        date=options.date or options.default_date,
+        suffix=options.default_suffix if options.suffix is None else options.suffix,
+        columns=options.column,
+        on_event=on_event,
+    )
+    return _shown(store, done)
+
+
+def import_bharatbbq(
+    store: Store, paths: list[Path], options: BharatBbqOptions, on_event: EventSink
+) -> ImportOutcome:
+    """One BharatBBQ predictions file: one run per model column."""
+    from monitor.families.choice_qa.importers import import_bharatbbq_file
+
+    done = import_bharatbbq_file(
+        store,
+        paths,
+        date=options.date or options.default_date,
+        suffix=options.default_suffix if options.suffix is None else options.suffix,
+        columns=options.column,
+        on_event=on_event,
+    )
+    return _shown(store, done)
+
+
+IMPORTERS: dict[str, Importer] = {
+    i.name: i
+    for i in (
+        Importer(
             "bbq",
-            f"{_HERE}:cli_import_bbq",
-            "-bbq-paper",
             "Import BBQ's UnifiedQA predictions: one run per prediction column (race, arc, "
             "qonly), under unifiedqa-t5-11b-<column>-bbq-paper. Runs already stored (the "
             "same rows, whatever the date or line endings) are skipped (exit 0); exit 1 "
             "when a new run is quarantined by the quality gate.",
-            "BBQ's UnifiedQA prediction files, e.g. "
-            "../shared/datasets/bbq/results/UnifiedQA/preds_Age.jsonl (one or more "
-            "categories).",
-            "2022-03-21",
-            "Not used: every prediction column is imported.",
+            Reads(
+                "files",
+                "BBQ's UnifiedQA prediction files, e.g. "
+                "../shared/datasets/bbq/results/UnifiedQA/preds_Age.jsonl (one or more "
+                "categories).",
+            ),
+            BbqOptions,
+            import_bbq,
         ),
-        ImporterSpec(
+        Importer(
             "bharatbbq",
-            f"{_HERE}:cli_import_bharatbbq",
-            "-bharatbbq-paper",
             "Import a BharatBBQ predictions file: one run per model column, under "
             "<model>-bharatbbq-paper, with the authors' script's numbers as reference_* "
             "measures. Runs already stored (the same rows, whatever the date or line "
             "endings) are skipped (exit 0); exit 1 when a new run is quarantined.",
-            "One BharatBBQ predictions file, e.g. "
-            "../shared/datasets/bharatbbq/Example_Predictions/Age_examples.csv.",
-            "2025-08-14",
-            "Import only these model columns (repeatable); default: llama_op, gemma_op, "
-            "phi_op, sarvam_op, bloom_op (llama_op_eng_Latn only when named).",
+            Reads(
+                "files",
+                "One BharatBBQ predictions file, e.g. "
+                "../shared/datasets/bharatbbq/Example_Predictions/Age_examples.csv.",
+            ),
+            BharatBbqOptions,
+            import_bharatbbq,
         ),
     )
 }
 
 
-def importers() -> dict[str, ImporterSpec]:
-    """The family's ``importers`` hook."""
+def importers() -> dict[str, Importer]:
+    """The family's ``importers`` hook: command name -> its declaration."""
     return IMPORTERS

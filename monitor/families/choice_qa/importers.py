@@ -578,7 +578,7 @@ def _store_runs(
     )
 
 
-# ---------------------------------------------------------------- CLI entry points
+# ------------------------- what the declared importers run (import_commands.IMPORTERS)
 
 
 def _load_pinned(
@@ -606,7 +606,7 @@ def bbq_categories(paths: Sequence[Path]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def cli_import_bbq(
+def import_bbq_files(
     store: Store,
     paths: Sequence[Path],
     *,
@@ -632,7 +632,7 @@ def load_manifest_ids() -> set[str]:
     return set(load_manifest().benchmarks)
 
 
-def cli_import_bharatbbq(
+def import_bharatbbq_file(
     store: Store,
     paths: Sequence[Path],
     *,

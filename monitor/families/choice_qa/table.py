@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from rich.console import Group
 from rich.text import Text
 
-from monitor.cli.output import SafeTable as Table
-from monitor.cli.output import output_width
 from monitor.fmt import interval, pct
 from monitor.records import Measure
+from monitor.terminal.output import SafeTable as Table
+from monitor.terminal.output import output_width
 
 BIAS_COLUMNS = ("bias_ambig", "bias_disambig")
 ACCURACY_COLUMNS = ("acc_ambig", "acc_disambig")

@@ -17,11 +17,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from monitor.cli.output import SafeTable as Table
-from monitor.cli.output import out
-from monitor.cli.output_drift import named_run, pp, provenance_lines, wrap
 from monitor.drift.robustness import NOT_VALID, Robustness, robustness_json
 from monitor.fmt import interval, pct, pvalue
+from monitor.terminal.lines import named_run, pp, provenance_lines, wrap
+from monitor.terminal.output import SafeTable as Table
+from monitor.terminal.output import out
 
 MIN_LABEL = 6  # an axis label is never abbreviated below this many characters
 

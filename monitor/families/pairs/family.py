@@ -98,7 +98,7 @@ def _report() -> Report:
 def _importers() -> Importers:
     from monitor.families.pairs import import_commands
 
-    return Importers(commands=import_commands.import_commands)
+    return Importers(declared=import_commands.importers)
 
 
 FAMILY = Family(

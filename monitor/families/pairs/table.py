@@ -5,7 +5,7 @@ calls every family's.
 
 Only numbers and identity-group names are shown here: sentences and which identity was
 paired with which stay behind ``show --items --texts``. Every table fits an 80-column log
-(``monitor.cli.results_view``).
+(``monitor.terminal.measures``).
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from typing import Any
 
 from rich.table import Table as RichTable
 
-from monitor.cli.output import SafeTable as Table
-from monitor.cli.results_view import heading, measure_value, measures_table, narrow
 from monitor.families.pairs.balanced import from_json
 from monitor.families.pairs.identity import ASSOCIATION_RATE, BT_STRENGTH
 from monitor.fmt import interval, pct
 from monitor.metrics.context import RateView, ScoreContext, score_contexts
 from monitor.metrics.panel import PANEL_METRICS
 from monitor.records import Measure
+from monitor.terminal.measures import heading, measure_value, measures_table, narrow
+from monitor.terminal.output import SafeTable as Table
 
 # Per-identity measures of the Indic-Bias taxonomy: drawn as rankings, one table per type.
 IDENTITY_MEASURES = (ASSOCIATION_RATE, BT_STRENGTH)

@@ -1,4 +1,5 @@
-"""Rendering helpers shared by commands: rich tables for people, JSON for machines.
+"""Rendering helpers shared by the commands and the families' tables: rich tables for people,
+JSON for machines.
 
 Progress and notices go to stderr so that ``--format json`` on stdout stays parseable.
 Everything printed passes through ``monitor.display.safe_text``: stored strings (a
@@ -182,7 +183,7 @@ def print_listing(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     one line; otherwise each entry is its id on a line of its own, then the other
     columns as "name value" words below it, wrapped. A table squeezed into an 80-column
     log cut the ids ("gemma-3-27…") or shrank every other column to a letter a line."""
-    from monitor.cli.output_drift import wrap
+    from monitor.terminal.lines import wrap
 
     natural = sum(max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header))
     width = output_width()

@@ -17,9 +17,9 @@ from typing import Any
 
 from rich.text import Text
 
-from monitor.cli.output import SafeTable as Table
 from monitor.fmt import interval, pct
 from monitor.records import Measure
+from monitor.terminal.output import SafeTable as Table
 
 
 def _method(m: Measure) -> str:

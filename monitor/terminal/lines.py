@@ -1,10 +1,11 @@
-"""What every family's `drift` output is written with: lines at the reader's width.
+"""Lines at the reader's width: what every family's `drift` output (and a long listing) is
+written with.
 
 A CI log is read top to bottom in a browser that does not scroll sideways, so each
 compared pair of runs is named once, with its snapshot names (never cut), and every line
 is wrapped to the width, which comes from ``COLUMNS`` or the terminal (140 when neither
 says). A family draws its own comparisons (its ``drift_lines`` hook, or
-``cli.output_family`` for the generic records) with these helpers: percentage points,
+``monitor.cli.output_family`` for the generic records) with these helpers: percentage points,
 wrapping, a run named by snapshot and id, comparisons grouped by pair, a pair's heading
 and what changed between its runs.
 """
