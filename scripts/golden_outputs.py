@@ -52,7 +52,10 @@ is kept, and each replacement names what it replaced):
   imported runs' ids are derived from their files and are kept;
 * timestamps at or after the capture's start (ISO 8601 with ``T`` or a space, optional
   fraction and offset, as runs, leases and ``generated_at`` write them) become ``<time>``;
-  earlier ones (commit times of imported studies, ``--date``) are data and are kept;
+  earlier ones (commit times of imported studies, ``--date``) are data and are kept; a
+  date alone on or after the capture's day (a report's run date) becomes ``<date>``;
+* a scored run's id cut short by a table (``20261128T172841Z-all-min…``) becomes its
+  label followed by ``…``;
 * the monitor checkout's own commit (``git_commit`` of scored runs, with or without
   ``-dirty``) becomes ``<monitor-commit>``: it is what differs before and after a change;
 * durations of the capture's own steps (JSON keys ``elapsed_s``: the quality suite's
@@ -89,6 +92,10 @@ TIMESTAMP = re.compile(
     r"\b(?P<date>\d{4}-\d{2}-\d{2})[T ](?P<time>\d{2}:\d{2}(?::\d{2})?)(?P<frac>\.\d+)?"
     r"(?P<zone>Z|[+-]\d{2}:?\d{2}|\s?UTC)?"
 )
+# A run id cut short by a table or a report (``20261128T172841Z-all-min…``).
+CUT_RUN_ID = re.compile(r"\b\d{8}T\d{6}Z-[\w.-]*…")
+# A date alone (``2026-11-28``), as the report's trend tables print a run's day.
+DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b(?![T ]\d{2}:\d{2})")
 # How far before the capture's start a timestamp still counts as "written by this capture"
 # (the clock of the first step's start, minus slack for rounding to whole seconds).
 WINDOW_SLACK = timedelta(seconds=60)
@@ -154,7 +161,21 @@ class Normaliser:
             value = value.replace(self.commit, "<monitor-commit>")
         for path, label in sorted(self.paths.items(), key=lambda kv: -len(kv[0])):
             value = value.replace(path, label)
-        return TIMESTAMP.sub(self._time, value)
+        value = CUT_RUN_ID.sub(self._cut_run_id, value)
+        value = TIMESTAMP.sub(self._time, value)
+        return DATE.sub(self._date, value)
+
+    def _cut_run_id(self, match: re.Match[str]) -> str:
+        prefix = match[0].removesuffix("…")
+        labels = {label for run_id, label in self.run_labels.items() if run_id.startswith(prefix)}
+        return f"{labels.pop()}…" if len(labels) == 1 else match[0]
+
+    def _date(self, match: re.Match[str]) -> str:
+        try:
+            day = datetime.fromisoformat(match[0]).date()
+        except ValueError:
+            return match[0]
+        return "<date>" if day >= (self.since - WINDOW_SLACK).date() else match[0]
 
     def json(self, value: Any) -> Any:
         """A parsed JSON document, every string in it (keys too) normalised."""

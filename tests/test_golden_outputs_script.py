@@ -145,6 +145,15 @@ def test_the_normaliser_replaces_what_varies_and_keeps_every_figure():
         "value": 0.3867,
     }
     assert norm.text("Generated 2026-11-28 17:40 UTC · 0.3867") == "Generated <time> · 0.3867"
+    # A report's run date, and a run id cut short by a table; a study's date stays.
+    assert norm.text("cll · 2026-11-28 · n = 385; imported 2025-08-14") == (
+        "cll · <date> · n = 385; imported 2025-08-14"
+    )
+    assert norm.text('<code title="x">20261128T170101Z-smollm2-13…</code>') == (
+        '<code title="x"><run:smollm2-135m-instruct-q4:1>…</code>'
+    )
+    # A cut id that starts no run of the capture is kept as printed.
+    assert norm.text("20261128T235959Z-gpt2-…") == "20261128T235959Z-gpt2-…"
 
 
 def test_renormalise_rewrites_the_compared_files_from_the_raw_outputs(tmp_path):
