@@ -54,6 +54,10 @@ is kept, and each replacement names what it replaced):
   fraction and offset, as runs, leases and ``generated_at`` write them) become ``<time>``;
   earlier ones (commit times of imported studies, ``--date``) are data and are kept; a
   date alone on or after the capture's day (a report's run date) becomes ``<date>``;
+* a report chart's time-axis tick labelled with a day within a day of the capture's
+  (``28 Nov``: the English and SocHindi WEAT runs' trend charts) has its x position and
+  label replaced (``<x>``, ``<day>``): both follow the seconds between the runs; the
+  plotted values, their axis and the data-dated ticks of imported studies are kept;
 * a scored run's id cut short by a table (``20261128T172841Z-all-min…``) becomes its
   label followed by ``…``;
 * the monitor checkout's own commit (``git_commit`` of scored runs, with or without
@@ -96,6 +100,11 @@ TIMESTAMP = re.compile(
 CUT_RUN_ID = re.compile(r"\b\d{8}T\d{6}Z-[\w.-]*…")
 # A date alone (``2026-11-28``), as the report's trend tables print a run's day.
 DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b(?![T ]\d{2}:\d{2})")
+# A time-axis tick of a report chart: its place and its day label follow the runs' clock.
+DAY_TICK = re.compile(
+    r'<line class="tick" x1="[\d.]+" x2="[\d.]+" (?P<y>y1="[\d.]+" y2="[\d.]+")/>'
+    r'<text class="xl" x="[\d.]+" (?P<ty>y="[\d.]+")>(?P<day>\d{1,2} [A-Z][a-z]{2})</text>'
+)
 # How far before the capture's start a timestamp still counts as "written by this capture"
 # (the clock of the first step's start, minus slack for rounding to whole seconds).
 WINDOW_SLACK = timedelta(seconds=60)
@@ -162,6 +171,7 @@ class Normaliser:
         for path, label in sorted(self.paths.items(), key=lambda kv: -len(kv[0])):
             value = value.replace(path, label)
         value = CUT_RUN_ID.sub(self._cut_run_id, value)
+        value = DAY_TICK.sub(self._day_tick, value)
         value = TIMESTAMP.sub(self._time, value)
         return DATE.sub(self._date, value)
 
@@ -169,6 +179,20 @@ class Normaliser:
         prefix = match[0].removesuffix("…")
         labels = {label for run_id, label in self.run_labels.items() if run_id.startswith(prefix)}
         return f"{labels.pop()}…" if len(labels) == 1 else match[0]
+
+    def _day_tick(self, match: re.Match[str]) -> str:
+        """A tick on a day within a day of the capture's: placed by the runs' clock."""
+        start = (self.since - WINDOW_SLACK).date()
+        try:
+            day = datetime.strptime(f"{match['day']} {start.year}", "%d %b %Y").date()
+        except ValueError:
+            return match[0]
+        if not timedelta(days=-1) <= day - start <= timedelta(days=2):
+            return match[0]
+        return (
+            f'<line class="tick" x1="<x>" x2="<x>" {match["y"]}/>'
+            f'<text class="xl" x="<x>" {match["ty"]}><day></text>'
+        )
 
     def _date(self, match: re.Match[str]) -> str:
         try:

@@ -152,6 +152,13 @@ def test_the_normaliser_replaces_what_varies_and_keeps_every_figure():
     assert norm.text('<code title="x">20261128T170101Z-smollm2-13…</code>') == (
         '<code title="x"><run:smollm2-135m-instruct-q4:1>…</code>'
     )
+    # A chart's time-axis tick placed by the capture's clock; an imported study's day stays.
+    tick = (
+        '<line class="tick" x1="{x}" x2="{x}" y1="190" y2="194"/>'
+        '<text class="xl" x="{x}" y="207">{d}</text>'
+    )
+    assert norm.text(tick.format(x="124.8", d="29 Nov")) == tick.format(x="<x>", d="<day>")
+    assert norm.text(tick.format(x="60.2", d="23 Apr")) == tick.format(x="60.2", d="23 Apr")
     # A cut id that starts no run of the capture is kept as printed.
     assert norm.text("20261128T235959Z-gpt2-…") == "20261128T235959Z-gpt2-…"
 
