@@ -15,9 +15,8 @@ from typing import Annotated
 
 import typer
 
-from monitor.cli.commands_db import DbOpt, FmtOpt, _store, parse_day
+from monitor.cli.commands_db import DbOpt, FmtOpt
 from monitor.cli.output import Format, err, out, print_json
-from monitor.errors import UserInputError
 
 import_app = typer.Typer(help="Import results of earlier studies as runs.", no_args_is_help=True)
 
@@ -37,27 +36,11 @@ def _import_predictions(
     db: Path | None,
     fmt: Format,
 ) -> None:
-    from monitor.metrics.families import FAMILIES
+    from monitor.app.imports import ImportRequest, import_predictions
 
-    family = FAMILIES[family_name]
-    spec = family.hook("importers")()[name]
-    for f in files:
-        if not f.is_file():
-            raise UserInputError(f"{f}: not a file")
-    date_text = on_date or spec.default_date
-    parse_day(date_text, "--date")
-    store = _store(db, must_exist=False)
-    done = spec.run(
-        store,
-        files,
-        date=date_text,
-        suffix=spec.default_suffix if suffix is None else suffix,
-        columns=columns,
-        on_event=lambda m: err.print(m, markup=False),
-    )
-    with store.read() as view:  # the imported runs and their measures, typed
-        runs = [view.run(rid) for rid in done.new]
-        stored = {rid: view.measures(rid) for rid in done.new}
+    request = ImportRequest(family_name, name, files, on_date, suffix, columns, db)
+    result = import_predictions(request, on_event=lambda m: err.print(m, markup=False))
+    done, runs = result.done, result.runs
     if fmt is Format.json:
         print_json(
             {
@@ -77,24 +60,30 @@ def _import_predictions(
             }
         )
     else:
-        for rid in done.skipped:  # the same rows, whatever the date or line endings
-            out.print(f"{done.snapshots[rid]}: already imported as {rid}", markup=False)
-        if done.skipped and not runs:
-            out.print(f"nothing new: all {len(done.skipped)} runs are already in the store")
-        table = family.hook("cli_table")
-        for run in runs:
-            facts = done.facts[run.run_id]
-            out.print(
-                f"imported run {run.run_id} ({run.snapshot_id}, {run.metric}): {run.status}; "
-                f"{facts['rows']} rows, {facts['unmatched']} predictions naming no option",
-                markup=False,
-            )
-            if run.status != "complete":
-                err.print(f"  {run.notes}", style="red", markup=False)
-            elif table is not None:
-                out.print(table(stored[run.run_id], f"{run.snapshot_id}  run {run.run_id}"))
-    if any(r.status != "complete" for r in runs):
+        _print_imported(result)
+    if result.quarantined:
         raise typer.Exit(1)  # a quarantined import, like a quarantined run
+
+
+def _print_imported(result) -> None:
+    """Each skipped file's run, then each new run's line and its family's table."""
+    done, runs = result.done, result.runs
+    for rid in done.skipped:  # the same rows, whatever the date or line endings
+        out.print(f"{done.snapshots[rid]}: already imported as {rid}", markup=False)
+    if done.skipped and not runs:
+        out.print(f"nothing new: all {len(done.skipped)} runs are already in the store")
+    table = result.family.hook("cli_table")
+    for run in runs:
+        facts = done.facts[run.run_id]
+        out.print(
+            f"imported run {run.run_id} ({run.snapshot_id}, {run.metric}): {run.status}; "
+            f"{facts['rows']} rows, {facts['unmatched']} predictions naming no option",
+            markup=False,
+        )
+        if run.status != "complete":
+            err.print(f"  {run.notes}", style="red", markup=False)
+        elif table is not None:
+            out.print(table(result.measures[run.run_id], f"{run.snapshot_id}  run {run.run_id}"))
 
 
 def _family_import_command(family_name: str, spec) -> None:

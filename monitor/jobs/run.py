@@ -55,6 +55,15 @@ def metric_for(
     return preferred if preferred in kind.metrics else kind.default_metric
 
 
+def check_requested_metric(snapshot: Snapshot, kind: KindSpec, requested: str | None) -> None:
+    """Refuse an unknown ``--metric``, or one the snapshot's kind does not offer, before
+    any benchmark is read: the checks of ``metric_for`` that need no items (the metric
+    itself is chosen once the items are known)."""
+    if requested is not None:
+        get_metric(requested)  # unknown name: one clear error listing the known ones
+        kind.check_metric(requested, snapshot.id)
+
+
 def _family_metric(
     snapshot: Snapshot, kind: KindSpec, requested: str | None, item_kind: str, kinds: set[str]
 ) -> str:
@@ -103,15 +112,19 @@ def run_snapshot(
     *,
     on_event: EventSink = lambda _msg: None,
     progress_factory: ProgressFactory | None = None,
+    metric: str | None = None,
 ) -> list[RunOutcome]:
-    """Score one snapshot ``options.repeat`` times (each repeat its own run)."""
+    """Score one snapshot ``options.repeat`` times (each repeat its own run) with
+    ``metric``, the one the caller chose for it (``monitor.app``); without one it is
+    chosen here from ``options.metric`` and the items."""
     kind = get_kind(snapshot.kind)
+    chosen = metric or metric_for(snapshot, kind, options.metric, item_kinds(benches))
     ctx = JobContext(
         store=store,
         lifecycle=RunLifecycle(store, on_event),
         snapshot=snapshot,
         kind=kind,
-        metric=get_metric(metric_for(snapshot, kind, options.metric, item_kinds(benches))),
+        metric=get_metric(chosen),
         benches=benches,
         options=options,
         on_event=on_event,
