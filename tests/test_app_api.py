@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -35,15 +36,27 @@ def test_app_run_matches_the_cli_json(monitor_env: Path, capsys) -> None:
     from monitor.cli.output import print_json
 
     heard: list[str] = []
+    bars: dict[str, list[int]] = {}
+
+    @contextmanager
+    def progress():
+        def factory(label: str, total: int):
+            bars[label] = [total]
+            return bars[label].append
+
+        yield factory
+
     request = RunRequest(
         benchmarks=[BENCHMARK],
         db=monitor_env / "app.duckdb",
         scoring=ScoringOptions(controls=False),
         family_options=(PairRunOptions(panel=False),),
     )
-    result = run(request, RunEvents(on_event=heard.append))
+    result = run(request, RunEvents(on_event=heard.append, progress=progress))
     assert capsys.readouterr().out == ""  # the app prints nothing; the caller renders
-    assert any("items to score" in m for m in heard), heard
+    assert any(m.startswith("loading ") for m in heard), heard
+    # One bar for the scored set; its advances add up to its total.
+    assert [sum(steps[1:]) == steps[0] > 0 for steps in bars.values()] == [True], bars
     assert [o.status for o in result.outcomes] == ["complete"]
     assert result.snapshots and not result.failed and not result.skipped
     print_json([_outcome_dict(o) for o in result.outcomes])  # as the CLI writes JSON
@@ -61,6 +74,27 @@ def test_app_run_matches_the_cli_json(monitor_env: Path, capsys) -> None:
     from_cli = json.loads(proc.stdout)
     assert [_comparable(o) for o in from_app] == [_comparable(o) for o in from_cli]
     assert from_app[0]["n_scored"] > 0 and from_app[0]["measures"]
+    # The stored runs record the same configuration (its fingerprint covers the options,
+    # the metric panel among them), benchmarks and versions.
+    stored = [
+        _stored_run(monitor_env / f"{name}.duckdb", outcomes[0]["run_id"])
+        for name, outcomes in (("app", from_app), ("cli", from_cli))
+    ]
+    assert stored[0] == stored[1]
+
+
+def _stored_run(db: Path, run_id: str) -> dict:
+    """``show --format json``'s run row, without what differs between two runs."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "monitor", "show", run_id, "--db", str(db), "--format", "json"],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        check=True,
+    )
+    run = json.loads(proc.stdout)["run"]
+    differs = ("run_id", "started_at", "finished_at", "environment", "repeat_group")
+    return {k: v for k, v in run.items() if k not in differs}
 
 
 def test_a_refused_request_writes_nothing(monitor_env: Path) -> None:
