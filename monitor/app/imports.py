@@ -36,11 +36,11 @@ class ImportRequest:
 
 
 @dataclass(frozen=True)
-class ImportResult:
+class ImportedRuns:
     """What the importer did (``done``: run ids, new, skipped, facts per run) and the new
     runs as stored, each with its measures; ``family`` draws their tables."""
 
-    done: Any
+    done: Any  # the family importer's own result (run_ids, new, skipped, snapshots, facts)
     runs: list[StoredRun]
     measures: dict[str, list[Measure]]
     family: ResultFamily
@@ -53,7 +53,7 @@ class ImportResult:
 
 def import_predictions(
     request: ImportRequest, on_event: EventSink = lambda _msg: None
-) -> ImportResult:
+) -> ImportedRuns:
     """Import the request's files as runs; files already imported are skipped."""
     from monitor.metrics.families import FAMILIES
 
@@ -76,4 +76,4 @@ def import_predictions(
     with store.read() as view:  # the imported runs and their measures, typed
         runs = [view.run(rid) for rid in done.new]
         measures = {rid: view.measures(rid) for rid in done.new}
-    return ImportResult(done=done, runs=runs, measures=measures, family=family)
+    return ImportedRuns(done=done, runs=runs, measures=measures, family=family)
