@@ -89,3 +89,28 @@ def test_run_help_lists_every_option_model_flag() -> None:
         check=True,
     )
     assert [f for f in flags if f not in proc.stdout] == []
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "monitor", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+
+
+def test_flags_from_option_models_are_refused_as_usage_errors(tmp_path: Path) -> None:
+    """A value a model's field refuses is a usage error of its flag (exit 2, nothing
+    read or written), as when the flags were the command's own parameters."""
+    db = tmp_path / "never.duckdb"
+    for args, flag, why in (
+        (("run", "--device", "tpu"), "'--device'", "must be auto, cpu, cuda or cuda:N"),
+        (("run", "--indic-partners", "0"), "'--indic-partners'", "greater than or equal to 1"),
+        (("drift", "--alpha", "0.9"), "'--alpha'", "less than or equal to 0.5"),
+        (("report", "--confidence", "0.2"), "'--confidence'", "greater than or equal to 0.5"),
+    ):
+        proc = _cli(*args, "--db", str(db))
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert f"Invalid value for {flag}: " in proc.stderr and why in proc.stderr, proc.stderr
+    assert not db.exists()

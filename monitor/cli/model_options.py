@@ -50,6 +50,10 @@ def _option(model: type[BaseModel], name: str) -> inspect.Parameter:
 def _click_params(models: Sequence[type[BaseModel]]) -> list[Param]:
     """The click parameters typer makes for every field of ``models``, in field order."""
     fields = [_option(m, n) for m in models for n in m.model_fields]
+    names = [p.name for p in fields]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:  # two models may not own one option: the command could not tell whose
+        raise ValueError(f"option models declare {', '.join(twice)} more than once")
 
     def command(**_: Any) -> None:  # pragma: no cover - never called; typer reads it
         pass
