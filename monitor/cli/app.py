@@ -65,14 +65,16 @@ app.add_typer(commands_db.runs_app, name="runs")
 app.add_typer(commands_db.db_app, name="db")
 commands_run.snapshots_app.command("add")(commands_snapshots.add)
 app.add_typer(commands_run.snapshots_app, name="snapshots")
-app.command("run", help=inspect.cleandoc(commands_run.run.__doc__ or "") + "\n\n" + EXIT_CODES)(
-    commands_run.run
-)
+app.command(
+    "run",
+    cls=commands_run.RUN_COMMAND,
+    help=inspect.cleandoc(commands_run.run.__doc__ or "") + "\n\n" + EXIT_CODES,
+)(commands_run.run)
 app.command("show")(commands_db.show)
 app.command("export")(commands_db.export)
 app.command("quality")(commands_drift.quality)
-app.command("drift")(commands_drift.drift)
-app.command("report")(commands_drift.report)
+app.command("drift", cls=commands_drift.DRIFT_COMMAND)(commands_drift.drift)
+app.command("report", cls=commands_drift.REPORT_COMMAND)(commands_drift.report)
 # An installed family that cannot be loaded is the environment's fault, not a bug: the
 # CLI still starts, and each command that needs the families says why in one line.
 with contextlib.suppress(FamilyRegistryError):

@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from monitor.errors import UserInputError
 from monitor.terminal.output import Format, err, out, print_json
 
 runs_app = typer.Typer(help="Runs stored in the DuckDB file.", no_args_is_help=True)
@@ -24,22 +23,17 @@ FmtOpt = Annotated[Format, typer.Option("--format", help="table or json.")]
 
 
 def _store(db: Path | None, *, must_exist: bool = True):
-    from monitor.paths import default_db_path
-    from monitor.store.db import Store
+    from monitor.app.stores import open_store
 
-    path = db or default_db_path()
-    if must_exist and not Path(path).exists():
-        raise UserInputError(f"no database at {path}; run `bias-monitor run` first or pass --db")
-    return Store.open(path)
+    return open_store(db, must_exist=must_exist)
 
 
 def _reader(db: Path | None):
-    """The store for a command that only reads: opened read-only, so an archived store on
-    read-only media can be listed, shown, exported, compared and reported on."""
-    from monitor.store.db import Store
-    from monitor.terminal.output import err
+    """The store for a command that only reads (``monitor.app.stores.open_reader``), its
+    upgrade notes on stderr."""
+    from monitor.app.stores import open_reader
 
-    return Store.for_reading(db, on_event=lambda m: err.print(m))
+    return open_reader(db, on_event=lambda m: err.print(m))
 
 
 @runs_app.command("list")
@@ -99,43 +93,39 @@ def show(
     """Show one run: provenance, per-axis measures, each bias rate beside its neutral
     control and the metric panel, per-identity rates and rankings, association tests
     (effect sizes), exclusions, quality."""
-    from monitor.metrics.registry import METRICS
+    from monitor.app.show import show as read_run
+
+    shown = read_run(run_id, db, items=items, texts=texts, on_event=lambda m: err.print(m))
+    if fmt is Format.json:
+        print_json(_show_json(shown))
+        return
+    _show_page(shown)
+
+
+def _show_json(shown) -> dict:
+    """``show --format json``: the run row, its measures, the family's own keys (the
+    pairs': each bias rate in context), exclusions, validations, and items if asked."""
     from monitor.terminal import measures as results_view
 
-    with _reader(db).read() as view:  # one typed read of everything the command shows
-        stored = view.resolve_run(run_id)
-        rid = stored.run_id
-        records = view.measures(rid)
-        exclusions = view.exclusions(rid)
-        validations = view.validations(rid)
-        spec = METRICS.get(stored.metric)
-        family = spec.family if spec is not None else None
-        detail = None
-        if items:  # a family whose items are not pairs reads its own rows (terms)
-            own_rows = family.terminal().item_scores if family is not None else None
-            detail = (
-                own_rows(view, rid, with_texts=texts)
-                if own_rows is not None
-                else view.item_scores(rid, with_texts=texts)
-            )
-    run = dict(stored.fields)
-    if fmt is Format.json:
-        own_json = family.terminal().show_json if family is not None else None
-        doc = {
-            "run": run,
-            "measures": [results_view.measure_json(rid, m) for m in records],
-            # a family's own keys (the pairs': each bias rate in context)
-            **(own_json(records, stored.metric) if own_json is not None else {}),
-            "exclusions": exclusions,
-            "validations": validations,
-        }
-        if detail is not None:
-            doc["items"] = detail
-        print_json(doc)
-        return
-    from monitor.terminal.output import SafeTable as Table
+    family = shown.family
+    own_json = family.terminal().show_json if family is not None else None
+    doc = {
+        "run": shown.run,
+        "measures": [results_view.measure_json(shown.run_id, m) for m in shown.measures],
+        **(own_json(shown.measures, shown.metric) if own_json is not None else {}),
+        "exclusions": shown.exclusions,
+        "validations": shown.validations,
+    }
+    if shown.items is not None:
+        doc["items"] = shown.items
+    return doc
 
-    out.print(f"run {rid}  status {run['status']}", style="bold")
+
+def _show_page(shown) -> None:
+    """``show``'s table format: provenance, the family's tables, exclusions, quality,
+    per-item scores."""
+    run = shown.run
+    out.print(f"run {shown.run_id}  status {run['status']}", style="bold")
     for key in (
         "snapshot_id",
         "snapshot_revision",
@@ -158,35 +148,48 @@ def show(
     _provenance_line("packages", ", ".join(f"{k} {v}" for k, v in sorted(pk.items())) or "—")
     for b, v in (run.get("dataset_versions") or {}).items():
         _provenance_line("dataset", f"{b}: {_version_label(v)}{_translation(v)}")
-    # The family draws its measures: ``show_tables`` (the pairs': every measure, each
-    # bias rate in context, the identity rankings), else its ``cli_table``, else every
-    # measure as a row. Tables are laid out within the width (soft_wrap off): the console
-    # keeps a long message on one line, which for a table would let a column overflow.
+    # Tables are laid out within the width (soft_wrap off): the console keeps a long
+    # message on one line, which for a table would let a column overflow.
+    for table in _family_tables(shown):
+        out.print(table, soft_wrap=False)
+    if shown.exclusions:
+        _print_exclusions(shown.exclusions)
+    for v in shown.validations:
+        out.print(f"quality suite {v['suite']}: {'passed' if v['success'] else 'FAILED'}")
+    if shown.items is not None:
+        _print_items(shown.items)
+
+
+def _family_tables(shown) -> list:
+    """The family draws its measures: ``show_tables`` (the pairs': every measure, each
+    bias rate in context, the identity rankings), else its ``cli_table``, else every
+    measure as a row."""
+    from monitor.terminal import measures as results_view
+
+    family, records = shown.family, shown.measures
     title = (family.show_title if family is not None else None) or (
-        f"measures of {run['snapshot_id']}"
+        f"measures of {shown.run['snapshot_id']}"
     )
     show_tables = family.terminal().show_tables if family is not None else None
     cli_table = family.terminal().cli_table if family is not None else None
     if show_tables is not None:
-        tables = show_tables(records, stored.metric, title)
-    elif cli_table is not None:
-        tables = [cli_table(records, title)]
-    else:
-        tables = [results_view.measures_table(records)] if records else []
-    for table in tables:
-        out.print(table, soft_wrap=False)
-    if exclusions:
-        _print_exclusions(exclusions)
-    for v in validations:
-        out.print(f"quality suite {v['suite']}: {'passed' if v['success'] else 'FAILED'}")
-    if detail is not None:
-        t2 = Table(title="per-item scores", title_justify="left")
-        cols = list(detail[0].keys()) if detail else []
-        for c in cols:
-            t2.add_column(c)
-        for row in detail:
-            t2.add_row(*[f"{v:.4f}" if isinstance(v, float) else str(v) for v in row.values()])
-        out.print(t2)
+        return show_tables(records, shown.metric, title)
+    if cli_table is not None:
+        return [cli_table(records, title)]
+    return [results_view.measures_table(records)] if records else []
+
+
+def _print_items(detail: list[dict]) -> None:
+    """``show --items``: one row per item score (texts only where asked)."""
+    from monitor.terminal.output import SafeTable as Table
+
+    t2 = Table(title="per-item scores", title_justify="left")
+    cols = list(detail[0].keys()) if detail else []
+    for c in cols:
+        t2.add_column(c)
+    for row in detail:
+        t2.add_row(*[f"{v:.4f}" if isinstance(v, float) else str(v) for v in row.values()])
+    out.print(t2)
 
 
 def export(

@@ -9,15 +9,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-if TYPE_CHECKING:
-    from monitor.contract.capabilities import Drift
-
-from monitor.cli.commands_db import DbOpt, FmtOpt, _reader, _store
-from monitor.cli.commands_snapshots import SnapshotsDirOpt, check_snapshot_names, use_snapshots_dir
-from monitor.drift.robustness import FAIL_ON
-from monitor.errors import UserInputError
+from monitor.cli.commands_db import DbOpt, FmtOpt, _store
+from monitor.cli.commands_snapshots import SnapshotsDirOpt, use_snapshots_dir
+from monitor.cli.model_options import model_options_command, parsed
 from monitor.importers.common import parse_day
 from monitor.terminal.output import Format, err, out, print_json
+
+if TYPE_CHECKING:
+    from monitor.contract.capabilities import Drift
 
 
 class DriftFormat(StrEnum):
@@ -37,6 +36,18 @@ DriftFmtOpt = Annotated[
         "full table with p-values, counts and reasons; json: everything, for machines.",
     ),
 ]
+
+
+def _selection_model():
+    from monitor.app.drift import DriftSelection
+
+    return (DriftSelection,)
+
+
+# ``drift``'s and ``report``'s command classes: the runs and baselines to compare and the
+# error rates are ``DriftSelection``'s fields, listed first (drift) or after --title.
+DRIFT_COMMAND = model_options_command(_selection_model, after=None)
+REPORT_COMMAND = model_options_command(_selection_model, after="title")
 
 
 def quality(
@@ -75,93 +86,29 @@ def quality(
         raise typer.Exit(1)
 
 
-def _drift(view, run, snapshot, baseline, baseline_snapshot, alpha, confidence):
-    from monitor.drift.session import run_drift, select_pairs
-
-    check_snapshot_names(
-        view, [*(snapshot or ()), *([baseline_snapshot] if baseline_snapshot else [])]
-    )
-    pairs = select_pairs(
-        view,
-        run_ids=run or (),
-        snapshots=snapshot or (),
-        baseline=baseline,
-        baseline_snapshot=baseline_snapshot,
-    )
-    return run_drift(view, pairs, alpha=alpha, confidence=confidence)
-
-
-RunOpt = Annotated[
-    list[str] | None,
+FailOnOpt = Annotated[
+    str,
     typer.Option(
-        "--run", help="New run id (repeatable). Default: each snapshot's latest complete run."
+        "--fail-on",
+        help="'regression': exit 1 when a regression is flagged that no other valid "
+        "metric of the panel contradicts; 'robust': only when every other valid metric "
+        "confirms it (a change no other metric read is not robust); 'any': on any "
+        "flagged change; 'never'.",
     ),
 ]
-SnapOpt = Annotated[
-    list[str] | None,
-    typer.Option("--snapshot", "-s", help="Only these snapshots' latest runs (repeatable)."),
-]
-BaseOpt = Annotated[
-    str | None,
+FlipsOpt = Annotated[
+    bool,
     typer.Option(
-        "--baseline",
-        help="Baseline run id (default: the previous complete run of the same snapshot).",
-    ),
-]
-BaseSnapOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--baseline-snapshot",
-        help="Compare with another snapshot's latest complete run (pull-request comparison).",
-    ),
-]
-AlphaOpt = Annotated[
-    float,
-    typer.Option(
-        "--alpha",
-        min=0.0001,
-        max=0.5,
-        help="False discovery rate for Benjamini–Hochberg: a change is flagged only when its "
-        "adjusted p is below it (and it clears the noise floor).",
-    ),
-]
-ConfidenceOpt = Annotated[
-    float,
-    typer.Option(
-        "--confidence",
-        min=0.5,
-        max=0.999,
-        help="Confidence level of every interval shown (rates and paired differences); "
-        "independent of --alpha, and printed with each interval.",
+        "--show-flips",
+        help="List the ids of items that flipped (add `show RUN --items --texts` to read them).",
     ),
 ]
 
 
 def drift(
-    run: RunOpt = None,
-    snapshot: SnapOpt = None,
-    baseline: BaseOpt = None,
-    baseline_snapshot: BaseSnapOpt = None,
-    alpha: AlphaOpt = 0.05,
-    confidence: ConfidenceOpt = 0.95,
-    fail_on: Annotated[
-        str,
-        typer.Option(
-            "--fail-on",
-            help="'regression': exit 1 when a regression is flagged that no other valid "
-            "metric of the panel contradicts; 'robust': only when every other valid metric "
-            "confirms it (a change no other metric read is not robust); 'any': on any "
-            "flagged change; 'never'.",
-        ),
-    ] = "never",
-    show_flips: Annotated[
-        bool,
-        typer.Option(
-            "--show-flips",
-            help="List the ids of items that "
-            "flipped (add `show RUN --items --texts` to read them).",
-        ),
-    ] = False,
+    ctx: typer.Context,
+    fail_on: FailOnOpt = "never",
+    show_flips: FlipsOpt = False,
     db: DbOpt = None,
     fmt: DriftFmtOpt = DriftFormat.table,
     snapshots_dir: SnapshotsDirOpt = None,
@@ -183,20 +130,19 @@ def drift(
     Exit codes: 0 no flagged change matched --fail-on; 1 a flagged change matched
     --fail-on; 2 bad input or errors.
     """
+    from monitor.app.drift import DriftRequest, DriftSelection
+    from monitor.app.drift import drift as compare_runs
+
     use_snapshots_dir(snapshots_dir)
-    if fail_on not in FAIL_ON:
-        raise UserInputError(f"--fail-on {fail_on!r}: use regression, robust, any or never")
-    with _reader(db).read() as view:
-        result = _drift(view, run, snapshot, baseline, baseline_snapshot, alpha, confidence)
-        runs = view.runs(r for p in result.pairs for r in (p.new_run_id, p.baseline_run_id) if r)
-        snapshot_of = {rid: r.snapshot_id for rid, r in runs.items()}
+    request = DriftRequest(parsed(ctx, DriftSelection), db, fail_on)
+    done = compare_runs(request, on_event=lambda m: err.print(m))
     if fmt is DriftFormat.json:
-        print_json(_drift_json(result, show_flips, snapshot_of))
+        print_json(_drift_json(done.result, show_flips, done.snapshot_of))
     elif fmt is DriftFormat.table_wide:
-        _drift_table(result, show_flips)
+        _drift_table(done.result, show_flips)
     else:
-        _drift_lines(result, show_flips, snapshot_of)
-    if any(FAIL_ON[fail_on](c) for c in result.comparisons):
+        _drift_lines(done.result, show_flips, done.snapshot_of)
+    if done.failed:
         raise typer.Exit(1)
 
 
@@ -323,6 +269,7 @@ def _drift_table(result, show_flips: bool) -> None:
 
 
 def report(
+    ctx: typer.Context,
     out_dir: Annotated[
         Path, typer.Option("--out", help="Folder for report.md, report.html, report.json.")
     ] = Path("results/report"),
@@ -334,12 +281,6 @@ def report(
         ),
     ] = None,
     title: Annotated[str, typer.Option("--title")] = "bias-monitor report",
-    run: RunOpt = None,
-    snapshot: SnapOpt = None,
-    baseline: BaseOpt = None,
-    baseline_snapshot: BaseSnapOpt = None,
-    alpha: AlphaOpt = 0.05,
-    confidence: ConfidenceOpt = 0.95,
     show_flips: Annotated[
         bool, typer.Option("--show-flips", help="Include flipped item ids.")
     ] = False,
@@ -353,35 +294,19 @@ def report(
     snapshots_dir: SnapshotsDirOpt = None,
 ) -> None:
     """Write the Markdown (PR comment / job summary), self-contained HTML and JSON reports."""
-    from monitor.report import append_summary, write_report
-    from monitor.report.input import build_report_input
+    from monitor.app.drift import DriftSelection
+    from monitor.app.report import ReportRequest
+    from monitor.app.report import report as write_report
 
     use_snapshots_dir(snapshots_dir)
-    since_at = parse_day(since)
-    with _reader(db).read() as view:
-        result = _drift(view, run, snapshot, baseline, baseline_snapshot, alpha, confidence)
-        # -s / --run: only the snapshots asked for and their baselines' (not every
-        # snapshot's trends and rates in context).
-        scope = set(snapshot or ()) if snapshot or run else None
-        data = build_report_input(
-            view, result, title=title, since=since_at, with_flips=show_flips, scope=scope
-        )
-    if summary is not None:  # refused before anything is written
-        _check_appendable(summary)
-    paths = write_report(data, out_dir)
-    if summary is not None:
-        append_summary(data, summary)
-    for kind, path in paths.items():
+    request = ReportRequest(
+        selection=parsed(ctx, DriftSelection),
+        db=db,
+        out_dir=out_dir,
+        since=parse_day(since),
+        title=title,
+        show_flips=show_flips,
+        summary=summary,
+    )
+    for kind, path in write_report(request, on_event=lambda m: err.print(m)).items():
         out.print(f"{kind}: {path}")
-
-
-def _check_appendable(path: Path) -> None:
-    import os
-
-    if path.is_dir():
-        raise UserInputError(f"--summary {path}: is a folder, not a file")
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise UserInputError(f"--summary {path}: {folder} is not a folder")
-    if not os.access(path if path.exists() else folder, os.W_OK):
-        raise UserInputError(f"--summary {path}: not writable")

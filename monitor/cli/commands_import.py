@@ -17,8 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from monitor.cli.commands_db import DbOpt, FmtOpt, _store
-from monitor.errors import UserInputError
+from monitor.cli.commands_db import DbOpt, FmtOpt
 from monitor.importers.spec import Importer
 from monitor.terminal.output import Format, err, out, print_json
 
@@ -26,22 +25,14 @@ import_app = typer.Typer(help="Import results of earlier studies as runs.", no_a
 
 
 def _import(importer: Importer, values: dict[str, Any]) -> None:
-    """Run ``importer`` with the command's parsed ``values`` and print its outcome."""
+    """Run ``importer`` with the command's parsed ``values`` (``monitor.app.run_import``)
+    and print its outcome."""
+    from monitor.app.imports import ImportRequest, run_import
+
     db, fmt = values.pop("db"), values.pop("fmt")
-    if importer.reads.kind == "folder":
-        paths = [values.pop("folder")]
-        if not paths[0].is_dir():
-            raise UserInputError(f"{paths[0]}: not a folder")
-    else:
-        paths = list(values.pop("files"))
-        for f in paths:
-            if not f.is_file():
-                raise UserInputError(f"{f}: not a file")
-    options = importer.options(**values)  # a wrong value raises the option's UserInputError
-    if importer.check is not None:
-        importer.check(paths, options)
-    store = _store(db, must_exist=False)
-    done = importer.work(store, paths, options, lambda m: err.print(m, markup=False))
+    paths = [values.pop("folder")] if importer.reads.kind == "folder" else values.pop("files")
+    request = ImportRequest(importer.name, paths, values, db)
+    done = run_import(request, lambda m: err.print(m, markup=False))
     if fmt is Format.json:
         print_json(done.document)
     else:

@@ -79,23 +79,3 @@ def add(
     sid = pinned.snapshot.id
     out.print(f"wrote {pinned.path} ({pinned.snapshot.kind}, {pinned.snapshot.revision_label})")
     out.print(f"score it with: bias-monitor run{flag} -s {sid} -b bhed-caste -b bhed-religion")
-
-
-def check_snapshot_names(view, names: list[str]) -> None:
-    """Refuse a snapshot name that neither a snapshot file nor the store knows, as
-    "unknown snapshot" with the closest known name (a typo), before drift says it "has no
-    complete run"; a known snapshot without a complete run still gets that message."""
-    from monitor.errors import UserInputError
-    from monitor.snapshots.registry import load_snapshots, unknown_snapshot
-
-    stored = set(view.snapshots_with_complete_runs())
-    missing = [n for n in names if n not in stored]
-    if not missing:
-        return
-    try:
-        files = set(load_snapshots())
-    except UserInputError:  # drift reads the store; a bad snapshot folder is not its error
-        files = set()
-    for name in missing:
-        if name not in files:
-            raise UserInputError(unknown_snapshot(name, stored | files))

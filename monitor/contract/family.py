@@ -57,6 +57,12 @@ class Family:
     first line; ``words`` is what a reader calls its results in the report's one-line
     verdict (empty: ``name``). ``sized``: its loader takes ``run --size``.
 
+    ``kind_default``: its items are what a snapshot kind's default metric scores (the
+    pairs' for causal and masked LMs' ``cll``/``aul``, the association tests' for
+    embedding models' ``weat``). A family without it (the choice questions, a plug-in)
+    has its items scored by the first of its own metrics the snapshot's kind offers, and
+    they cannot share a run with another family's items (a run has one metric).
+
     ``rank`` places it in the registry's order (lower first, then by entry-point name),
     which is the order of the report's parts, ``drift``'s output and a kind's metrics:
     the in-tree families take 10, 20 and 30 (the pairs first, whose ``cll`` is the causal
@@ -82,6 +88,7 @@ class Family:
     item_noun: str = "items"
     count_note: str = ""
     sized: bool = False
+    kind_default: bool = False
     drift_units: str = ""
     words: str = ""
     rank: int = 100

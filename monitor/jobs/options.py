@@ -1,4 +1,4 @@
-"""What a scoring job is asked to do, and what it reports back to the CLI."""
+"""What a scoring job is asked to do, and what it reports back to the application layer."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ ProgressFactory = Callable[[str, int], Callable[[int], None]]
 
 @dataclass
 class RunOptions:
-    """What the user asked for; validated by the CLI before a run starts."""
+    """What the user asked for, as every driver reads it: built by ``monitor.app`` from
+    the request's option models once every input is checked (``app.run_plan``)."""
 
     batch_size: int | None = None
     device: str = "auto"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from monitor.benchmarks.items import LoadedBenchmark
-from monitor.contract.registry import families
+from monitor.contract.registry import families, family_of_items
 from monitor.errors import NotApplicable, UserInputError
 from monitor.jobs.context import JobContext
 from monitor.jobs.lifecycle import RunLifecycle
@@ -20,9 +20,13 @@ from monitor.store.db import Store
 METHOD_METRIC = {"forced-choice": "forced-choice", "sampling": "sampled-choice"}
 
 
-# Item kinds scored by a family of their own: a run of them uses that family's metric for
-# the snapshot's kind (the first one the kind lists), not the kind's default.
-OWN_FAMILY_ITEM_KINDS = ("choice-question",)
+def _own_metric_kinds(item_kinds: Collection[str]) -> list[str]:
+    """The item kinds among ``item_kinds`` that a family without ``kind_default`` scores
+    (``Family.kind_default``): a run of them uses that family's metric for the snapshot's
+    kind (the first one the kind lists), not the kind's default."""
+    return sorted(
+        k for f in families() if not f.kind_default for k in f.item_kinds if k in item_kinds
+    )
 
 
 def metric_for(
@@ -39,13 +43,13 @@ def metric_for(
     kind (``mc-loglik`` for a local causal LM) and cannot share a run, or a command, with
     benchmarks of another family: that is a one-line error asking for two commands.
     """
-    own = sorted(set(item_kinds) & set(OWN_FAMILY_ITEM_KINDS))
+    own = _own_metric_kinds(set(item_kinds))
     if own:
         return _family_metric(snapshot, kind, requested, own[0], set(item_kinds))
     if requested is not None:
         get_metric(requested)  # unknown name: one clear error listing the known ones
         metric = kind.check_metric(requested, snapshot.id)
-        if item_kinds and get_metric(metric).family.item_kinds[0] in OWN_FAMILY_ITEM_KINDS:
+        if item_kinds and not get_metric(metric).family.kind_default:
             raise UserInputError(
                 f"metric {metric!r} scores {get_metric(metric).family.name} benchmarks; none "
                 "was selected"
@@ -55,13 +59,23 @@ def metric_for(
     return preferred if preferred in kind.metrics else kind.default_metric
 
 
+def check_requested_metric(snapshot: Snapshot, kind: KindSpec, requested: str | None) -> None:
+    """Refuse an unknown ``--metric``, or one the snapshot's kind does not offer, before
+    any benchmark is read: the checks of ``metric_for`` that need no items (the metric
+    itself is chosen once the items are known)."""
+    if requested is not None:
+        get_metric(requested)  # unknown name: one clear error listing the known ones
+        kind.check_metric(requested, snapshot.id)
+
+
 def _family_metric(
     snapshot: Snapshot, kind: KindSpec, requested: str | None, item_kind: str, kinds: set[str]
 ) -> str:
     if kinds != {item_kind}:
         others = ", ".join(sorted(kinds - {item_kind}))
         raise UserInputError(
-            f"{item_kind} benchmarks (BBQ, BharatBBQ) are scored by their own metric and "
+            f"{item_kind} benchmarks ({family_of_items({item_kind})[0].name}) are scored by "
+            "their own metric and "
             f"cannot share a run with {others} benchmarks; run them in separate commands"
         )
     fitting = [m for m in kind.metrics if item_kind in get_metric(m).family.item_kinds]
@@ -103,15 +117,19 @@ def run_snapshot(
     *,
     on_event: EventSink = lambda _msg: None,
     progress_factory: ProgressFactory | None = None,
+    metric: str | None = None,
 ) -> list[RunOutcome]:
-    """Score one snapshot ``options.repeat`` times (each repeat its own run)."""
+    """Score one snapshot ``options.repeat`` times (each repeat its own run) with
+    ``metric``, the one the caller chose for it (``monitor.app``); without one it is
+    chosen here from ``options.metric`` and the items."""
     kind = get_kind(snapshot.kind)
+    chosen = metric or metric_for(snapshot, kind, options.metric, item_kinds(benches))
     ctx = JobContext(
         store=store,
         lifecycle=RunLifecycle(store, on_event),
         snapshot=snapshot,
         kind=kind,
-        metric=get_metric(metric_for(snapshot, kind, options.metric, item_kinds(benches))),
+        metric=get_metric(chosen),
         benches=benches,
         options=options,
         on_event=on_event,

@@ -92,6 +92,7 @@ FAMILY = Family(
     drift=_drift,
     terminal=_terminal,
     report=_report,
+    kind_default=True,
     show_title="association tests (effect size d, bootstrap intervals)",
     item_noun="terms",
     count_note="; d > 0: X goes with A (and Y with B)",

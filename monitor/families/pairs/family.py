@@ -116,6 +116,7 @@ FAMILY = Family(
     drift=_drift,
     terminal=_terminal,
     report=_report,
+    kind_default=True,
     importers=_importers,
     drift_units="Δ and MDE in percentage points",
 )

@@ -1,0 +1,137 @@
+"""``drift`` as a function: select the pairs of runs, compare them, and say whether a
+flagged change matches the ``--fail-on`` gate. Rendering is the caller's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from monitor.app.stores import open_reader
+from monitor.drift.robustness import FAIL_ON
+from monitor.drift.session import DriftResult
+from monitor.errors import UserInputError
+from monitor.jobs.options import EventSink
+from monitor.store.view import StoreView
+
+
+class DriftSelection(BaseModel):
+    """Which runs to compare with which baselines, and at what error rates.
+
+    No ``runs`` and no ``snapshots``: each snapshot's latest complete run. ``baseline``:
+    one baseline run; ``baseline_snapshot``: another snapshot's latest complete run (a
+    pull request's comparison); neither: each run's previous complete run. Each field is
+    a flag of ``drift`` and ``report`` (declared as ``run``'s option models are).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    runs: list[str] | None = Field(
+        None,
+        description="New run id (repeatable). Default: each snapshot's latest complete run.",
+        json_schema_extra={"flag": "--run"},
+    )
+    snapshots: list[str] | None = Field(
+        None,
+        description="Only these snapshots' latest runs (repeatable).",
+        json_schema_extra={"flag": ["--snapshot", "-s"]},
+    )
+    baseline: str | None = Field(
+        None,
+        description="Baseline run id (default: the previous complete run of the same snapshot).",
+        json_schema_extra={"flag": "--baseline"},
+    )
+    baseline_snapshot: str | None = Field(
+        None,
+        description="Compare with another snapshot's latest complete run (pull-request "
+        "comparison).",
+        json_schema_extra={"flag": "--baseline-snapshot"},
+    )
+    alpha: float = Field(
+        0.05,
+        ge=0.0001,
+        le=0.5,
+        description="False discovery rate for Benjamini–Hochberg: a change is flagged only "
+        "when its adjusted p is below it (and it clears the noise floor).",
+        json_schema_extra={"flag": "--alpha"},
+    )
+    confidence: float = Field(
+        0.95,
+        ge=0.5,
+        le=0.999,
+        description="Confidence level of every interval shown (rates and paired "
+        "differences); independent of --alpha, and printed with each interval.",
+        json_schema_extra={"flag": "--confidence"},
+    )
+
+
+@dataclass(frozen=True)
+class DriftRequest:
+    """A ``drift``: the selection, the store, and which flagged changes fail it."""
+
+    selection: DriftSelection = field(default_factory=DriftSelection)
+    db: Path | None = None
+    fail_on: str = "never"  # regression | robust | any | never (``drift.robustness``)
+
+
+@dataclass(frozen=True)
+class DriftOutcome:
+    """Drift's result, the snapshot of every compared run, and the gate's answer."""
+
+    result: DriftResult
+    snapshot_of: dict[str, str]
+    fail_on: str
+
+    @property
+    def failed(self) -> bool:
+        """A flagged change matched ``fail_on`` (the command exits 1)."""
+        return any(FAIL_ON[self.fail_on](c) for c in self.result.comparisons)
+
+
+def compare(view: StoreView, selection: DriftSelection) -> DriftResult:
+    """Drift's result for ``selection`` over an open read of the store (``report`` builds
+    its input from the same read)."""
+    from monitor.drift.session import run_drift, select_pairs
+
+    snapshots = selection.snapshots or ()
+    baseline_snapshot = [selection.baseline_snapshot] if selection.baseline_snapshot else []
+    check_snapshot_names(view, [*snapshots, *baseline_snapshot])
+    pairs = select_pairs(
+        view,
+        run_ids=selection.runs or (),
+        snapshots=snapshots,
+        baseline=selection.baseline,
+        baseline_snapshot=selection.baseline_snapshot,
+    )
+    return run_drift(view, pairs, alpha=selection.alpha, confidence=selection.confidence)
+
+
+def drift(request: DriftRequest, on_event: EventSink = lambda _msg: None) -> DriftOutcome:
+    """Compare the selected runs with their baselines (paired tests, BH over the panel)."""
+    if request.fail_on not in FAIL_ON:
+        raise UserInputError(f"--fail-on {request.fail_on!r}: use regression, robust, any or never")
+    with open_reader(request.db, on_event).read() as view:
+        result = compare(view, request.selection)
+        ids = (r for p in result.pairs for r in (p.new_run_id, p.baseline_run_id) if r)
+        snapshot_of = {rid: r.snapshot_id for rid, r in view.runs(ids).items()}
+    return DriftOutcome(result=result, snapshot_of=snapshot_of, fail_on=request.fail_on)
+
+
+def check_snapshot_names(view: StoreView, names: list[str]) -> None:
+    """Refuse a snapshot name that neither a snapshot file nor the store knows, as
+    "unknown snapshot" with the closest known name (a typo), before drift says it "has no
+    complete run"; a known snapshot without a complete run still gets that message."""
+    from monitor.snapshots.registry import load_snapshots, unknown_snapshot
+
+    stored = set(view.snapshots_with_complete_runs())
+    missing = [n for n in names if n not in stored]
+    if not missing:
+        return
+    try:
+        files = set(load_snapshots())
+    except UserInputError:  # drift reads the store; a bad snapshot folder is not its error
+        files = set()
+    for name in missing:
+        if name not in files:
+            raise UserInputError(unknown_snapshot(name, stored | files))

@@ -1,0 +1,109 @@
+"""The typed option models of ``run``: the core's and, through one lookup, the families'.
+
+Every ``run`` flag is a field of one of these models (``json_schema_extra["flag"]`` the
+flag, ``description`` its help, ``ge``/``le`` its bounds); the CLI builds its click options
+from them (``monitor.cli.model_options``) and hands the command validated instances, and a
+Python caller builds the same instances for ``monitor.app.run``. Which flags are the
+core's: the model backend's (``BackendOptions``: any kind of snapshot has a device) and
+what any run records or reads (``ScoringOptions``: repeats, metric, seed, trigger,
+resume; errata and controls are the benchmark manifest's, declared for any benchmark in
+``data/benchmarks.toml`` and ``data/errata.toml``, not one family's).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class BackendOptions(BaseModel):
+    """Where and how the model runs: the same for every family."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    batch_size: int | None = Field(
+        None,
+        ge=1,
+        description="Sequences per forward pass.",
+        json_schema_extra={"flag": "--batch-size"},
+    )
+    device: str = Field(
+        "auto", description="auto, cpu or cuda.", json_schema_extra={"flag": "--device"}
+    )
+    dtype: str = Field(
+        "auto",
+        description="auto (fp32 on CPU, bf16 on CUDA), float32, bfloat16 or float16.",
+        json_schema_extra={"flag": "--dtype"},
+    )
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, value: str) -> str:
+        # A bad device is a usage error of the flag (exit 2 naming --device), caught as
+        # the command line is parsed, before anything is loaded.
+        if value not in ("auto", "cpu", "cuda") and not value.startswith("cuda:"):
+            raise ValueError("must be auto, cpu, cuda or cuda:N")
+        return value
+
+
+class ScoringOptions(BaseModel):
+    """What any run records, repeats and reads, whatever its family."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    repeat: int = Field(
+        1,
+        ge=1,
+        description="Score each snapshot N times (each is its own run; measures the noise floor).",
+        json_schema_extra={"flag": "--repeat"},
+    )
+    metric: str | None = Field(
+        None,
+        description="Override the snapshot kind's default metric: cll (default for causal "
+        "LMs and vLLM completions), cll-reference, ull; aul (masked LMs); forced-choice "
+        "(default for chat APIs) or sampled-choice; on BBQ/BharatBBQ mc-loglik (causal "
+        "LMs), mc-letter (default for chat APIs) or mc-letter-sampled. `snapshots list` "
+        "shows each kind's.",
+        json_schema_extra={"flag": "--metric"},
+    )
+    errata: str = Field(
+        "current",
+        description="'current' applies data/errata.toml; 'none' scores the raw files.",
+        json_schema_extra={"flag": "--errata"},
+    )
+    seed: int = Field(0, description="Recorded with the run.", json_schema_extra={"flag": "--seed"})
+    trigger: str | None = Field(
+        None,
+        description="Recorded with the run (default: $GITHUB_EVENT_NAME or 'manual').",
+        json_schema_extra={"flag": "--trigger"},
+    )
+    resume: bool = Field(
+        True,
+        description="Continue a killed run of the same configuration instead of starting anew.",
+        json_schema_extra={"flag": "--resume/--no-resume"},
+    )
+    controls: bool = Field(
+        True,
+        description="Also score each benchmark's control set (bhed-caste: the 55-sentence "
+        "neutral control bhed-neutral), shown beside its bias rate.",
+        json_schema_extra={"flag": "--controls/--no-controls"},
+    )
+
+
+def family_option_models() -> tuple[type[BaseModel], ...]:
+    """The families' ``run`` option models, in the registry's order.
+
+    REGISTRY: the one place that knows which families add ``run`` options. It imports the
+    in-tree models directly until the entry-point registry (``monitor.contract``, branch
+    spine) lands; at the merge this becomes a lookup of each registered family's option
+    model.
+    """
+    from monitor.families.choice_qa.run_options import ChoiceRunOptions
+    from monitor.families.pairs.run_options import PairRunOptions
+
+    return (PairRunOptions, ChoiceRunOptions)
+
+
+def run_option_models() -> tuple[type[BaseModel], ...]:
+    """Every option model of ``run``, in the order its help lists them: the backend's,
+    what any run records, then each family's."""
+    return (BackendOptions, ScoringOptions, *family_option_models())

@@ -1,0 +1,26 @@
+"""Opening the DuckDB store for an application function: to write, or only to read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from monitor.errors import UserInputError
+from monitor.jobs.options import EventSink
+from monitor.store.db import Store
+
+
+def open_store(db: Path | None, *, must_exist: bool = True) -> Store:
+    """The store at ``db`` (default: $MONITOR_DB or results/monitor.duckdb) to write to;
+    a missing file is refused unless the command creates one (an import, a merge)."""
+    from monitor.paths import default_db_path
+
+    path = db or default_db_path()
+    if must_exist and not Path(path).exists():
+        raise UserInputError(f"no database at {path}; run `bias-monitor run` first or pass --db")
+    return Store.open(path)
+
+
+def open_reader(db: Path | None, on_event: EventSink) -> Store:
+    """The store for a command that only reads: opened read-only, so an archived store on
+    read-only media can be listed, shown, exported, compared and reported on."""
+    return Store.for_reading(db, on_event=on_event)
