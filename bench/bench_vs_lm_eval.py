@@ -338,6 +338,31 @@ def load_average() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def busy_caution() -> str:
+    """A line saying the wall-clock ratios are not to be trusted, when the machine is busier
+    than its CPUs (the 15-minute load average at least the CPU count); else "".
+
+    On a busy machine torch's threads wait for each other in every parallel region, so one
+    run can take many times its quiet time: a one-round, 16-item bench on 2 threads, run
+    beside other tests (2026-11-28), read the default run at 12.78x cll alone (7.0 s
+    against 0.5 s for the same 245 positions; 0.99x on a quiet machine), and at load 10
+    8 items took 26-42 s of wall clock and 7-10 s of CPU time for what takes about 0.3 s
+    quiet. On one thread the CPU time stays put (at load 17-19 the default run's within
+    0.2 s of cll alone's in every round)."""
+    load, cpus = os.getloadavg()[2], os.cpu_count() or 1
+    if load < cpus:
+        return ""
+    advice = (
+        "read the CPU-time ratio and the rounds"
+        if torch.get_num_threads() == 1
+        else "rerun with --threads 1 and read the CPU-time ratio"
+    )
+    return (
+        f"  caution: the machine was busy (15-minute load average {load:.1f} on {cpus} CPUs): "
+        f"wall-clock ratios swing from round to round; {advice}"
+    )
+
+
 @dataclass
 class Contender:
     name: str
@@ -602,6 +627,8 @@ def measure(
         f"{pan.executed / mon.executed:.2f}x the positions fed; issue 43's bar (<= 1.15x): "
         f"{'met' if panel_ratio <= 1.15 else 'NOT met'}"
     )
+    if caution := busy_caution():
+        print(caution)
     print(
         f"aten linears (MKL) / monitor: "
         f"{statistics.median(mkl.seconds) / statistics.median(mon.seconds):.2f}x wall clock "
@@ -707,6 +734,8 @@ def measure_panel(args, backend: HFCausalLM, items: list[Item]) -> int:
         f"{pan.executed / mon.executed:.2f}x the positions fed; issue 43's bar (<= 1.15x): "
         f"{'met' if ratio <= 1.15 else 'NOT met'}"
     )
+    if caution := busy_caution():
+        print(caution)
     ok = check_panels(backend, items, args.batch_size, alone[0], default[0])
     reruns = all(same_bits(alone[0], later) for later in alone[1:] + default)
     same = "yes" if reruns else "NO"
