@@ -26,12 +26,14 @@ the four Indian-BhED axes), the same thread count, CPU, fp32:
   float64 first layers and first rows (``monitor.backends.onednn_linear``, since
   2026-11-28) change in time and in values.
 
-They run interleaved (monitor, lm-eval, unshared, float32 core, monitor, ...) so that a
-change in the machine's load hits all four; the script prints the load average before
-every round and the medians. Checks, printed with the times: each sentence's log-prob from the
-monitor equals lm-eval's within 1e-4 nats; the monitor's per-item values equal the
-unshared path's within 1e-4 nats with no outcome flip (and how many have the same bits);
-reruns are bit-identical.
+They run interleaved, round by round, so that a change in the machine's load hits all of
+them: the default run, the monitor and lm-eval next to each other (reversed every other
+round, so each of the two ratios to the monitor is read from adjacent runs and a trend in
+the load favours neither side), then unshared, float32 core and MKL linears; the script
+prints the load average before every round and the medians. Checks, printed with the
+times: each sentence's log-prob from the monitor equals lm-eval's within 1e-4 nats; the
+monitor's per-item values equal the unshared path's within 1e-4 nats with no outcome
+flip (and how many have the same bits); reruns are bit-identical.
 
 FLOP formula: a token fed to the model and projected onto the vocabulary costs
 2 x P FLOP, P = the model's parameter count (134.5M; the tied embedding counted once, as
@@ -79,16 +81,20 @@ what the panel adds is cll-reference's no-BOS sentences and word priors, which s
 prefix with cll's BOS sequences, so sharing tokenisation, trees or batches cannot bring it
 under 1.5x: only feeding fewer positions could. Issue 43 did that: cll-reference left the
 default panel (``run --metrics cll-reference`` asks for it), and the default run, cll +
-ull, feeds exactly cll's positions (2026-11-28, ``--panel-only``, 160 items at load 17-19:
-1.08x wall clock, 1.03x CPU time, 1.00x the positions; docs/performance.md).
+ull, feeds exactly cll's positions (2026-11-28: 1.00x the positions, 0.95-1.03x the CPU
+time, 0.83-1.08x wall clock at load 8-19; docs/performance.md). No fixed cost per run:
+in a fresh process the first default run costs what the first cll-alone run does, and
+the panel's own code (planning both metrics, finishing ull) took 0.15 s of a profiled
+98 s ``run -b bhed-caste``; a one-round reading of 12.78x on 16 items was the busy
+machine (see busy_caution).
 
 * **default run**: the monitor as ``make run`` scores, ``panel=True``: cll and ull in one
   pass (issue 43). ull reads cll's two sentences, so the run asks for exactly cll's
   requests and reads ull off the same log-probs; the bar is at most 1.15x cll alone,
-  printed as the ratio of the two contenders' medians, measured side by side in every
-  round. Until 2026-11-28 the default panel also held cll-reference, whose no-BOS
-  sentences and word priors share no prefix with cll's BOS sequences: 2.02x the positions
-  fed, 2.0-2.2x the time.
+  printed as the ratio of the two contenders' medians, measured next to each other in
+  every round, with a caution when the machine is busier than its CPUs. Until 2026-11-28
+  the default panel also held cll-reference, whose no-BOS sentences and word priors share
+  no prefix with cll's BOS sequences: 2.02x the positions fed, 2.0-2.2x the time.
 * **full panel** (untimed rounds; one run after them): ``run --metrics cll-reference``,
   cll + cll-reference + ull, for the agreement checks: its cll-reference agrees with
   cll-reference scored alone, its cll with cll alone, within 1e-4 nats and no outcome
