@@ -81,7 +81,7 @@ what the panel adds is cll-reference's no-BOS sentences and word priors, which s
 prefix with cll's BOS sequences, so sharing tokenisation, trees or batches cannot bring it
 under 1.5x: only feeding fewer positions could. Issue 43 did that: cll-reference left the
 default panel (``run --metrics cll-reference`` asks for it), and the default run, cll +
-ull, feeds exactly cll's positions (2026-11-28: 1.00x the positions, 0.95-1.03x the CPU
+ull, feeds exactly cll's positions (2026-11-28: 1.00x the positions, 0.93-1.03x the CPU
 time, 0.83-1.08x wall clock at load 8-19; docs/performance.md). No fixed cost per run:
 in a fresh process the first default run costs what the first cll-alone run does, and
 the panel's own code (planning both metrics, finishing ull) took 0.15 s of a profiled
