@@ -26,12 +26,14 @@ the four Indian-BhED axes), the same thread count, CPU, fp32:
   float64 first layers and first rows (``monitor.backends.onednn_linear``, since
   2026-11-28) change in time and in values.
 
-They run interleaved (monitor, lm-eval, unshared, float32 core, monitor, ...) so that a
-change in the machine's load hits all four; the script prints the load average before
-every round and the medians. Checks, printed with the times: each sentence's log-prob from the
-monitor equals lm-eval's within 1e-4 nats; the monitor's per-item values equal the
-unshared path's within 1e-4 nats with no outcome flip (and how many have the same bits);
-reruns are bit-identical.
+They run interleaved, round by round, so that a change in the machine's load hits all of
+them: the default run, the monitor and lm-eval next to each other (reversed every other
+round, so each of the two ratios to the monitor is read from adjacent runs and a trend in
+the load favours neither side), then unshared, float32 core and MKL linears; the script
+prints the load average before every round and the medians. Checks, printed with the
+times: each sentence's log-prob from the monitor equals lm-eval's within 1e-4 nats; the
+monitor's per-item values equal the unshared path's within 1e-4 nats with no outcome
+flip (and how many have the same bits); reruns are bit-identical.
 
 FLOP formula: a token fed to the model and projected onto the vocabulary costs
 2 x P FLOP, P = the model's parameter count (134.5M; the tied embedding counted once, as
@@ -79,16 +81,20 @@ what the panel adds is cll-reference's no-BOS sentences and word priors, which s
 prefix with cll's BOS sequences, so sharing tokenisation, trees or batches cannot bring it
 under 1.5x: only feeding fewer positions could. Issue 43 did that: cll-reference left the
 default panel (``run --metrics cll-reference`` asks for it), and the default run, cll +
-ull, feeds exactly cll's positions (2026-11-28, ``--panel-only``, 160 items at load 17-19:
-1.08x wall clock, 1.03x CPU time, 1.00x the positions; docs/performance.md).
+ull, feeds exactly cll's positions (2026-11-28: 1.00x the positions, 0.93-1.03x the CPU
+time, 0.83-1.08x wall clock at load 8-19; docs/performance.md). No fixed cost per run:
+in a fresh process the first default run costs what the first cll-alone run does, and
+the panel's own code (planning both metrics, finishing ull) took 0.15 s of a profiled
+98 s ``run -b bhed-caste``; a one-round reading of 12.78x on 16 items was the busy
+machine (see busy_caution).
 
 * **default run**: the monitor as ``make run`` scores, ``panel=True``: cll and ull in one
   pass (issue 43). ull reads cll's two sentences, so the run asks for exactly cll's
   requests and reads ull off the same log-probs; the bar is at most 1.15x cll alone,
-  printed as the ratio of the two contenders' medians, measured side by side in every
-  round. Until 2026-11-28 the default panel also held cll-reference, whose no-BOS
-  sentences and word priors share no prefix with cll's BOS sequences: 2.02x the positions
-  fed, 2.0-2.2x the time.
+  printed as the ratio of the two contenders' medians, measured next to each other in
+  every round, with a caution when the machine is busier than its CPUs. Until 2026-11-28
+  the default panel also held cll-reference, whose no-BOS sentences and word priors share
+  no prefix with cll's BOS sequences: 2.02x the positions fed, 2.0-2.2x the time.
 * **full panel** (untimed rounds; one run after them): ``run --metrics cll-reference``,
   cll + cll-reference + ull, for the agreement checks: its cll-reference agrees with
   cll-reference scored alone, its cll with cll alone, within 1e-4 nats and no outcome
@@ -338,6 +344,31 @@ def load_average() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def busy_caution() -> str:
+    """A line saying the wall-clock ratios are not to be trusted, when the machine is busier
+    than its CPUs (the 15-minute load average at least the CPU count); else "".
+
+    On a busy machine torch's threads wait for each other in every parallel region, so one
+    run can take many times its quiet time: a one-round, 16-item bench on 2 threads, run
+    beside other tests (2026-11-28), read the default run at 12.78x cll alone (7.0 s
+    against 0.5 s for the same 245 positions; 0.99x on a quiet machine), and at load 10
+    8 items took 26-42 s of wall clock and 7-10 s of CPU time for what takes about 0.3 s
+    quiet. On one thread the CPU time stays put (at load 17-19 the default run's within
+    0.2 s of cll alone's in every round)."""
+    load, cpus = os.getloadavg()[2], os.cpu_count() or 1
+    if load < cpus:
+        return ""
+    advice = (
+        "read the CPU-time ratio and the rounds"
+        if torch.get_num_threads() == 1
+        else "rerun with --threads 1 and read the CPU-time ratio"
+    )
+    return (
+        f"  caution: the machine was busy (15-minute load average {load:.1f} on {cpus} CPUs): "
+        f"wall-clock ratios swing from round to round; {advice}"
+    )
+
+
 @dataclass
 class Contender:
     name: str
@@ -521,16 +552,30 @@ def measure(
         "default": [],
     }
     lm_values: list[list[float]] = []
-    for r in range(args.rounds):
-        print(f"round {r + 1}/{args.rounds}, load average {load_average()}", flush=True)
+
+    def default_run() -> None:
+        runs["default"].append(timed_monitor(backend, items, args.batch_size, pan, panel=True))
+
+    def cll_alone() -> None:
         runs["monitor"].append(timed_monitor(backend, items, args.batch_size, mon))
+
+    def lm_eval_run() -> None:
         seconds, cpu, values = worker.run()
         lme.seconds.append(seconds)
         lme.cpu.append(cpu)
         lm_values.append(values)
+
+    # cll alone runs between the other sides of its two ratios (the default run, lm-eval),
+    # and which of them goes first alternates: each ratio is read from adjacent runs, and a
+    # trend in the machine's load favours neither side (until 2026-11-28 the default run
+    # came fourth, after the padded and float32-core contenders).
+    adjacent = (default_run, cll_alone, lm_eval_run)
+    for r in range(args.rounds):
+        print(f"round {r + 1}/{args.rounds}, load average {load_average()}", flush=True)
+        for step in adjacent if r % 2 == 0 else adjacent[::-1]:
+            step()
         runs["unshared"].append(timed_monitor(unshared, items, args.batch_size, old))
         runs["float32"].append(timed_monitor(narrow, items, args.batch_size, f32))
-        runs["default"].append(timed_monitor(backend, items, args.batch_size, pan, panel=True))
         runs["aten"].append(timed_monitor(aten, items, args.batch_size, mkl))
         print(
             f"  monitor {mon.seconds[-1]:.1f} s ({mon.cpu[-1]:.1f} s CPU), lm-eval "
@@ -588,6 +633,8 @@ def measure(
         f"{pan.executed / mon.executed:.2f}x the positions fed; issue 43's bar (<= 1.15x): "
         f"{'met' if panel_ratio <= 1.15 else 'NOT met'}"
     )
+    if caution := busy_caution():
+        print(caution)
     print(
         f"aten linears (MKL) / monitor: "
         f"{statistics.median(mkl.seconds) / statistics.median(mon.seconds):.2f}x wall clock "
@@ -693,6 +740,8 @@ def measure_panel(args, backend: HFCausalLM, items: list[Item]) -> int:
         f"{pan.executed / mon.executed:.2f}x the positions fed; issue 43's bar (<= 1.15x): "
         f"{'met' if ratio <= 1.15 else 'NOT met'}"
     )
+    if caution := busy_caution():
+        print(caution)
     ok = check_panels(backend, items, args.batch_size, alone[0], default[0])
     reruns = all(same_bits(alone[0], later) for later in alone[1:] + default)
     same = "yes" if reruns else "NO"
