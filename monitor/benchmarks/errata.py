@@ -9,24 +9,15 @@ different one (a new upstream commit, a re-ordered file). The errata version is 
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    StringConstraints,
-    ValidationError,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from monitor import paths
+from monitor.benchmarks.manifest import BenchmarkId, NonEmpty, read_toml
 from monitor.errors import DataIntegrityError, UserInputError
-
-NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 
 
 class Erratum(BaseModel):
@@ -34,7 +25,7 @@ class Erratum(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*$")]
+    id: BenchmarkId
     benchmark: NonEmpty
     source_row: Annotated[int, Field(ge=0)]
     field: NonEmpty  # column name exactly as in the CSV header
@@ -46,7 +37,7 @@ class Erratum(BaseModel):
 class ErrataFile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    version: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
+    version: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
     erratum: list[Erratum] = []
 
     @model_validator(mode="after")
@@ -76,14 +67,7 @@ def default_errata_path() -> Path:
 def load_errata(path: Path | None = None) -> ErrataFile:
     """Read and validate the errata file; problems become one ``UserInputError`` line."""
     path = Path(path) if path is not None else default_errata_path()
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserInputError(f"errata file {path} not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserInputError(f"cannot read errata file {path}: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise UserInputError(f"errata file {path} is not valid TOML: {exc}") from None
+    raw = read_toml(path, "errata file")
     try:
         return ErrataFile.model_validate(raw)
     except ValidationError as exc:

@@ -12,7 +12,7 @@ import json
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, Self
 
 from monitor.errors import DataIntegrityError
 
@@ -158,6 +158,21 @@ def check_row_count(rows: Sequence[object], expected: int, *, name: str) -> None
         )
 
 
+class ManifestEntry(Protocol):
+    """What a loaded benchmark takes from its manifest entry (``BenchmarkSpec``)."""
+
+    id: str
+    axis: str
+    region: str
+
+
+class Parsed(Protocol):
+    """What a parser hands a loaded benchmark: the items and the rows it left out."""
+
+    items: list[Item]
+    exclusions: list[Exclusion]
+
+
 @dataclass
 class LoadedBenchmark:
     """A parsed benchmark file: the items to score and the rows left out, with reasons.
@@ -181,3 +196,20 @@ class LoadedBenchmark:
     reference_rows: list[Item] = field(default_factory=list)
     not_sampled: list[int] = field(default_factory=list)
     sampling: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of_entry(
+        cls, entry: ManifestEntry, version: BenchmarkVersion, parsed: Parsed, **more: Any
+    ) -> Self:
+        """A benchmark loaded under its manifest entry's id, axis and region, with the
+        items and exclusions its parser found; ``more``: the other fields (source rows,
+        language, sampling, ...)."""
+        return cls(
+            benchmark=entry.id,
+            axis=entry.axis,
+            region=entry.region,
+            version=version,
+            items=parsed.items,
+            exclusions=parsed.exclusions,
+            **more,
+        )

@@ -224,10 +224,10 @@ def load_manifest(path: Path | None = None) -> BenchmarkManifest:
     An id (or a source key with other contents) that two files both define is refused:
     one id names one file everywhere."""
     path = Path(path) if path is not None else default_manifest_path()
-    raw = _read_toml(path)
+    raw = read_toml(path)
     for family in families():
         if family.benchmarks is not None:
-            extra = _shipped(_read_toml(family.benchmarks), family.benchmarks)
+            extra = _shipped(read_toml(family.benchmarks), family.benchmarks)
             raw = _merged(raw, path, extra, family.benchmarks)
     try:
         return BenchmarkManifest.model_validate(raw)
@@ -278,13 +278,15 @@ def _merged(raw: dict[str, Any], path: Path, extra: dict[str, Any], where: Path)
     return {**raw, "sources": sources, "benchmarks": benchmarks}
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def read_toml(path: Path, what: str = "benchmark manifest") -> dict[str, Any]:
+    """A benchmark room's TOML file (the manifest, the errata) as a table; a missing,
+    unreadable or malformed file is one ``UserInputError`` line naming it as ``what``."""
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise UserInputError(f"benchmark manifest {path} not found") from None
+        raise UserInputError(f"{what} {path} not found") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise UserInputError(f"cannot read benchmark manifest {path}: {exc}") from None
+        raise UserInputError(f"cannot read {what} {path}: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
-        raise UserInputError(f"benchmark manifest {path} is not valid TOML: {exc}") from None
+        raise UserInputError(f"{what} {path} is not valid TOML: {exc}") from None
     return raw

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from monitor.drift.stats import NoiseFloor
 
@@ -30,6 +30,40 @@ class Verdict:
     @property
     def flagged(self) -> bool:
         return self.label in ("regression", "improvement")
+
+
+class MetricOf(Protocol):
+    """What ``between_runs`` reads of a run: the metric it was scored with."""
+
+    @property
+    def metric(self) -> str: ...
+
+    @property
+    def metric_version(self) -> str: ...
+
+
+def between_runs(
+    old: MetricOf,
+    new: MetricOf,
+    versions: tuple[Collection[str], Collection[str]],
+    items: tuple[int, int, int],
+    n_paired: int,
+    min_overlap: float = MIN_ITEM_OVERLAP,
+) -> Verdict | None:
+    """``comparability`` of two stored runs on one subject, as every family's comparator
+    asks it: the runs' metrics, (old, new) benchmark versions, scored items (old, new,
+    both) and the items decided in both."""
+    return comparability(
+        metric_old=(old.metric, old.metric_version),
+        metric_new=(new.metric, new.metric_version),
+        versions_old=versions[0],
+        versions_new=versions[1],
+        items_old=items[0],
+        items_new=items[1],
+        items_both=items[2],
+        n_paired=n_paired,
+        min_overlap=min_overlap,
+    )
 
 
 def comparability(

@@ -55,7 +55,6 @@ from monitor.scoring.api_tasks import (
     ApiScoring,
     PlannedRequest,
     api_scoring,
-    chat_request,
     record_from_row,
 )
 from monitor.snapshots.model import ApiSettings, ApiSource, Snapshot
@@ -374,16 +373,7 @@ class _ApiRun(RunHooks):
             return
         run_bounded(
             self.pending,
-            lambda q: p.caller.call(
-                chat_request(
-                    q,
-                    method=method.metric,
-                    max_tokens=method.max_tokens,
-                    temperature=method.temperature,
-                    top_logprobs=method.top_logprobs,
-                    seed=method.seed,
-                )
-            ),
+            lambda q: p.caller.call(method.request(q)),
             max_concurrency=settings.max_concurrency,
             on_result=session.on_result,
         )

@@ -19,7 +19,7 @@ from monitor.backends.openai_batch import (
 )
 from monitor.backends.openai_chat import ChatCaller, ResponseRecord
 from monitor.jobs.api_session import ApiSession
-from monitor.scoring.api_tasks import PlannedRequest, asks_logprobs, chat_request, request_row
+from monitor.scoring.api_tasks import PlannedRequest, asks_logprobs, request_row
 from monitor.snapshots.model import ApiSettings
 
 EventSink = Callable[[str], None]
@@ -113,16 +113,7 @@ def run_batches(
                     (
                         (
                             p.key,
-                            caller.body(
-                                chat_request(
-                                    p,
-                                    method=method.metric,
-                                    max_tokens=method.max_tokens,
-                                    temperature=method.temperature,
-                                    top_logprobs=method.top_logprobs,
-                                    seed=method.seed,
-                                )
-                            ),
+                            caller.body(method.request(p)),
                         )
                         for p in chunk
                     ),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from monitor.scoring.api_tasks import asks_logprobs
+from monitor.scoring.api_tasks import ChatRequest, PlannedRequest, asks_logprobs, chat_request
 from monitor.snapshots.model import ApiSettings
 
 
@@ -19,6 +19,18 @@ class Method:
     max_tokens: int
     top_logprobs: int
     seed: int | None
+
+    def request(self, planned: PlannedRequest) -> ChatRequest:
+        """The wire request for a planned one with this run's parameters: the one way
+        both the direct calls and the Batch API's lines are built."""
+        return chat_request(
+            planned,
+            method=self.metric,
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            top_logprobs=self.top_logprobs,
+            seed=self.seed,
+        )
 
     def params(self) -> dict[str, Any]:
         return {

@@ -84,6 +84,26 @@ class ApiSession:
                 f"({self.fingerprints[0]} -> {fp}); recorded per request"
             )
 
+    def _keep_request(
+        self,
+        planned: PlannedRequest,
+        record: ResponseRecord,
+        status: str = "ok",
+        error: str | None = None,
+    ) -> None:
+        """Buffer the ``api_requests`` row of one answer (written at the next flush), with
+        this run's endpoint, parameters and redaction."""
+        row = request_row(
+            planned,
+            record,
+            endpoint=self.endpoint,
+            params=self.method.params(),
+            status=status,
+            error=error,
+            redact=self.redact,
+        )
+        self.pending_requests.append(row)
+
     def on_result(self, planned: PlannedRequest, record: ResponseRecord) -> None:
         """Called on the main thread for every answer, in arrival order."""
         reported = record.reported_model
@@ -94,17 +114,7 @@ class ApiSession:
                 f"{self.snapshot.source.model!r}); refusing to mix two models' answers. "
                 "Stored answers are kept; rerun to resume once the served model is stable"
             )
-            self.pending_requests.append(
-                request_row(
-                    planned,
-                    record,
-                    endpoint=self.endpoint,
-                    params=self.method.params(),
-                    status="model_changed",
-                    error=error,
-                    redact=self.redact,
-                )
-            )
+            self._keep_request(planned, record, status="model_changed", error=error)
             self.flush()
             raise ApiModelChanged(self.redact(error))
         if reported and self.reference_model is None:
@@ -112,15 +122,7 @@ class ApiSession:
         self._watch_fingerprint(record.system_fingerprint)
         self.records[planned.key] = record
         self.usage.add(record.usage, attempts=record.attempts, latency_s=record.latency_s or 0.0)
-        self.pending_requests.append(
-            request_row(
-                planned,
-                record,
-                endpoint=self.endpoint,
-                params=self.method.params(),
-                redact=self.redact,
-            )
-        )
+        self._keep_request(planned, record)
         self._score_if_complete(planned.item_id)
         if (
             len(self.pending_requests) >= FLUSH_EVERY

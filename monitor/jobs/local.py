@@ -31,7 +31,6 @@ from monitor.jobs.options import RunOutcome
 from monitor.jobs.run_record import (
     fingerprint,
     new_repeat_group,
-    new_run_record,
     panel_provenance,
 )
 from monitor.provenance import environment
@@ -138,17 +137,10 @@ class _LocalRun(RunHooks):
             self.shared.ctx.options,
             self.shared.ctx.metric,
         )
-        return new_run_record(
-            ctx.snapshot,
-            ctx.benches,
-            options,
-            metric=spec.name,
-            metric_version=spec.version,
-            fingerprint=self.shared.fingerprint,
-            repeat_group=self.shared.repeat_group,
-            repeat_index=self.rep,
-            device=backend.device,
-            dtype=backend.dtype,
+        return ctx.local_record(
+            self.shared,
+            self.rep,
+            backend,
             # What was used, also when the backend's default was: "None" would not
             # say how the scores were batched (float32 results depend on it).
             batch_size=options.batch_size or getattr(backend, "batch_size", None),
@@ -170,7 +162,6 @@ class _LocalRun(RunHooks):
                     else {}
                 ),
             },
-            origin=ctx.kind.origin,
         )
 
     def start(self, run: OpenRun) -> None:

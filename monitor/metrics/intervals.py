@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -130,6 +130,17 @@ def rows_by_axis(
     for row in rows:
         out[axis_of(row, item_axis)].append(row)
     return dict(out)
+
+
+def per_axis(
+    rows: Iterable[ScoreRow],
+    item_axis: Mapping[str, tuple[str, str]],
+    measures_of: Callable[[str, str, list[ScoreRow]], list[Measure]],
+) -> list[Measure]:
+    """``measures_of(benchmark, axis, rows)`` of each (benchmark, axis) of ``rows``' items,
+    in sorted order: how a study's own measures are laid out."""
+    by_axis = rows_by_axis(rows, item_axis)
+    return [m for key in sorted(by_axis) for m in measures_of(*key, by_axis[key])]
 
 
 def axis_measures(

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from monitor.drift.provenance_diff import ProvenanceDiff, diff_runs
-from monitor.drift.verdicts import MIN_ITEM_OVERLAP, Verdict, comparability
+from monitor.drift.verdicts import MIN_ITEM_OVERLAP, Verdict, between_runs
 from monitor.families.association.metrics import (
     MDE_METHOD,
     METRIC_DDOF,
@@ -164,16 +164,13 @@ def compare_effect_sizes(
         a_new, a_old = terms_new.get(key, empty), terms_old.get(key, empty)
         ox, oy, nx, ny = _paired_values(a_old, a_new)
         both = len(ox) + len(oy)
-        blocked = comparability(
-            metric_old=(old.metric, old.metric_version),
-            metric_new=(new.metric, new.metric_version),
-            versions_old=a_old.benchmark_versions,
-            versions_new=a_new.benchmark_versions,
-            items_old=len(a_old.targets),
-            items_new=len(a_new.targets),
-            items_both=both,
-            n_paired=min(len(ox), len(oy)),
-            min_overlap=min_overlap,
+        blocked = between_runs(
+            old,
+            new,
+            (a_old.benchmark_versions, a_new.benchmark_versions),
+            (len(a_old.targets), len(a_new.targets), both),
+            min(len(ox), len(oy)),
+            min_overlap,
         )
         delta = interval = p = sd = None
         if blocked is None:

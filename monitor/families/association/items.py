@@ -259,12 +259,9 @@ def load(
         axis=spec.axis,
         region=spec.region,
     )
-    return LoadedBenchmark(
-        benchmark=spec.id,
-        axis=spec.axis,
-        region=spec.region,
-        version=version,
-        items=built.items,
-        exclusions=built.exclusions,
+    return LoadedBenchmark.of_entry(
+        spec,
+        version,
+        built,
         source_rows=built.row,  # term slots: a SEAT word fills one slot per template
     )

@@ -33,7 +33,7 @@ from monitor.jobs.context import JobContext
 from monitor.jobs.driver import RunHooks, drive
 from monitor.jobs.lifecycle import OpenRun
 from monitor.jobs.options import RunOutcome
-from monitor.jobs.run_record import fingerprint, new_repeat_group, new_run_record
+from monitor.jobs.run_record import fingerprint, new_repeat_group
 from monitor.provenance import environment
 from monitor.records import RunRecord, ScoreRow
 
@@ -180,21 +180,13 @@ class _EmbedRun(RunHooks):
     rep: int
 
     def new_record(self) -> RunRecord:
-        ctx, backend, spec = self.shared.ctx, self.shared.backend, self.shared.ctx.metric
-        return new_run_record(
-            ctx.snapshot,
-            ctx.benches,
-            ctx.options,
-            metric=spec.name,
-            metric_version=spec.version,
-            fingerprint=self.shared.fingerprint,
-            repeat_group=self.shared.repeat_group,
-            repeat_index=self.rep,
-            device=backend.device,
-            dtype=backend.dtype,
+        ctx, backend = self.shared.ctx, self.shared.backend
+        return ctx.local_record(
+            self.shared,
+            self.rep,
+            backend,
             batch_size=None,
             environment=environment() | torch_facts(backend.device) | weights_facts(backend),
-            origin=ctx.kind.origin,
         )
 
     def score(self, run: OpenRun) -> None:

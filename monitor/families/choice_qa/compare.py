@@ -74,7 +74,7 @@ from monitor.drift.clusters import design_effect
 from monitor.drift.noise import NoiseBook
 from monitor.drift.power import mcnemar_mde
 from monitor.drift.provenance_diff import diff_runs
-from monitor.drift.verdicts import MIN_ITEM_OVERLAP, comparability
+from monitor.drift.verdicts import MIN_ITEM_OVERLAP, between_runs
 from monitor.families.choice_qa.paired import (
     ScoreChange,
     Statistic,
@@ -207,6 +207,23 @@ class _Noise:
     note: str | None
 
 
+@dataclass(frozen=True)
+class _Slice:
+    """One axis's paired answers in one context, and what every measure compared on them
+    shares (the accuracy, bias-score and answer-share comparisons read the same fields)."""
+
+    old_o: Mapping[str, str]
+    new_o: Mapping[str, str]
+    questions: Mapping[str, _Question]
+    context: str
+    scope: str
+    alpha: float
+    confidence: float
+    noise: _Noise
+    common: dict
+    langs: tuple[str, str] | None
+
+
 def _noise(
     view: StoreView,
     book: NoiseBook,
@@ -294,16 +311,13 @@ def compare_choice_qa(
             for i in sorted(set(a_new.outcomes) & set(a_old.outcomes))
             if a_new.outcomes[i] in ROLES and a_old.outcomes[i] in ROLES and i in questions
         ]
-        blocked = comparability(
-            metric_old=(old.metric, old.metric_version),
-            metric_new=(new.metric, new.metric_version),
-            versions_old=a_old.benchmark_versions,
-            versions_new=a_new.benchmark_versions,
-            items_old=len(a_old.outcomes),
-            items_new=len(a_new.outcomes),
-            items_both=len(set(a_new.outcomes) & set(a_old.outcomes)),
-            n_paired=len(paired),
-            min_overlap=min_overlap,
+        blocked = between_runs(
+            old,
+            new,
+            (a_old.benchmark_versions, a_new.benchmark_versions),
+            (len(a_old.outcomes), len(a_new.outcomes), len(a_new.outcomes.keys() & a_old.outcomes)),
+            len(paired),
+            min_overlap,
         )
         noise = _noise(view, book, new, old, key, questions)
         common = {
@@ -325,15 +339,12 @@ def compare_choice_qa(
             old_o = {i: a_old.outcomes[i] for i in these}
             new_o = {i: a_new.outcomes[i] for i in these}
             langs = (across.old_language, across.new_language) if across else None
-            accuracy = _accuracy_comparison(
+            one = _Slice(
                 old_o, new_o, questions, context, scope, alpha, confidence, noise, common, langs
             )
-            bias = _bias_comparison(
-                old_o, new_o, questions, context, scope, alpha, confidence, noise, common, langs
-            )
-            answers = _answers_comparison(
-                old_o, new_o, questions, context, scope, alpha, noise, common, bias, langs
-            )
+            accuracy = _accuracy_comparison(one)
+            bias = _bias_comparison(one)
+            answers = _answers_comparison(one, bias)
             trio = [_judged(c, accuracy, context) for c in (answers, bias)] + [accuracy]
             templates = len({questions[i].cluster for i in these})
             trio = [_few_templates(c, templates, alpha) for c in trio]
@@ -517,18 +528,10 @@ def _blocked(c: FamilyComparison, reason: str) -> FamilyComparison:
     )
 
 
-def _bias_comparison(
-    old_o: Mapping[str, str],
-    new_o: Mapping[str, str],
-    questions: Mapping[str, _Question],
-    context: str,
-    scope: str,
-    alpha: float,
-    confidence: float,
-    noise: _Noise,
-    common: dict,
-    langs: tuple[str, str] | None = None,
-) -> FamilyComparison:
+def _bias_comparison(s: _Slice) -> FamilyComparison:
+    """The bias score of ``s.context`` compared through ``paired.score_change``."""
+    old_o, new_o, questions, context, scope = s.old_o, s.new_o, s.questions, s.context, s.scope
+    alpha, confidence, noise, common, langs = s.alpha, s.confidence, s.noise, s.common, s.langs
     measure, symbol, stat = SCORES[context]
     c_old, c_new = _bias_counts(old_o, questions, context), _bias_counts(new_o, questions, context)
     change = _template_change(c_old, c_new, 4, stat, confidence)
@@ -622,21 +625,12 @@ def _score_comparison(
     )
 
 
-def _accuracy_comparison(
-    old_o: Mapping[str, str],
-    new_o: Mapping[str, str],
-    questions: Mapping[str, _Question],
-    context: str,
-    scope: str,
-    alpha: float,
-    confidence: float,
-    noise: _Noise,
-    common: dict,
-    langs: tuple[str, str] | None = None,
-) -> FamilyComparison:
+def _accuracy_comparison(s: _Slice) -> FamilyComparison:
     """Accuracy on the paired items whose correct role is known: Δ with the sign-flip p
     and paired cluster-bootstrap interval of ``paired.score_change``, and the exact
     McNemar MDE of "correct or not" after the templates' design effect."""
+    old_o, new_o, questions, context, scope = s.old_o, s.new_o, s.questions, s.context, s.scope
+    alpha, confidence, noise, common, langs = s.alpha, s.confidence, s.noise, s.common, s.langs
     measure = f"acc_{context}"
     c_old = _accuracy_counts(old_o, questions, context)
     c_new = _accuracy_counts(new_o, questions, context)
@@ -716,18 +710,11 @@ def _bias_mde(
     return min(1.0, mde * 2 * n / decided) if decided else None
 
 
-def _answers_comparison(
-    old_o: Mapping[str, str],
-    new_o: Mapping[str, str],
-    questions: Mapping[str, _Question],
-    context: str,
-    scope: str,
-    alpha: float,
-    noise: _Noise,
-    common: dict,
-    bias: FamilyComparison,
-    langs: tuple[str, str] | None = None,
-) -> FamilyComparison:
+def _answers_comparison(s: _Slice, bias: FamilyComparison) -> FamilyComparison:
+    """The shares of the three answers compared (Stuart–Maxwell), read with ``bias``'s
+    direction."""
+    old_o, new_o, questions, context, scope = s.old_o, s.new_o, s.questions, s.context, s.scope
+    alpha, noise, common, langs = s.alpha, s.noise, s.common, s.langs
     index = {r: k for k, r in enumerate(ROLES)}
     clusters = sorted({questions[i].cluster for i in old_o})
     where = {t: k for k, t in enumerate(clusters)}

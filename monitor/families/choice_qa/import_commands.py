@@ -10,6 +10,7 @@ prints.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -19,7 +20,7 @@ from monitor.importers.common import parse_day
 from monitor.importers.spec import EventSink, Importer, ImportOptions, ImportOutcome, Reads, Shown
 
 if TYPE_CHECKING:
-    from monitor.families.choice_qa.importers import ImportResult
+    from monitor.families.choice_qa.importers import ImportResult, PredictionImport
     from monitor.store.db import Store
 
 _DATE_HELP = "When the predictions were made (YYYY-MM-DD); default: the files' commit"
@@ -118,21 +119,29 @@ def _shown(store: Store, done: ImportResult) -> ImportOutcome:
     return ImportOutcome(document, shown, any(r.status != "complete" for r in runs))
 
 
+def _import(
+    work: Callable[[Store, list[Path], PredictionImport], ImportResult],
+    store: Store,
+    paths: list[Path],
+    options: PredictionOptions,
+    on_event: EventSink,
+) -> ImportOutcome:
+    """Run one predictions import's ``work`` with the user's options (the defaults of
+    ``options``' class filled in) and say what it stored."""
+    from monitor.families.choice_qa.importers import PredictionImport
+
+    suffix = options.default_suffix if options.suffix is None else options.suffix
+    ask = PredictionImport(options.date or options.default_date, suffix, on_event, options.column)
+    return _shown(store, work(store, paths, ask))
+
+
 def import_bbq(
     store: Store, paths: list[Path], options: BbqOptions, on_event: EventSink
 ) -> ImportOutcome:
     """BBQ's UnifiedQA prediction files: one run per prediction column."""
     from monitor.families.choice_qa.importers import import_bbq_files
 
-    done = import_bbq_files(
-        store,
-        paths,
-        date=options.date or options.default_date,
-        suffix=options.default_suffix if options.suffix is None else options.suffix,
-        columns=options.column,
-        on_event=on_event,
-    )
-    return _shown(store, done)
+    return _import(import_bbq_files, store, paths, options, on_event)
 
 
 def import_bharatbbq(
@@ -141,15 +150,7 @@ def import_bharatbbq(
     """One BharatBBQ predictions file: one run per model column."""
     from monitor.families.choice_qa.importers import import_bharatbbq_file
 
-    done = import_bharatbbq_file(
-        store,
-        paths,
-        date=options.date or options.default_date,
-        suffix=options.default_suffix if options.suffix is None else options.suffix,
-        columns=options.column,
-        on_event=on_event,
-    )
-    return _shown(store, done)
+    return _import(import_bharatbbq_file, store, paths, options, on_event)
 
 
 IMPORTERS: dict[str, Importer] = {

@@ -606,24 +606,27 @@ def bbq_categories(paths: Sequence[Path]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def import_bbq_files(
-    store: Store,
-    paths: Sequence[Path],
-    *,
-    date: str,
-    suffix: str,
-    on_event: Callable[[str], None],
-    columns: Sequence[str] | None = None,
-) -> ImportResult:
-    """``bias-monitor import bbq FILE...`` (``columns`` is not used: every column)."""
-    if columns:
+@dataclass(frozen=True)
+class PredictionImport:
+    """What a user asked of a predictions import, the same for BBQ and BharatBBQ: the
+    date the predictions were made, the snapshot suffix, progress, the columns."""
+
+    date: str
+    suffix: str
+    on_event: Callable[[str], None]
+    columns: Sequence[str] | None = None
+
+
+def import_bbq_files(store: Store, paths: Sequence[Path], ask: PredictionImport) -> ImportResult:
+    """``bias-monitor import bbq FILE...`` (``ask.columns`` is not used: every column)."""
+    if ask.columns:
         raise UserInputError("--column applies to bharatbbq predictions only")
     ids = bbq_categories(paths)
     unknown = [i for i in ids if i not in load_manifest_ids()]
     if unknown:
         raise UserInputError(f"no pinned BBQ benchmark {', '.join(unknown)} in the manifest")
-    _manifest, loaded = _load_pinned(ids, on_event)
-    return import_bbq(store, paths, loaded, date=date, suffix=suffix)
+    _manifest, loaded = _load_pinned(ids, ask.on_event)
+    return import_bbq(store, paths, loaded, date=ask.date, suffix=ask.suffix)
 
 
 def load_manifest_ids() -> set[str]:
@@ -633,13 +636,7 @@ def load_manifest_ids() -> set[str]:
 
 
 def import_bharatbbq_file(
-    store: Store,
-    paths: Sequence[Path],
-    *,
-    date: str,
-    suffix: str,
-    on_event: Callable[[str], None],
-    columns: Sequence[str] | None = None,
+    store: Store, paths: Sequence[Path], ask: PredictionImport
 ) -> ImportResult:
     """``bias-monitor import bharatbbq FILE``: one predictions file (one category)."""
     if len(paths) != 1:
@@ -651,7 +648,7 @@ def import_bharatbbq_file(
     benchmark = "bharatbbq-" + rows[0]["Category"].lower().replace("_", "-")
     if benchmark not in load_manifest_ids():
         raise UserInputError(f"{path}: {benchmark} is not a BharatBBQ benchmark of the manifest")
-    manifest, loaded = _load_pinned([benchmark], on_event)
+    manifest, loaded = _load_pinned([benchmark], ask.on_event)
     return import_bharatbbq(
-        store, path, manifest, loaded, date=date, suffix=suffix, columns=columns
+        store, path, manifest, loaded, date=ask.date, suffix=ask.suffix, columns=ask.columns
     )

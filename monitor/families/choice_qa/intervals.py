@@ -118,6 +118,42 @@ def few_cluster_interval(
     return (min(corners), max(corners)), details
 
 
+@dataclass(frozen=True)
+class SubjectIntervals:
+    """One subject's count columns summed over all clusters (``total``), how many
+    clusters there are, every measure's interval, how it was computed (``method``) and
+    what each records besides (``extra``: the few-cluster factors' design effects)."""
+
+    total: np.ndarray
+    clusters: int
+    intervals: dict[str, tuple[float, float] | None]
+    extra: dict[str, dict[str, float]]
+    method: str
+
+
+def subject_intervals(
+    group: Sequence[tuple[Item, Any]],
+    counts: Callable[[Item, Any], Mapping[str, int]],
+    names: Sequence[str],
+    stats: Mapping[str, Stat],
+    factors: Callable[[str], Sequence[Factor]],
+    seed: int,
+) -> SubjectIntervals:
+    """The intervals of ``stats`` over the template clusters of ``group`` (its
+    ``counts`` summed per cluster): with fewer than ``FEW_CLUSTERS`` clusters each
+    measure's effective-n Wilson product of its ``factors``, else the cluster bootstrap
+    seeded with ``seed``. The family's measures and the reference script's share it."""
+    sums = cluster_sums(group, counts, names)
+    total, g = sums.sum(axis=0), sums.shape[0]
+    if g >= FEW_CLUSTERS:
+        return SubjectIntervals(total, g, bootstrap(sums, stats, seed), {}, METHOD)
+    intervals: dict[str, tuple[float, float] | None] = {}
+    extra: dict[str, dict[str, float]] = {}
+    for name in stats:
+        intervals[name], extra[name] = few_cluster_interval(sums, names, factors(name))
+    return SubjectIntervals(total, g, intervals, extra, FEW_METHOD)
+
+
 def interval_measure(
     benchmark: str,
     axis: str,

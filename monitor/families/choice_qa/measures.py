@@ -39,16 +39,11 @@ import numpy as np
 
 from monitor.benchmarks.items import Item
 from monitor.families.choice_qa.intervals import (
-    FEW_CLUSTERS,
-    FEW_METHOD,
-    METHOD,
     Factor,
     Stat,
-    bootstrap,
-    cluster_sums,
-    few_cluster_interval,
     interval_measure,
     ratio,
+    subject_intervals,
 )
 from monitor.families.choice_qa.reference import reference_measures
 from monitor.metrics.ranking import subject_seed
@@ -212,22 +207,14 @@ def choice_measures(
 def _subject_measures(
     benchmark: str, axis: str, group: Sequence[tuple[Item, int | None]], prefix: str
 ) -> list[Measure]:
-    sums = cluster_sums(group, item_counts, COUNTS)
-    total = sums.sum(axis=0)
-    few = sums.shape[0] < FEW_CLUSTERS
     stats = {name: spec[1] for name, spec in MEASURES.items()}
-    intervals: dict[str, tuple[float, float] | None] = {}
-    extra: dict[str, dict[str, float]] = {}
-    if few:
-        for name in MEASURES:
-            intervals[name], extra[name] = few_cluster_interval(sums, COUNTS, FACTORS[name])
-    else:
-        intervals = bootstrap(sums, stats, subject_seed("choice-qa", benchmark, axis, prefix))
+    seed = subject_seed("choice-qa", benchmark, axis, prefix)
+    ci = subject_intervals(group, item_counts, COUNTS, stats, FACTORS.__getitem__, seed)
     out = []
     for name, (kind, stat, k_col, n_col, definition) in MEASURES.items():
         if prefix and kind != "rate":
             continue  # another choice adds its accuracies only (acc_<prefix>ambig, ...)
-        value = float(stat(total[None, :])[0])
+        value = float(stat(ci.total[None, :])[0])
         if not np.isfinite(value):
             continue  # no items of that condition, or no answer picking a group
         out.append(
@@ -237,13 +224,13 @@ def _subject_measures(
                 f"acc_{prefix}{name.removeprefix('acc_')}" if prefix else name,
                 kind,
                 value,
-                int(total[_col(k_col)]) if k_col else None,
-                int(total[_col(n_col)]) if n_col else None,
-                intervals[name],
-                sums.shape[0],
+                int(ci.total[_col(k_col)]) if k_col else None,
+                int(ci.total[_col(n_col)]) if n_col else None,
+                ci.intervals[name],
+                ci.clusters,
                 definition,
-                method=FEW_METHOD if few else METHOD,
-                extra=extra.get(name),
+                method=ci.method,
+                extra=ci.extra.get(name),
             )
         )
     return out

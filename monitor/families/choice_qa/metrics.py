@@ -54,6 +54,21 @@ def metric_specs(family: Family) -> list[MetricSpec]:
     that this module loads without the metric registry)."""
     from monitor.metrics.registry import MetricSpec
 
+    def letter(name: str, version: str, description: str) -> MetricSpec:
+        """The lettered chat metrics differ only in how they ask (log-probs or samples):
+        the same items, rows, measures and check."""
+        return MetricSpec(
+            name,
+            version,
+            description,
+            family,
+            LETTER_CHOICE,
+            letter_measures,
+            "chat-answers",
+            check_letter_row,
+            needs="chat-answers",
+        )
+
     return [
         MetricSpec(
             MC_IMPORTED,
@@ -78,29 +93,17 @@ def metric_specs(family: Family) -> list[MetricSpec]:
             "causal-logprobs",
             needs="continuation-logliks",
         ),
-        MetricSpec(
+        letter(
             MC_LETTER,
             MC_LETTER_VERSION,
             "chat API multiple choice: the question with its options lettered A/B/C at "
             "temperature 0, in all three rotations; each letter's mass from the top "
             "log-probs credited to the option it showed, averaged over rotations, argmax",
-            family,
-            LETTER_CHOICE,
-            letter_measures,
-            "chat-answers",
-            check_letter_row,
-            needs="chat-answers",
         ),
-        MetricSpec(
+        letter(
             MC_LETTER_SAMPLED,
             MC_LETTER_SAMPLED_VERSION,
             "mc-letter for models without log-probs: N sampled answers per rotation parsed "
             "to a letter (or refusal/other), majority vote over all answers",
-            family,
-            LETTER_CHOICE,
-            letter_measures,
-            "chat-answers",
-            check_letter_row,
-            needs="chat-answers",
         ),
     ]

@@ -97,9 +97,7 @@ def choice_frame(loaded: LoadedBenchmark) -> pd.DataFrame:
 
 def _always(column: str, value: bool, rule: str, when: tuple[Condition, ...] = ()) -> Check:
     """A flag column that must hold ``value`` on every row (every row ``when`` selects)."""
-    return Check(
-        "ExpectColumnValuesToBeInSet", {"column": column, "value_set": [value]}, rule, when=when
-    )
+    return Check.in_set(column, [value], rule, when)
 
 
 def choice_checks() -> list[Check]:
@@ -115,47 +113,23 @@ def choice_checks() -> list[Check]:
             {"column_A": "item_id", "column_B": "expected_item_id"},
             "the item id is the hash of the file version, the kind and the payload",
         ),
-        Check(
-            "ExpectColumnValuesToBeInSet",
-            {"column": "kind", "value_set": ["choice-question"]},
-            "every item is a choice question",
-        ),
+        Check.in_set("kind", ["choice-question"], "every item is a choice question"),
         Check("ExpectColumnValuesToNotBeNull", {"column": "template"}, "a template per item"),
-        Check(
-            "ExpectColumnValuesToBeInSet",
-            {"column": "n_options", "value_set": [3]},
-            "three options per question",
-        ),
+        Check.in_set("n_options", [3], "three options per question"),
         _always("options_filled", True, "no option is empty"),
         _always("options_distinct", True, "the three options are different answers"),
         _always("texts_filled", True, "context and question are not empty"),
-        Check(
-            "ExpectColumnValuesToBeInSet",
-            {"column": "label", "value_set": OPTION_INDICES},
-            "the correct answer is one of the three options",
-        ),
-        Check(
-            "ExpectColumnValuesToBeInSet",
-            {"column": "unknown", "value_set": OPTION_INDICES},
-            "exactly one option is the unknown answer",
-        ),
-        Check(
-            "ExpectColumnValuesToBeInSet",
-            {"column": "target", "value_set": OPTION_INDICES},
+        Check.in_set("label", OPTION_INDICES, "the correct answer is one of the three options"),
+        Check.in_set("unknown", OPTION_INDICES, "exactly one option is the unknown answer"),
+        Check.in_set(
+            "target",
+            OPTION_INDICES,
             "the stereotyped target is one of the three options",
             when=with_target,
         ),
         _always("target_is_unknown", False, "the stereotyped target is never the unknown option"),
-        Check(
-            "ExpectColumnValuesToBeInSet",
-            {"column": "condition", "value_set": CONDITIONS},
-            "the context is ambiguous or disambiguated",
-        ),
-        Check(
-            "ExpectColumnValuesToBeInSet",
-            {"column": "polarity", "value_set": POLARITIES},
-            "the question is negative or non-negative",
-        ),
+        Check.in_set("condition", CONDITIONS, "the context is ambiguous or disambiguated"),
+        Check.in_set("polarity", POLARITIES, "the question is negative or non-negative"),
         _always(
             "label_is_unknown",
             True,

@@ -51,16 +51,11 @@ import numpy as np
 
 from monitor.benchmarks.items import Item
 from monitor.families.choice_qa.intervals import (
-    FEW_CLUSTERS,
-    FEW_METHOD,
-    METHOD,
     Factor,
     Stat,
-    bootstrap,
-    cluster_sums,
-    few_cluster_interval,
     interval_measure,
     ratio,
+    subject_intervals,
 )
 from monitor.metrics.ranking import subject_seed
 from monitor.records import Measure, MeasureKind
@@ -281,21 +276,10 @@ def reference_measures(
     kept = kept_rows(group)
     if not kept:
         return []
-    sums = cluster_sums(kept, row_counts, COUNTS)
-    total = sums.sum(axis=0)
     values = script_values(group)
-    few = sums.shape[0] < FEW_CLUSTERS
-    intervals: dict[str, tuple[float, float] | None] = {}
-    extra: dict[str, dict[str, float]] = {}
-    if few:
-        for name in MEASURES:
-            intervals[name], extra[name] = few_cluster_interval(sums, COUNTS, _factors(name))
-    else:
-        intervals = bootstrap(
-            sums,
-            {name: spec[1] for name, spec in MEASURES.items()},
-            subject_seed("choice-qa", "bharatbbq-reference", benchmark, axis),
-        )
+    stats = {name: spec[1] for name, spec in MEASURES.items()}
+    seed = subject_seed("choice-qa", "bharatbbq-reference", benchmark, axis)
+    ci = subject_intervals(kept, row_counts, COUNTS, stats, _factors, seed)
     rows = {"rows_kept": float(len(kept)), "rows_scored": float(len(group))}
     out = []
     for name, (kind, _stat, k_cols, n_cols, _zero, what) in MEASURES.items():
@@ -309,13 +293,13 @@ def reference_measures(
                 f"reference_{name}",
                 kind,
                 value,
-                int(sum(total[_i(c)] for c in k_cols)) if k_cols else None,
-                int(sum(total[_i(c)] for c in n_cols)),
-                intervals[name],
-                sums.shape[0],
+                int(sum(ci.total[_i(c)] for c in k_cols)) if k_cols else None,
+                int(sum(ci.total[_i(c)] for c in n_cols)),
+                ci.intervals[name],
+                ci.clusters,
                 f"bharatbbq-reference: {name}, {what}; {COMMON}; script {SCRIPT}",
-                method=FEW_METHOD if few else METHOD,
-                extra={**extra.get(name, {}), **rows},
+                method=ci.method,
+                extra={**ci.extra.get(name, {}), **rows},
             )
         )
     return out

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from monitor.metrics.intervals import rate_measure, rows_by_axis
+from monitor.metrics.intervals import per_axis, rate_measure
 from monitor.records import Measure, ScoreRow
 
 METRIC = "forced-choice-top20-imported"
@@ -63,5 +63,4 @@ def study_measures(
     rows: Iterable[ScoreRow], item_axis: Mapping[str, tuple[str, str]]
 ) -> list[Measure]:
     """Per (benchmark, axis) of the imported rows, in the order the study reports them."""
-    by_axis = rows_by_axis(rows, item_axis)
-    return [m for key in sorted(by_axis) for m in axis_study_measures(*key, by_axis[key])]
+    return per_axis(rows, item_axis, axis_study_measures)

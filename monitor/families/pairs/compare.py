@@ -43,7 +43,7 @@ from monitor.drift.stats import (
     mcnemar_exact,
     paired_difference,
 )
-from monitor.drift.verdicts import MIN_ITEM_OVERLAP, Verdict, comparability
+from monitor.drift.verdicts import MIN_ITEM_OVERLAP, Verdict, between_runs
 from monitor.families.pairs.balanced import NOT_SEPARABLE, directions
 from monitor.families.pairs.balanced_change import BalancedChange, balanced_change
 from monitor.families.pairs.comparison import AxisComparison, ControlRates, test_key
@@ -178,16 +178,13 @@ def compare_runs(
         a_new, a_old = axes_new.get(key, empty), axes_old.get(key, empty)
         flips = count_flips(a_old.outcomes, a_new.outcomes)
         paired = paired_difference(flips.both_stereo, flips.b, flips.c, flips.both_anti, confidence)
-        blocked = comparability(
-            metric_old=(old.metric, old.metric_version),
-            metric_new=(new.metric, new.metric_version),
-            versions_old=a_old.benchmark_versions,
-            versions_new=a_new.benchmark_versions,
-            items_old=len(a_old.outcomes),
-            items_new=len(a_new.outcomes),
-            items_both=flips.n_overlap,
-            n_paired=flips.n_paired,
-            min_overlap=min_overlap,
+        blocked = between_runs(
+            old,
+            new,
+            (a_old.benchmark_versions, a_new.benchmark_versions),
+            (len(a_old.outcomes), len(a_new.outcomes), flips.n_overlap),
+            flips.n_paired,
+            min_overlap,
         )
         clustered, clusters, detectable, delta_test = _paired_extras(
             flips,

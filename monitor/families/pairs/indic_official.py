@@ -183,23 +183,43 @@ def _pair_item(
         text_s, text_a = template.replace("MASK", x), template.replace("MASK", other)
         targets_s, targets_a = (x,), (other,)
         payload["scenario"] = raw  # the API prompt fills it in each option order
-    namespace = id_namespace(version)
-    return Item(
-        item_id=content_pair_id(namespace, KIND, payload, text_s, text_a),
-        benchmark=version.benchmark,
+    return _row_item(
+        version,
+        n,
+        KIND,
+        payload,
+        (text_s, text_a),
         axis=type_,
         region=region,
-        benchmark_version=version.label,
-        source_row=n,
-        text_stereo=text_s,
-        text_anti=text_a,
         targets_stereo=targets_s,
         targets_anti=targets_a,
         template=template,
         raw_stereo_cell=str(list(targets_s)),
         raw_anti_cell=str(list(targets_a)),
-        kind=KIND,
+    )
+
+
+def _row_item(
+    version: BenchmarkVersion,
+    n: int,
+    kind: str,
+    payload: dict[str, Any],
+    texts: tuple[str, str | None],
+    **fields: Any,
+) -> Item:
+    """Row ``n``'s item of ``kind``, its id from its content (kind, payload, texts; a
+    missing second text counts as empty), as both tasks build theirs."""
+    text_s, text_a = texts
+    return Item(
+        item_id=content_pair_id(id_namespace(version), kind, payload, text_s, text_a or ""),
+        benchmark=version.benchmark,
+        benchmark_version=version.label,
+        source_row=n,
+        text_stereo=text_s,
+        text_anti=text_a,
+        kind=kind,
         payload=payload,
+        **fields,
     )
 
 
@@ -238,6 +258,21 @@ def load_pair_task(
         rng = random.Random(f"{seed}:{task}:{row['template_id']}:{n}")
         for other in rng.sample(candidates, min(partners, len(candidates))):
             items.append(_pair_item(task, version, n, row, other, how, seed, region))
+    sampling = {"partners": partners, "limit": limit, "seed": seed, "source": DATASET}
+    return _task_benchmark(version, region, items, exclusions, len(rows), chosen, sampling)
+
+
+def _task_benchmark(
+    version: BenchmarkVersion,
+    region: str,
+    items: list[Item],
+    exclusions: list[Exclusion],
+    n_rows: int,
+    chosen: Iterable[int],
+    sampling: dict[str, Any],
+) -> LoadedBenchmark:
+    """One task's items as a benchmark of mixed axes; the rows the sample did not choose
+    are listed as not sampled (left out by design)."""
     return LoadedBenchmark(
         benchmark=version.benchmark,
         axis="mixed",
@@ -245,9 +280,9 @@ def load_pair_task(
         version=version,
         items=items,
         exclusions=exclusions,
-        source_rows=len(rows),
-        not_sampled=sorted(set(range(len(rows))) - set(chosen)),
-        sampling={"partners": partners, "limit": limit, "seed": seed, "source": DATASET},
+        source_rows=n_rows,
+        not_sampled=sorted(set(range(n_rows)) - set(chosen)),
+        sampling=sampling,
     )
 
 
@@ -273,7 +308,6 @@ def load_generation(
     identity (``true_pairs``). ``types`` maps identity names to their type (the axis)."""
     rows, sha = read_config(folder, CONFIG_OF["generation"])
     version = _version("generation", sha)
-    namespace = id_namespace(version)
     items = []
     chosen = _sample(rows, limit, seed, "generation")
     for n in chosen:
@@ -290,29 +324,12 @@ def load_generation(
         scenario = str(row["scenario"])
         axis = (types or {}).get(truth["identity_1"], "mixed")
         items.append(
-            Item(
-                item_id=content_pair_id(namespace, "judged-generation", payload, scenario, ""),
-                benchmark=version.benchmark,
-                axis=axis,
-                region=region,
-                benchmark_version=version.label,
-                source_row=n,
-                text_stereo=scenario,
-                text_anti=None,
-                kind="judged-generation",
-                payload=payload,
+            _row_item(
+                version, n, "judged-generation", payload, (scenario, None), axis=axis, region=region
             )
         )
-    return LoadedBenchmark(
-        benchmark=version.benchmark,
-        axis="mixed",
-        region=region,
-        version=version,
-        items=items,
-        source_rows=len(rows),
-        not_sampled=sorted(set(range(len(rows))) - set(chosen)),
-        sampling={"limit": limit, "seed": seed, "source": DATASET},
-    )
+    sampling = {"limit": limit, "seed": seed, "source": DATASET}
+    return _task_benchmark(version, region, items, [], len(rows), chosen, sampling)
 
 
 def load_official(

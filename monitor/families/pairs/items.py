@@ -63,13 +63,10 @@ def load(
         # A normalisation of the input like an erratum: the raw file (errata none) keeps it.
         strip_sentences=bool(spec.options.get("strip_sentences")) and errata is not None,
     )
-    return LoadedBenchmark(
-        benchmark=spec.id,
-        axis=spec.axis,
-        region=spec.region,
-        version=version,
-        items=parsed.items,
-        exclusions=parsed.exclusions,
+    return LoadedBenchmark.of_entry(
+        spec,
+        version,
+        parsed,
         source_rows=len(rows),
         language=spec.language,
         reference_rows=parsed.reference_rows,
@@ -104,13 +101,10 @@ def _load_taxonomy(
         namespace=id_namespace(version),
         region=spec.region,
     )
-    return LoadedBenchmark(
-        benchmark=spec.id,
-        axis=spec.axis,
-        region=spec.region,
-        version=version,
-        items=built.items,
-        exclusions=built.exclusions,
+    return LoadedBenchmark.of_entry(
+        spec,
+        version,
+        built,
         source_rows=len(parsed.stereotypes),
         language=spec.language,
         not_sampled=built.not_sampled,

@@ -14,6 +14,7 @@ import io
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from monitor.benchmarks.items import (
     BenchmarkVersion,
@@ -185,15 +186,34 @@ class _Collector:
         self.first_row[item_id] = row
         return item_id
 
+    def add(self, row: int, text_stereo: str, text_anti: str, **fields: Any) -> bool:
+        """Keep row ``row``'s pair as an item if ``admit`` lets it in (``fields``: what the
+        format says besides the texts: axis, region, targets, ...); False if excluded."""
+        item_id = self.admit(row, text_stereo, text_anti)
+        if item_id is None:
+            return False
+        v = self.version
+        self.result.items.append(
+            Item(
+                item_id=item_id,
+                benchmark=v.benchmark,
+                benchmark_version=v.label,
+                source_row=row,
+                text_stereo=text_stereo,
+                text_anti=text_anti,
+                **fields,
+            )
+        )
+        return True
 
-def parse_indian_bhed(
+
+def _parse_indian_bhed(
     rows: Sequence[Mapping[str, str]],
-    *,
     version: BenchmarkVersion,
     axis: str,
     region: str,
-    errata_by_row: Mapping[int, tuple[str, ...]] | None = None,
-    strip_sentences: bool = False,
+    errata_by_row: Mapping[int, tuple[str, ...]],
+    strip_sentences: bool,
 ) -> ParsedRows:
     """Indian-BhED rows: a template with MASK blanks and one target list per side.
 
@@ -202,7 +222,6 @@ def parse_indian_bhed(
     ``reference_rows``. ``strip_sentences`` removes whitespace around the Sentence cell
     (the neutral control set has leading spaces that carry no meaning).
     """
-    errata_by_row = errata_by_row or {}
     out = _Collector(version)
 
     def keep_for_reference(n: int, template: str, raw_s: str, raw_a: str) -> None:
@@ -231,28 +250,20 @@ def parse_indian_bhed(
             keep_for_reference(n, template, raw_s, raw_a)
             continue
         text_s, text_a = fill_template(template, ts), fill_template(template, ta)
-        item_id = out.admit(n, text_s, text_a)
-        if item_id is None:
+        if not out.add(
+            n,
+            text_s,
+            text_a,
+            axis=axis,
+            region=region,
+            targets_stereo=ts,
+            targets_anti=ta,
+            template=template,
+            raw_stereo_cell=raw_s,
+            raw_anti_cell=raw_a,
+            errata=errata_by_row.get(n, ()),
+        ):
             keep_for_reference(n, template, raw_s, raw_a)
-            continue
-        out.result.items.append(
-            Item(
-                item_id=item_id,
-                benchmark=version.benchmark,
-                benchmark_version=version.label,
-                source_row=n,
-                text_stereo=text_s,
-                text_anti=text_a,
-                axis=axis,
-                region=region,
-                targets_stereo=ts,
-                targets_anti=ta,
-                template=template,
-                raw_stereo_cell=raw_s,
-                raw_anti_cell=raw_a,
-                errata=errata_by_row.get(n, ()),
-            )
-        )
     return out.result
 
 
@@ -331,25 +342,17 @@ def parse_crows_pairs(
         if not more.strip() or not less.strip():
             out.exclude(n, "empty_sentence", "sent_more or sent_less is empty")
             continue
-        item_id = out.admit(n, more, less)
-        if item_id is None:
-            continue
         ts, ta = diff_targets(more, less)
-        out.result.items.append(
-            Item(
-                item_id=item_id,
-                benchmark=version.benchmark,
-                benchmark_version=version.label,
-                source_row=n,
-                text_stereo=more,
-                text_anti=less,
-                axis=row["bias_type"].strip(),
-                region=region,
-                targets_stereo=ts,
-                targets_anti=ta,
-                errata=errata_by_row.get(n, ()),
-                direction=direction,
-            )
+        out.add(
+            n,
+            more,
+            less,
+            axis=row["bias_type"].strip(),
+            region=region,
+            targets_stereo=ts,
+            targets_anti=ta,
+            errata=errata_by_row.get(n, ()),
+            direction=direction,
         )
     return out.result
 
@@ -367,14 +370,7 @@ def parse_rows(
     """Dispatch on the manifest's ``format`` (CSV formats; the taxonomy is JSON and is
     read by ``monitor.families.pairs.taxonomy``)."""
     if fmt == "indian-bhed":
-        return parse_indian_bhed(
-            rows,
-            version=version,
-            axis=axis,
-            region=region,
-            errata_by_row=errata_by_row,
-            strip_sentences=strip_sentences,
-        )
+        return _parse_indian_bhed(rows, version, axis, region, errata_by_row or {}, strip_sentences)
     if fmt == "crows-pairs":
         return parse_crows_pairs(rows, version=version, region=region, errata_by_row=errata_by_row)
     raise DataIntegrityError(f"{version.benchmark}: unknown benchmark format {fmt!r}")
