@@ -64,7 +64,7 @@ def render_folder_template(
     env: Environment | None, folder: Path, name: str, **context: Any
 ) -> Markup:
     """Template ``name`` of a family's ``folder``, rendered in the report's environment
-    (autoescape, its macros), which the HTML renderer passes to a family's hooks as
+    (autoescape, its macros), which the HTML renderer passes to a family's section as
     ``env``: the folder's templates first, the report's own behind them."""
     assert env is not None, "the HTML part renders in the report's environment"
     here = env.overlay(loader=ChoiceLoader([FileSystemLoader(folder), env.loader]))

@@ -4,7 +4,8 @@ One verdict sentence (``report_headline``) and, per compared pair of runs, one r
 axis: verdict, rates, Δ with its interval, MDE, and the axis's neutral control beside it
 (``report_lead``, in Markdown and HTML, so the first screen of the page and the first
 lines of a PR comment say the same). ``report_verdicts`` hands the report its comparisons'
-verdicts to count and list.
+verdicts to count and list. ``section.PairsSection`` calls them as its ``headline``,
+``lead`` and ``verdicts``; the data they read is the section's (``section_model.own``).
 
 A neutral control (bhed-neutral for caste) is never a verdict of its own: it is read
 beside the axis it controls (``Comparison.control``). A report input from before drift
