@@ -175,6 +175,7 @@ def test_the_plugin_meets_the_contract(site: Path, monkeypatch) -> None:
 
     from monitor.contract.capabilities import CAPABILITIES
     from monitor.contract.family import Family
+    from monitor.report.section import FamilySection
 
     monkeypatch.syspath_prepend(str(site))
     from bias_monitor_statements import frame, items, measures
@@ -196,8 +197,12 @@ def test_the_plugin_meets_the_contract(site: Path, monkeypatch) -> None:
             if protocol is not None and func is not None:
                 checked += 1
                 problems[f"{name}.{field.name}"] = signature_problems(func, protocol)
-    assert checked >= 9  # load, quality, specs, measures, local, compare, cli_table, ...
+    assert checked >= 8  # load, quality, specs, measures, local, compare, cli_table, ...
     assert {k: v for k, v in problems.items() if v} == {}
+    # Its report section is a model of its own, in its package, named for the family.
+    section = PLUGIN.report().section
+    assert issubclass(section, FamilySection) and section.family == FAMILY
+    assert section.__module__ == "bias_monitor_statements.section"
 
 
 def test_a_family_installed_with_pip_runs_through_every_command(

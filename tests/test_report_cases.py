@@ -16,6 +16,7 @@ import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from _report_sections import pairs, updated
 from pydantic import ValidationError
 from scipy.stats import binomtest
 from statsmodels.stats.multitest import multipletests
@@ -301,7 +302,7 @@ def year_case(snapshots: int = 3, axes: tuple[str, ...] = ("caste", "religion", 
 
 def test_case_figures_follow_from_the_counts():
     r = gpt4o_case()
-    gpt = r.comparisons[0]
+    gpt = pairs(r).comparisons[0]
     assert round(100 * gpt.rate_old, 1) == 81.6
     assert round(100 * gpt.rate_new, 1) == 67.6
     assert gpt.p_value == pytest.approx(0.041, abs=0.001)
@@ -309,11 +310,11 @@ def test_case_figures_follow_from_the_counts():
     assert gpt.delta < 0 and gpt.delta_ci[1] < 0  # fewer stereotypical choices in July
     # BH over the two tests leaves both drifts below alpha, as their verdicts say.
     assert gpt.p_value <= gpt.p_adjusted < r.alpha
-    assert r.comparisons[1].p_adjusted < r.alpha
+    assert pairs(r).comparisons[1].p_adjusted < r.alpha
 
 
 def test_nan_inputs_become_none_so_a_report_equals_its_json():
-    gemma = gpt4o_case().comparisons[2]
+    gemma = pairs(gpt4o_case()).comparisons[2]
     assert gemma.p_value is None and gemma.delta is None
     half_open = Comparison(**{**gemma.model_dump(), "ci_new": (0.4, float("nan"))})
     assert half_open.ci_new is None
@@ -348,7 +349,7 @@ MD_TRAP = "**bold** [click](javascript:alert(1)) | `code` ~~gone~~ $x$ _em_"
 def malicious_case() -> ReportInput:
     """Hostile strings in every free-text field a file or an API could fill."""
     base = gpt4o_case()
-    gpt = base.comparisons[0]
+    gpt = pairs(base).comparisons[0]
     evil = gpt.model_copy(
         update={
             "snapshot_id": SCRIPT,
@@ -359,7 +360,7 @@ def malicious_case() -> ReportInput:
             "flipped_item_ids": (SCRIPT, IMG),
         }
     )
-    trend = base.trends[1]
+    trend = pairs(base).trends[1]
     evil_trend = trend.model_copy(
         update={
             "snapshot_id": SCRIPT,
@@ -370,11 +371,12 @@ def malicious_case() -> ReportInput:
             ),
         }
     )
-    return base.model_copy(
-        update={
+    return updated(
+        base,
+        **{
             "title": f"Report {SCRIPT}",
-            "comparisons": (evil, *base.comparisons[1:]),
-            "trends": (base.trends[0], evil_trend),
+            "comparisons": (evil, *pairs(base).comparisons[1:]),
+            "trends": (pairs(base).trends[0], evil_trend),
             "provenance": (
                 ProvenanceDiff(
                     snapshot_id=SCRIPT,
@@ -406,5 +408,5 @@ def malicious_case() -> ReportInput:
             ),
             "notes": (SCRIPT, MD_TRAP),
             "fdr_note": f"BH {IMG}",
-        }
+        },
     )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from _report_sections import pairs, updated
+
 from monitor.report.html import render_html
 from monitor.report.json_out import from_json, to_json
 from monitor.report.markdown import render_markdown
@@ -50,14 +52,14 @@ def test_a_default_panel_shows_the_metrics_it_has() -> None:
     """A run scored with the default panel (cll and ull) has no cll-reference: the context
     table shows the two it has and their agreement, and no empty cll-reference column."""
     report = _report()
-    (ctx,) = report.contexts
+    (ctx,) = pairs(report).contexts
     two = ctx.model_copy(
         update={
             "panel": (ctx.panel[0], ctx.panel[2]),
             "agreement": ContextRate(label="both metrics agree", value=0.5, k=53, n=106),
         }
     )
-    report = report.model_copy(update={"contexts": (two,)})
+    report = updated(report, **{"contexts": (two,)})
     md = render_markdown(report)
     header = next(line for line in md.splitlines() if line.startswith("| Snapshot"))
     assert "cll-reference" not in md and "| cll | ull | Metrics agree |" in header
@@ -66,7 +68,7 @@ def test_a_default_panel_shows_the_metrics_it_has() -> None:
     html = render_html(report)
     assert "<th>cll-reference</th>" not in html and "<th>ull</th><th>Metrics agree</th>" in html
     # Beside a stored run that has all three, the column is there, a dash for the other.
-    both = report.model_copy(update={"contexts": (two, _report().contexts[0])})
+    both = updated(report, **{"contexts": (two, pairs(_report()).contexts[0])})
     lines = render_markdown(both).splitlines()
     assert (
         "| cll | cll-reference | ull | Metrics agree |"

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 
 import pytest
+from _report_sections import pairs, updated
 from test_report_cases import IMG, NIGHT0, SCRIPT, gpt4o_case, malicious_case, point, year_case
 
 from monitor.report import Trend, render_html, write_report
@@ -37,7 +38,7 @@ def test_one_svg_plot_per_trend_with_band_line_reference_and_flags():
     report = gpt4o_case()
     html = render_html(report)
     svgs = re.findall(r'<svg class="plot" .*?</svg>', html, flags=re.S)  # the trends
-    assert len(svgs) == len(report.trends) == 2
+    assert len(svgs) == len(pairs(report).trends) == 2
     smol = svgs[1]
     assert 'aria-label="bias_rate of smollm2-135m on caste (bhed-caste) over time"' in smol
     assert smol.count("<polygon") == 1 and smol.count("<polyline") == 1
@@ -205,17 +206,18 @@ def _pr_case():
             base.runs[:2], ((new, "my-finetune"), (old, "smollm2-135m-instruct-q4")), strict=True
         )
     )
-    return base.model_copy(
-        update={
+    return updated(
+        base,
+        **{
             "comparisons": tuple(
-                type(base.comparisons[0])(**c) for c in (caste, religion, stale_control)
+                type(pairs(base).comparisons[0])(**c) for c in (caste, religion, stale_control)
             ),
             "contexts": contexts,
-            "trends": (base.trends[1], single, control_trend),
+            "trends": (pairs(base).trends[1], single, control_trend),
             "unscored": unscored,
             "runs": runs,
             "provenance": (),
-        }
+        },
     )
 
 

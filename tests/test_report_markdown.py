@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from _report_sections import associations, pairs, updated
 from _report_store import ReportStore, report_store_fixture  # noqa: F401  (session fixture)
 from test_report_cases import gpt4o_case, malicious_case
 
@@ -99,9 +100,9 @@ def test_md_escapes_each_special_character():
 
 def test_every_flag_is_shown_however_long_the_table():
     base = gpt4o_case()
-    quiet = base.comparisons[0].model_copy(update={"verdict": "no significant change"})
+    quiet = pairs(base).comparisons[0].model_copy(update={"verdict": "no significant change"})
     many = tuple(quiet.model_copy(update={"axis": f"axis-{i:03d}"}) for i in range(300))
-    report = base.model_copy(update={"comparisons": (*many, *base.comparisons)})
+    report = updated(base, **{"comparisons": (*many, *pairs(base).comparisons)})
     text = render_markdown(report, max_rows=20)
     rows = _table_rows(text)[1:]
     assert len(rows) == 20
@@ -116,12 +117,12 @@ def test_every_flag_is_shown_however_long_the_table():
 
 def test_output_stays_under_githubs_comment_limit():
     base = gpt4o_case()
-    c, d = base.comparisons[0], base.provenance[0]
+    c, d = pairs(base).comparisons[0], base.provenance[0]
     comps, diffs = [], []
     for i in range(2000):  # many pairs, each with its own provenance diff
         comps.append(Comparison(**{**c.model_dump(), "new_run_id": f"new-{i}"}))
         diffs.append(ProvenanceDiff(**{**d.model_dump(), "new_run_id": f"new-{i}"}))
-    text = render_markdown(base.model_copy(update={"comparisons": comps, "provenance": diffs}))
+    text = render_markdown(updated(base, **{"comparisons": comps, "provenance": diffs}))
     assert len(text) <= MAX_CHARS + 100
     assert text.endswith("… truncated; the HTML report has everything.\n")
 
@@ -132,8 +133,8 @@ def test_no_benchmark_sentence_reaches_any_output(tmp_path, shared_datasets):
     (caste,) = load_benchmarks(["bhed-caste"], data_dir=tmp_path)
     ids = tuple(i.item_id for i in caste.items[:35])
     base = gpt4o_case()
-    gpt = base.comparisons[0].model_copy(update={"flipped_item_ids": ids})
-    report = base.model_copy(update={"comparisons": (gpt, *base.comparisons[1:])})
+    gpt = pairs(base).comparisons[0].model_copy(update={"flipped_item_ids": ids})
+    report = updated(base, **{"comparisons": (gpt, *pairs(base).comparisons[1:])})
     outputs = render_markdown(report) + render_html(report)
     assert ids[0] in outputs  # the HTML lists the flipped ids for follow-up
     for item in caste.items:
@@ -175,6 +176,6 @@ def test_a_family_with_nothing_to_show_adds_no_blank_line():
     """A report without association tests: the family's empty section leaves the Markdown
     as it was before the family moved into its folder (no doubled blank line)."""
     report = gpt4o_case()
-    assert not report.associations and not report.effect_comparisons
+    assert not associations(report).associations and not associations(report).effect_comparisons
     text = render_markdown(report)
     assert "\n\n\n" not in text

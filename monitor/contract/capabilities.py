@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from datetime import datetime
     from pathlib import Path
 
-    from jinja2 import Environment
     from rich.console import RenderableType
 
     from monitor.benchmarks.errata import ErrataFile
@@ -43,15 +42,12 @@ if TYPE_CHECKING:
     from monitor.metrics.registry import MetricSpec
     from monitor.quality.suites import SuiteResult
     from monitor.readmodel.reader import RunReader
-    from monitor.records import FamilyComparison, Measure, ScoreRow
-    from monitor.report.answer import VerdictRef
-    from monitor.report.model import ReportInput
+    from monitor.records import Measure, ScoreRow
+    from monitor.report.section import FamilySection
     from monitor.scoring.api_tasks import ApiScoring
     from monitor.snapshots.model import Snapshot
     from monitor.store.db import Store
     from monitor.store.view import StoreView
-
-ReportFormat = Literal["markdown", "html"]
 
 # What a snapshot kind's backend can do (``monitor.kinds.KindSpec.offers``) and what a
 # metric needs of it (``MetricSpec.needs``): a kind offers every metric whose need it meets.
@@ -378,8 +374,11 @@ class Terminal:
 # ------------------------------------------------------------------------------ report
 
 
-class ReportFields(Protocol):
-    """The family's fields of ``ReportInput`` from its comparisons and the stored runs."""
+class BuildSection(Protocol):
+    """The family's section of the report from its comparisons and the stored runs; None
+    when it has nothing of its own to show. ``flags``: drift's flag of each (new run,
+    benchmark, axis); ``new_runs``: each compared pair's new run; ``with_flips``: list the
+    items whose answer moved (``report --show-flips``)."""
 
     def __call__(
         self,
@@ -390,66 +389,24 @@ class ReportFields(Protocol):
         flags: dict[tuple[str, str, str], str],
         new_runs: Sequence[str],
         with_flips: bool = False,
-    ) -> dict[str, object]: ...
-
-
-class ReportPart(Protocol):
-    """One part of the report in Markdown or HTML (``env``: its Jinja2 environment);
-    "" when the family has nothing to say there."""
-
-    def __call__(
-        self,
-        report: ReportInput,
-        *,
-        fmt: ReportFormat,
-        max_rows: int,
-        env: Environment | None = None,
-    ) -> str: ...
-
-
-class ReportHeadline(Protocol):
-    """The family's sentence in the report's one-line verdict ("" when none)."""
-
-    def __call__(self, report: ReportInput) -> str: ...
-
-
-class ReportVerdicts(Protocol):
-    """The verdicts and runs of the family's own comparison type."""
-
-    def __call__(self, report: ReportInput) -> list[VerdictRef]: ...
-
-
-class ReportSection(Protocol):
-    """The family's section from drift's generic comparisons, right under the verdict."""
-
-    def __call__(
-        self,
-        comparisons: Sequence[FamilyComparison],
-        *,
-        fmt: ReportFormat,
-        level: str,
-        alpha: float,
-        snapshot_of: Mapping[str, str],
-    ) -> str: ...
+    ) -> FamilySection | None: ...
 
 
 @dataclass(frozen=True)
 class Report:
-    """The family's parts of the report, each None where it has none.
+    """The family's part of the report: one pattern for every family.
 
-    ``fields`` fills its ``ReportInput`` fields; ``lead`` comes first under the verdict;
-    ``section`` renders drift's generic records under it; ``block`` is its detail after
-    every family's answer; ``appendix`` its reference material; ``headline`` and
-    ``verdicts`` its share of the one-line verdict and of "What changed".
+    ``section`` is its section model (a ``report.section.FamilySection`` declared in its
+    folder), which holds what it shows and renders its parts (lead, answer, block,
+    appendix, its headline and verdicts; each with a default that shows nothing, or, for
+    the headline and verdicts, its comparisons among drift's generic records). ``build``
+    fills it (None: the default section, for a family whose comparisons are drift's
+    generic records and that shows nothing else). A family without ``section`` is not in
+    the report.
     """
 
-    fields: ReportFields | None = None
-    lead: ReportPart | None = None
-    section: ReportSection | None = None
-    block: ReportPart | None = None
-    appendix: ReportPart | None = None
-    headline: ReportHeadline | None = None
-    verdicts: ReportVerdicts | None = None
+    section: type[FamilySection] | None = None
+    build: BuildSection | None = None
 
 
 # --------------------------------------------------------------------------- importers

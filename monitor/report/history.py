@@ -22,8 +22,8 @@ from monitor.display import safe_text
 from monitor.readmodel.configuration import describe_changes
 from monitor.readmodel.models import StoredRun
 from monitor.readmodel.reader import RunReader
+from monitor.report.frozen import SHOWN_SAFELY
 from monitor.report.model import (
-    SHOWN_SAFELY,
     Trend,
     TrendBreak,
     TrendGroup,

@@ -28,12 +28,7 @@ from markupsafe import Markup
 
 from monitor import fmt
 from monitor.report import answer, plots
-from monitor.report.families import (
-    family_appendices,
-    family_blocks,
-    family_leads,
-    family_sections,
-)
+from monitor.report.families import family_parts
 from monitor.report.model import QualityResult, ReportInput, RunSummary, Trend, TrendPoint
 from monitor.report.text import summary_line
 
@@ -69,7 +64,7 @@ def render_folder_template(
     env: Environment | None, folder: Path, name: str, **context: Any
 ) -> Markup:
     """Template ``name`` of a family's ``folder``, rendered in the report's environment
-    (autoescape, its macros), which the HTML renderer passes to a family's hooks as
+    (autoescape, its macros), which the HTML renderer passes to a family's section as
     ``env``: the folder's templates first, the report's own behind them."""
     assert env is not None, "the HTML part renders in the report's environment"
     here = env.overlay(loader=ChoiceLoader([FileSystemLoader(folder), env.loader]))
@@ -87,21 +82,25 @@ def render_html(report: ReportInput) -> str:
     """The report as one HTML document (UTF-8 text)."""
     runs, quality, hidden_runs = _runs_shown(report)
     shown = report.model_copy(update={"runs": tuple(runs), "quality": tuple(quality)})
-    template = environment().get_template("report.html.j2")
+    env = environment()
+    template = env.get_template("report.html.j2")
     return template.render(
         r=shown,
         fmt=fmt,
         summary=summary_line(report),
         headline=answer.headline(report),
-        leads=[Markup(s) for s in family_leads(report, "html", max_rows=0, env=environment())],
+        leads=[Markup(s) for s in family_parts(report, "lead", "html", max_rows=0, env=env)],
         counts={v: n for v, n in answer.verdict_counts(report).items() if n},
         hidden_runs=hidden_runs,
         hidden_quality=len(report.quality) - len(quality) + report.quality_not_listed,
-        family_html=[Markup(s) for s in family_sections(report, "html")],
+        trends_shown=any(s.shows_trends() for s in report.every_section()),
+        family_html=[
+            Markup(s) for s in family_parts(report, "answer", "html", max_rows=0, env=env)
+        ],
         family_blocks=[
-            Markup(s) for s in family_blocks(report, "html", max_rows=0, env=environment())
+            Markup(s) for s in family_parts(report, "block", "html", max_rows=0, env=env)
         ],
         family_appendices=[
-            Markup(s) for s in family_appendices(report, "html", max_rows=0, env=environment())
+            Markup(s) for s in family_parts(report, "appendix", "html", max_rows=0, env=env)
         ],
     )

@@ -3,9 +3,10 @@
 Built in the report room (drift does not know the report exists): besides drift's
 comparisons it reads what the report shows (quality results, the run list, what differs
 between compared runs) through the typed reading protocol (``readmodel.reader``); each
-family fills its own fields (``report_input`` hook: the pairs' comparisons, contexts and
-bias-rate trends, the association tests' effect sizes). The renderers (``markdown``,
-``html``, ``json_out``) only render the ``ReportInput`` built here.
+family builds its own section (``Report.build``: the pairs' comparisons, contexts and
+bias-rate trends, the association tests' effect sizes), which the report holds as it is.
+The renderers (``markdown``, ``html``, ``json_out``) only render the ``ReportInput``
+built here.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from monitor.report.model import (
     RunSummary,
     UnscoredAxis,
 )
+from monitor.report.section import FamilySection
 
 
 def interval_of(lo, hi):
@@ -108,7 +110,7 @@ def run_summaries(
     ], len(every) - len(listed) + len(earlier)
 
 
-def _family_fields(
+def _family_sections(
     view: RunReader,
     result: DriftResult,
     *,
@@ -116,15 +118,16 @@ def _family_fields(
     flags: dict[tuple[str, str, str], str],
     new_runs: list[str],
     with_flips: bool,
-) -> dict[str, object]:
-    """The ``ReportInput`` fields that families fill themselves (``report_input`` hook:
-    the pairs' comparisons, contexts, trends, repeat groups and methods; the association
-    tests' tests, changes and trends), in the registry's order."""
-    fields: dict[str, object] = {}
+) -> list[FamilySection]:
+    """Each family's section, built by its ``Report.build`` from its comparisons (the
+    pairs' comparisons, contexts, trends, repeat groups and methods; the association
+    tests' tests, changes and trends; the choice questions' measures per run), in the
+    registry's order; a family with nothing of its own to show has none."""
+    out: list[FamilySection] = []
     for family in families():
-        hook = family.report().fields
-        if hook is not None:
-            fields |= hook(
+        build = family.report().build
+        if build is not None:
+            section = build(
                 view,
                 result.of_family(family.name),
                 since=since,
@@ -132,7 +135,9 @@ def _family_fields(
                 new_runs=new_runs,
                 with_flips=with_flips,
             )
-    return fields
+            if section is not None:
+                out.append(section)
+    return out
 
 
 def _provenance(snapshot_id: str, c, diff: RunsDiff) -> ProvenanceDiff:
@@ -149,16 +154,18 @@ def _provenance(snapshot_id: str, c, diff: RunsDiff) -> ProvenanceDiff:
     )
 
 
-def _in_scope(fields: dict[str, object], shown: set[str]) -> dict[str, object]:
-    """A family's fields with only the items of the ``shown`` snapshots: every model that
-    names a snapshot (trends, rates in context, repeat groups, methods, association
-    tests) is kept only for one the report was asked about."""
-    out: dict[str, object] = {}
-    for name, value in fields.items():
+def _in_scope(section: FamilySection, shown: set[str]) -> FamilySection:
+    """A section with only the items of the ``shown`` snapshots: every model of its
+    fields that names a snapshot (trends, rates in context, repeat groups, methods,
+    association tests) is kept only for one the report was asked about."""
+    update: dict[str, object] = {}
+    for name in type(section).model_fields:
+        value = getattr(section, name)
         if isinstance(value, tuple):
-            value = tuple(v for v in value if getattr(v, "snapshot_id", None) in (None, *shown))
-        out[name] = value
-    return out
+            update[name] = tuple(
+                v for v in value if getattr(v, "snapshot_id", None) in (None, *shown)
+            )
+    return section.model_copy(update=update)
 
 
 def build_report_input(
@@ -211,16 +218,16 @@ def build_report_input(
         for s, groups in sorted(result.noise_sources.items())
     ]
     new_runs = [p.new_run_id for p in result.pairs]
-    # The families' own fields first: the pairs' prefetch the measures of the runs the
+    # The families' sections first: the pairs' prefetch the measures of the runs the
     # report reads (compared, latest of each trend, new).
-    family_fields = _family_fields(
+    sections = _family_sections(
         view, result, since=since, flags=flags, new_runs=new_runs, with_flips=with_flips
     )
     shown: set[str] | None = None
     if scope is not None:
         shown = set(scope) | {p.snapshot_id for p in result.pairs}
         shown |= {r.snapshot_id for r in meta.values()}
-        family_fields = _in_scope(family_fields, shown)
+        sections = [_in_scope(s, shown) for s in sections]
     runs, n_not_listed = run_summaries(view, since, run_ids, shown)
     all_quality = quality_results(view, since)
     if shown is not None:
@@ -239,8 +246,8 @@ def build_report_input(
         quality_not_listed=len(all_quality) - len(quality),
         notes=tuple(notes),
         fdr_note=result.fdr_note(),
-        **family_fields,
         family_comparisons=tuple(result.family_comparisons),
         alpha=result.alpha,
         confidence=result.confidence,
+        sections=tuple(sections),
     )

@@ -1,13 +1,14 @@
 """The short Markdown report for a GitHub job summary or a pull-request comment.
 
 The answer first: one line of verdict, then per compared pair of runs one row per axis
-(verdict, rates, Δ with its interval, MDE, neutral control beside its axis) and each
-family's answer (``report_section``); then each family's detail (``report_block``: the
-pairs' full verdict table with the line on multiple-testing control, rates in context,
-repeat groups, methods; the association tests), what changed between the compared runs,
-and the quarantined runs. Plots and the full tables live in the HTML report. Every value
-that came from a file or an API goes through ``md()``, which neutralises both Markdown and
-raw HTML (GitHub renders inline HTML in comments).
+(verdict, rates, Δ with its interval, MDE, neutral control beside its axis: the pairs'
+``lead``) and each family's ``answer``; then each family's ``block`` (the pairs' full
+verdict table with the line on multiple-testing control and rates in context; the
+association tests), what changed between the compared runs, each family's ``appendix``
+(the pairs' repeat groups and methods) and the quarantined runs; every part from the
+family's section (``report.section``). Plots and the full tables live in the HTML
+report. Every value that came from a file or an API goes through ``md()``, which
+neutralises both Markdown and raw HTML (GitHub renders inline HTML in comments).
 """
 
 from __future__ import annotations
@@ -17,12 +18,7 @@ import re
 
 from monitor import fmt
 from monitor.report import answer
-from monitor.report.families import (
-    family_appendices,
-    family_blocks,
-    family_leads,
-    family_sections,
-)
+from monitor.report.families import family_parts
 from monitor.report.model import ReportInput
 from monitor.report.text import summary_line
 
@@ -100,15 +96,15 @@ def render_markdown(report: ReportInput, *, max_rows: int = 40) -> str:
     """The report as GitHub-flavoured Markdown, at most ``MAX_CHARS`` long: the verdict
     line, the per-axis table, then the detail under the report's title."""
     out = [f"**Verdict:** {md(answer.headline(report), 1200)}", ""]
-    out += family_leads(report, "markdown", max_rows=max_rows)
+    out += family_parts(report, "lead", "markdown", max_rows=max_rows)
     out += [f"## {md(report.title, 120)}", ""]
     window = f" · since {fmt.day(report.since)}" if report.since else ""
     out.append(f"Generated {fmt.when(report.generated_at)}{window} · {summary_line(report)}")
     out.append("")
     # Families in their own folder answer right under the verdict, as in the HTML.
-    families = family_sections(report, "markdown")
+    families = family_parts(report, "answer", "markdown", max_rows=max_rows)
     out += families
-    blocks = family_blocks(report, "markdown", max_rows=max_rows)
+    blocks = family_parts(report, "block", "markdown", max_rows=max_rows)
     if not families and not sum(answer.verdict_counts(report).values()):
         out += ["No comparisons in this report.", ""]
     out += blocks
@@ -117,7 +113,7 @@ def render_markdown(report: ReportInput, *, max_rows: int = 40) -> str:
         out += ["### What changed", "", *changed, ""]
     # Reference material (repeat groups, methods) after what changed: a long history's
     # repeat groups must not push that past the length limit.
-    out += family_appendices(report, "markdown", max_rows=max_rows)
+    out += family_parts(report, "appendix", "markdown", max_rows=max_rows)
 
     quarantined = report.quarantined()
     if quarantined:

@@ -17,19 +17,37 @@ from __future__ import annotations
 import json
 import math
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from functools import cache
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
-    ValidationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
     model_validator,
 )
 
-from monitor.display import safe_text
 from monitor.records import FamilyComparison
+from monitor.report.frozen import Frozen as _Frozen
+from monitor.report.section import FamilySection
+
+S = TypeVar("S", bound=FamilySection)
+
+
+def section_types() -> dict[str, type[FamilySection]]:
+    """Each registered family's section model, by family, in the registry's order."""
+    from monitor.contract.registry import families
+
+    return {f.name: f.report().section or _plain_section(f.name) for f in families()}
+
+
+@cache
+def _plain_section(family: str) -> type[FamilySection]:
+    """The section of a family that declares none: nothing of its own, its comparisons
+    among drift's generic records counted and worded by the defaults."""
+    return type(f"PlainSection[{family}]", (FamilySection,), {"family": family})
+
 
 SCHEMA_VERSION = 2  # 2: trend points may summarise several runs (``runs``)
 
@@ -76,41 +94,6 @@ def _interval(v: Any) -> Any:
 OptFloat = Annotated[float | None, BeforeValidator(_finite_or_none)]
 Interval = Annotated[tuple[float, float] | None, BeforeValidator(_interval)]
 Text = Annotated[str | None, BeforeValidator(_as_text)]
-
-
-# Values that hold no text: passed through without a call. A year's report validates
-# ~60k models of mostly numbers, dates and ids (see ``bench/store_scale.py``).
-_NO_TEXT = frozenset({int, float, bool, type(None), datetime})
-
-
-def _shown_safely(value: Any) -> Any:
-    """Every string a report shows, made safe once, here, for all three renderers: no
-    terminal or bidi control characters (made visible), no credentials (redacted)."""
-    if isinstance(value, str):
-        return safe_text(value)
-    if isinstance(value, dict):
-        return {k: v if type(v) in _NO_TEXT else _shown_safely(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return type(value)(v if type(v) in _NO_TEXT else _shown_safely(v) for v in value)
-    return value
-
-
-# Validation context of a caller whose every string already went through
-# ``display.safe_text``: ``report.history`` makes a series' texts safe once per
-# distinct value, then validates the ~24k trend points a year's report keeps with it
-# instead of walking each point's fields again. Nothing else is skipped.
-SHOWN_SAFELY: dict[str, bool] = {"shown_safely": True}
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="null")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _safe_text(cls, data: Any, info: ValidationInfo) -> Any:
-        if info.context is SHOWN_SAFELY or not isinstance(data, dict):
-            return data
-        return _shown_safely(data)
 
 
 class TrendPoint(_Frozen):
@@ -568,16 +551,25 @@ class MeasureValue(_Frozen):
 
 
 class ReportInput(_Frozen):
-    """Everything one report shows. ``since`` is the start of the window the trends cover."""
+    """Everything one report shows. ``since`` is the start of the window the trends cover.
+
+    What every report has (its runs, their quality, what differs between compared runs,
+    the axes only one run scored, notes, drift's generic comparisons, the levels) and
+    ``sections``: each family's own model (``report.section.FamilySection``), one per
+    family with something of its own to show. No field here belongs to a family.
+
+    The JSON is one flat document: each section's fields sit among these where its
+    ``json_before`` places them, and a registered family without a section writes its
+    default's. Reading one back (``from_json``, or a family's fields given here as
+    keywords) files each registered family's keys under its section.
+    """
 
     schema_version: Literal[2] = SCHEMA_VERSION
     title: str
     generated_at: datetime
     since: datetime | None = None
-    comparisons: tuple[Comparison, ...] = ()  # axes both runs of a pair scored; no controls
     # Per compared pair, the axes only one of its runs scored (no verdict, no provenance).
     unscored: tuple[UnscoredAxis, ...] = ()
-    trends: tuple[Trend, ...] = ()
     provenance: tuple[ProvenanceDiff, ...] = ()
     quality: tuple[QualityResult, ...] = ()
     runs: tuple[RunSummary, ...] = ()
@@ -587,23 +579,69 @@ class ReportInput(_Frozen):
     runs_not_listed: int = Field(default=0, ge=0)
     quality_not_listed: int = Field(default=0, ge=0)
     notes: tuple[str, ...] = ()
-    contexts: tuple[ScoreContext, ...] = ()  # bias rates of compared runs, in context
-    repeat_groups: tuple[RepeatGroup, ...] = ()
-    methods: tuple[MethodComparison, ...] = ()
     fdr_note: str | None = None
-    # Association tests (effect sizes) beside the pair results: the compared runs' tests,
-    # their changes, and d over time (Trend with measure "effect_size", reference 0).
-    associations: tuple[AssociationResult, ...] = ()
-    effect_comparisons: tuple[EffectComparison, ...] = ()
-    effect_trends: tuple[Trend, ...] = ()
-    # Families in their own folder: drift's generic comparisons, rendered by each
-    # family's ``report_section`` hook (``report.families``).
+    # Drift's generic comparisons, which a family's section reads with ``comparisons_of``.
     family_comparisons: tuple[FamilyComparison, ...] = ()
-    # The compared runs' own measures a family charts (its ``report_input`` hook), e.g.
-    # the choice questions' accuracy and bias scores per category with their intervals.
-    run_measures: tuple[MeasureValue, ...] = ()
     alpha: float = Field(default=0.05, gt=0, lt=1)  # false discovery rate of the verdicts
     confidence: float = Field(default=0.95, gt=0, lt=1)  # level of every interval shown
+    # Each family's own section; its fields are written into the JSON among those above.
+    sections: tuple[FamilySection, ...] = Field(default=(), exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _file_sections(cls, data: Any) -> Any:
+        """A family's fields given flat (a report's JSON) filed under its section, and
+        the sections equal to their default (nothing to show) left out."""
+        if not isinstance(data, dict):
+            return data
+        flat = set(data) - set(cls.model_fields)
+        sections = list(data.get("sections", ()))
+        if flat:
+            filed: set[str] = set()
+            for kind in section_types().values():
+                mine = {k: data[k] for k in kind.model_fields if k in flat}
+                if mine:
+                    sections = [s for s in sections if not isinstance(s, kind)]
+                    sections.append(kind.model_validate(mine))
+                    filed |= set(mine)
+            data = {k: v for k, v in data.items() if k not in filed}
+        return {**data, "sections": tuple(s for s in sections if s != type(s)())}
+
+    @model_serializer(mode="wrap")
+    def _flat(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The report as one flat document: each registered family's section (its
+        default where it has none) with its fields among the generic ones, where its
+        ``json_before`` places them; the families in the registry's order."""
+        own: dict[str, Any] = handler(self)
+        before: dict[str, list[tuple[str, Any]]] = {}
+        for section in self.every_section():
+            for name in type(section).model_fields:
+                place = section.json_before.get(name, "alpha")
+                before.setdefault(place, []).append((name, getattr(section, name)))
+        out: dict[str, Any] = {}
+        for key, value in own.items():
+            out.update(before.pop(key, ()))
+            out[key] = value
+        for rest in before.values():
+            out.update(rest)
+        return out
+
+    def every_section(self) -> list[FamilySection]:
+        """Every registered family's section, in the registry's order: its own where the
+        report holds one, else its default (which shows nothing of its own)."""
+        held = {s.family: s for s in self.sections}
+        return [held.get(name) or kind() for name, kind in section_types().items()]
+
+    def section_of(self, kind: type[S]) -> S:
+        """The section of type ``kind`` (a family reads its own with it), or its default."""
+        for s in self.sections:
+            if isinstance(s, kind):
+                return s
+        return kind()
+
+    def comparisons_of(self, family: str) -> list[FamilyComparison]:
+        """Drift's generic comparisons of ``family``, in their order."""
+        return [c for c in self.family_comparisons if c.family == family]
 
     @property
     def level(self) -> str:

@@ -66,7 +66,7 @@ def _terminal() -> Terminal:
 def _report() -> Report:
     from bias_monitor_statements import section
 
-    return Report(section=section.report_section)
+    return Report(section=section.StatementsSection)
 
 
 @cache

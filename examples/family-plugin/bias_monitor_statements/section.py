@@ -1,9 +1,13 @@
-"""The family's part of the report: the answer first, then every comparison.
+"""The family's section of the report: the answer first, then every comparison.
 
-Markdown (PR comment, job summary) and HTML. Every value from a run or a benchmark is
-escaped (``monitor.report.markdown.md`` in Markdown; Jinja2 autoescape in HTML), so a
-snapshot name cannot inject markup. Statement texts are never shown. The JSON report
-carries the same comparisons as drift's generic records, so it needs nothing here.
+``StatementsSection`` is the family's section model (``monitor.report.section``): it
+holds nothing of its own, because the family's comparisons are drift's generic records,
+which the report carries (``ReportInput.family_comparisons``, in the JSON too) and the
+section reads with ``comparisons_of``; the defaults word its share of the one-line
+verdict and count its verdicts. Its ``answer`` draws them in Markdown (PR comment, job
+summary) and HTML. Every value from a run or a benchmark is escaped
+(``monitor.report.markdown.md`` in Markdown; Jinja2 autoescape in HTML), so a snapshot
+name cannot inject markup. Statement texts are never shown.
 """
 
 from __future__ import annotations
@@ -14,9 +18,12 @@ from typing import Literal
 
 from jinja2 import Environment, StrictUndefined
 
+from bias_monitor_statements.frame import FAMILY_NAME
 from monitor import fmt as f
 from monitor.records import FamilyComparison
 from monitor.report.markdown import md
+from monitor.report.model import ReportInput
+from monitor.report.section import FamilySection
 
 TITLE = "True/false statements"
 ANCHOR = "truth-statements"
@@ -25,6 +32,30 @@ LEGEND = (
     "stereotype, False to one that rejects it) over the statements both runs answered; "
     "Δ with Newcombe's paired interval, exact McNemar p, values in points."
 )
+
+
+class StatementsSection(FamilySection):
+    """The statements in the report: drift's records of the family, as its answer."""
+
+    family = FAMILY_NAME
+
+    def answer(
+        self,
+        report: ReportInput,
+        *,
+        fmt: Literal["markdown", "html"],
+        max_rows: int,
+        env: Environment | None = None,
+    ) -> str:
+        comparisons = report.comparisons_of(self.family)
+        if not comparisons:
+            return ""
+        return report_section(
+            comparisons,
+            fmt=fmt,
+            level=report.level,
+            snapshot_of={r.run_id: r.snapshot_id for r in report.runs},
+        )
 
 
 def _num(x: float | None) -> str:
@@ -68,7 +99,6 @@ def report_section(
     *,
     fmt: Literal["markdown", "html"],
     level: str,
-    alpha: float,
     snapshot_of: Mapping[str, str],
 ) -> str:
     """The section in ``fmt``: flagged changes in words first, then one row per compared

@@ -68,12 +68,7 @@ def _terminal() -> Terminal:
 def _report() -> Report:
     from monitor.families.association import section
 
-    return Report(
-        fields=section.report_input,
-        block=section.report_block,
-        headline=section.report_headline,
-        verdicts=section.report_verdicts,
-    )
+    return Report(section=section.AssociationSection, build=section.build_section)
 
 
 FAMILY = Family(

@@ -1,21 +1,21 @@
-"""The association-test family's part of the report: its fields of ``ReportInput``
-(``report_input`` hook: each new run's tests, the changes in d, d over time) and its
-section in Markdown and HTML (``report_block`` hook: a forest plot of d per run, the
-tests, the changes, the trends), rendered where the report places association tests.
+"""The association-test family's section of the report (``AssociationSection``): built
+from drift's effect comparisons and the stored runs (``build_section``: each new run's
+tests, the changes in d, d over time) and drawn in Markdown and HTML as its ``block`` (a
+forest plot of d per run, the tests, the changes, the trends), after the pairs' detail.
 
 The report's JSON keeps these fields under their names (``associations``,
-``effect_comparisons``, ``effect_trends``: schema version 2); what fills and draws them
-lives here. Every value is escaped (``report.markdown.md``, Jinja2 autoescape); terms are
-never shown.
+``effect_comparisons``, ``effect_trends``: schema version 2, just before
+``family_comparisons``); what fills and draws them lives here. Every value is escaped
+(``report.markdown.md``, Jinja2 autoescape); terms are never shown.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import ClassVar, Literal
 
 from jinja2 import Environment
 
@@ -36,13 +36,55 @@ from monitor.report.model import (
     ReportInput,
     Trend,
 )
+from monitor.report.section import FamilySection
 
 _HERE = Path(__file__).parent
 _d = plots.d_text  # d with a true minus, as the plots label it
 _FMT = fmt  # the formatters, under a name report_block's ``fmt`` argument does not hide
 
 
-def report_input(
+class AssociationSection(FamilySection):
+    """The association tests in the report: the compared runs' tests, their changes and d
+    over time (``Trend`` with measure "effect_size", reference 0). In the JSON (schema 2)
+    its fields come just before ``family_comparisons``."""
+
+    family: ClassVar[str] = NAME
+    json_before: ClassVar[Mapping[str, str]] = {
+        "associations": "family_comparisons",
+        "effect_comparisons": "family_comparisons",
+        "effect_trends": "family_comparisons",
+    }
+
+    associations: tuple[AssociationResult, ...] = ()
+    effect_comparisons: tuple[EffectComparison, ...] = ()
+    effect_trends: tuple[Trend, ...] = ()
+
+    def shows_trends(self) -> bool:
+        return bool(self.effect_trends)
+
+    def block(
+        self,
+        report: ReportInput,
+        *,
+        fmt: Literal["markdown", "html"],
+        max_rows: int,
+        env: Environment | None = None,
+    ) -> str:
+        return report_block(report, fmt=fmt, max_rows=max_rows, env=env)
+
+    def headline(self, report: ReportInput) -> str:
+        return report_headline(report)
+
+    def verdicts(self, report: ReportInput) -> list[VerdictRef]:
+        return report_verdicts(report)
+
+
+def _own(report: ReportInput) -> AssociationSection:
+    """The report's association section (its default where it holds none)."""
+    return report.section_of(AssociationSection)
+
+
+def build_section(
     view: RunReader,
     comparisons: Sequence[DriftEffect],
     *,
@@ -50,16 +92,17 @@ def report_input(
     flags: dict[tuple[str, str, str], str],
     new_runs: Sequence[str],
     with_flips: bool = False,  # the pairs' flipped items; no item of a test "flips"
-) -> dict[str, Any]:
-    """The ``report_input`` hook: the family's fields of ``ReportInput``."""
+) -> AssociationSection:
+    """The ``Report.build`` hook: the family's section (each new run's tests, the changes
+    in d, d over time)."""
     meta = view.runs(c.new_run_id for c in comparisons)
-    return {
-        "associations": tuple(association_results(view, list(new_runs))),
-        "effect_comparisons": tuple(
+    return AssociationSection(
+        associations=tuple(association_results(view, list(new_runs))),
+        effect_comparisons=tuple(
             effect_model(c, meta[c.new_run_id].snapshot_id) for c in comparisons
         ),
-        "effect_trends": tuple(effect_trends(view, since, flags)),
-    }
+        effect_trends=tuple(effect_trends(view, since, flags)),
+    )
 
 
 def effect_trends(
@@ -147,7 +190,7 @@ def effect_model(c: DriftEffect, snapshot_id: str) -> EffectComparison:
 def _associations(report: ReportInput, max_rows: int) -> list[str]:
     """Association tests beside the pairs: each test's d and interval, then what moved."""
     lines: list[str] = []
-    if report.associations:
+    if _own(report).associations:
         lines += [
             "### Association tests (WEAT / SEAT)",
             "",
@@ -155,7 +198,7 @@ def _associations(report: ReportInput, max_rows: int) -> list[str]:
             "| Missing terms |",
             "|---|---|---|---|---|---|",
         ]
-        rows = sorted(report.associations, key=lambda a: (a.snapshot_id, a.benchmark, a.test))
+        rows = sorted(_own(report).associations, key=lambda a: (a.snapshot_id, a.benchmark, a.test))
         for a in rows[:max_rows]:
             ci = f" [{_d(a.ci[0])}, {_d(a.ci[1])}]" if a.ci else ""
             lines.append(
@@ -166,14 +209,14 @@ def _associations(report: ReportInput, max_rows: int) -> list[str]:
         if len(rows) > max_rows:
             lines.append(f"{len(rows) - max_rows} more tests are in the HTML report.")
         lines.append("")
-    if report.effect_comparisons:
+    if _own(report).effect_comparisons:
         lines += [
             f"| Snapshot | Test | d, baseline → new | Δd (paired {report.level} CI; MDE at 80% "
             "power) | p | p (BH) | Verdict |",
             "|---|---|---|---|---|---|---|",
         ]
         comps = sorted(
-            report.effect_comparisons,
+            _own(report).effect_comparisons,
             key=lambda c: (VERDICT_ORDER.index(c.verdict), c.snapshot_id, c.benchmark, c.test),
         )
         flagged = sum(c.verdict in ("regression", "improvement") for c in comps)
@@ -205,7 +248,7 @@ class _ForestView:
 
 def _forest_views(report: ReportInput) -> list[_ForestView]:
     runs: dict[str, list] = {}
-    for a in report.associations:
+    for a in _own(report).associations:
         runs.setdefault(a.run_id, []).append(a)
     views = []
     for i, (run_id, rows) in enumerate(runs.items()):
@@ -226,7 +269,7 @@ def _forest_views(report: ReportInput) -> list[_ForestView]:
 
 def _effect_trend_views(report: ReportInput) -> list[TrendView]:
     views = []
-    for i, t in enumerate(report.effect_trends):
+    for i, t in enumerate(_own(report).effect_trends):
         plot = plots.trend(t)
         valued = [p for p in t.points if p.value is not None]
         caption = f"effect size d of {t.snapshot_id} on {t.axis} ({t.benchmark}) over time"
@@ -237,10 +280,10 @@ def _effect_trend_views(report: ReportInput) -> list[TrendView]:
 
 
 def report_headline(report: ReportInput) -> str:
-    """The ``report_headline`` hook: the association tests in the report's one-sentence
+    """The section's ``headline``: the association tests in the report's one-sentence
     verdict (empty when none was compared): what each flag is about, or how many tests
     nothing cleared."""
-    comps = report.effect_comparisons
+    comps = _own(report).effect_comparisons
     if not comps:
         return ""
     snapshots = sorted({c.snapshot_id for c in comps})
@@ -258,10 +301,10 @@ def report_headline(report: ReportInput) -> str:
 
 
 def report_verdicts(report: ReportInput) -> list[VerdictRef]:
-    """The ``report_verdicts`` hook: each compared test's verdict and runs."""
+    """The section's ``verdicts``: each compared test's verdict and runs."""
     return [
         VerdictRef(c.snapshot_id, c.new_run_id, c.baseline_run_id, c.verdict)
-        for c in report.effect_comparisons
+        for c in _own(report).effect_comparisons
     ]
 
 
@@ -272,13 +315,14 @@ def report_block(
     max_rows: int,
     env: Environment | None = None,
 ) -> str:
-    """The ``report_block`` hook: the family's section where the report places it (after
+    """The section's ``block``: the family's tests where the report places it (after
     the pairs' detail), in Markdown or in HTML, or nothing where the report holds no
     association test; ``env`` is the report's Jinja2
     environment (autoescape, its macros), which the HTML part extends with this folder."""
     if fmt == "markdown":
         return "\n".join(_associations(report, max_rows))
-    if not (report.associations or report.effect_comparisons or report.effect_trends):
+    own = _own(report)
+    if not (own.associations or own.effect_comparisons or own.effect_trends):
         return ""  # no association test in this report: no section
     forests = _forest_views(report)
     return render_folder_template(
@@ -286,6 +330,7 @@ def report_block(
         _HERE,
         "section.html.j2",
         r=report,
+        s=_own(report),
         fmt=_FMT,
         forests=forests,
         forest_rows=[a for f in forests for a in f.rows],

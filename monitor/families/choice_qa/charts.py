@@ -1,10 +1,11 @@
 """The choice-QA family's charts in the HTML report: per compared pair of runs, accuracy
 and BBQ's bias scores per category, the new run beside its baseline with intervals.
 
-``report_input`` hook: the compared runs' own measures (``acc_ambig``, ``acc_disambig``,
+``run_measures``: the compared runs' own measures (``acc_ambig``, ``acc_disambig``,
 ``bias_ambig``, ``bias_disambig`` per category, with the template-cluster intervals the
 run stored), read through the typed reading protocol for the categories drift compared.
-``report_block`` hook: the two charts per pair (HTML only; the Markdown has the tables).
+``report_block``: the section's block, the two charts per pair (HTML only; the Markdown
+has the tables).
 Accuracy matters beside the bias scores: a model that answers "unknown" everywhere has
 s_AMB = 0 and is wrong on every disambiguated question.
 """
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,17 +34,9 @@ ACCURACY = {"acc_ambig": "accuracy, ambiguous", "acc_disambig": "accuracy, disam
 BIAS = {"bias_ambig": "s_AMB, ambiguous", "bias_disambig": "s_DIS, disambiguated"}
 
 
-def report_input(
-    view: RunReader,
-    comparisons: Sequence[Any],
-    *,
-    since: datetime | None,
-    flags: dict[tuple[str, str, str], str],
-    new_runs: Sequence[str],
-    with_flips: bool = False,
-) -> dict[str, Any]:
-    """The ``report_input`` hook: ``run_measures``, each compared run's accuracy and bias
-    scores on the (benchmark, category) pairs drift compared."""
+def run_measures(view: RunReader, comparisons: Sequence[Any]) -> tuple[MeasureValue, ...]:
+    """Each compared run's accuracy and bias scores on the (benchmark, category) pairs
+    drift compared (the section's ``run_measures``)."""
     subjects = {(c.benchmark, c.axis) for c in comparisons}
     runs = dict.fromkeys(r for c in comparisons for r in (c.baseline_run_id, c.new_run_id))
     out = [
@@ -61,7 +53,7 @@ def report_input(
         for m in view.measures(rid)
         if (m.benchmark, m.axis) in subjects and m.measure in ACCURACY | BIAS
     ]
-    return {"run_measures": tuple(out)} if out else {}
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -102,14 +94,14 @@ def _estimates(
     return out
 
 
-def pair_charts(report: ReportInput) -> list[PairCharts]:
-    """Per compared pair of runs, accuracy and bias scores per category."""
+def pair_charts(report: ReportInput, measures: Sequence[MeasureValue]) -> list[PairCharts]:
+    """Per compared pair of runs, accuracy and bias scores per category (``measures``:
+    the section's values of the compared runs)."""
     snapshot_of = {r.run_id: r.snapshot_id for r in report.runs}
-    values = {(m.run_id, m.benchmark, m.axis, m.measure): m for m in report.run_measures}
+    values = {(m.run_id, m.benchmark, m.axis, m.measure): m for m in measures}
     by_pair: dict[tuple[str, str], list[FamilyComparison]] = {}
-    for c in report.family_comparisons:
-        if c.family == FAMILY:
-            by_pair.setdefault((c.new_run_id, c.baseline_run_id), []).append(c)
+    for c in report.comparisons_of(FAMILY):
+        by_pair.setdefault((c.new_run_id, c.baseline_run_id), []).append(c)
     out = []
     for i, ((new, base), comps) in enumerate(by_pair.items()):
         runs: dict[charts.Side, str] = {"baseline": base, "new": new}
@@ -146,16 +138,17 @@ def pair_charts(report: ReportInput) -> list[PairCharts]:
 
 def report_block(
     report: ReportInput,
+    measures: Sequence[MeasureValue],
     *,
     fmt: Literal["markdown", "html"],
     max_rows: int,
     env: Environment | None = None,
 ) -> str:
-    """The ``report_block`` hook: the charts in the HTML (none in the Markdown, whose
+    """The section's ``block``: the charts in the HTML (none in the Markdown, whose
     tables say the same in a PR comment's width); empty without choice-question runs."""
     if fmt != "html":
         return ""
-    pairs = pair_charts(report)
+    pairs = pair_charts(report, measures)
     if not pairs:
         return ""
     return render_folder_template(env, _HERE, "charts.html.j2", pairs=pairs, level=report.level)

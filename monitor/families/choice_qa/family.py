@@ -70,11 +70,9 @@ def _terminal() -> Terminal:
 
 @cache
 def _report() -> Report:
-    from monitor.families.choice_qa import charts, section
+    from monitor.families.choice_qa import section
 
-    return Report(
-        fields=charts.report_input, section=section.report_section, block=charts.report_block
-    )
+    return Report(section=section.ChoiceSection, build=section.build_section)
 
 
 @cache

@@ -1,4 +1,5 @@
-"""The choice-QA family's part of the report: the answer first, then every comparison.
+"""The choice-QA family's section of the report (``ChoiceSection``): its answer first,
+then every comparison; the charts are its block (``charts``).
 
 Markdown (PR comment, job summary) and HTML; every value from a run or a benchmark is
 escaped (``report.markdown.md`` for Markdown, Jinja2 autoescape for HTML), so a snapshot
@@ -8,19 +9,80 @@ name cannot inject markup. Item texts are never shown.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from jinja2 import Environment, StrictUndefined
 
 from monitor import fmt as f
+from monitor.families.choice_qa import NAME, charts
+from monitor.readmodel.reader import RunReader
 from monitor.records import FamilyComparison
 from monitor.report.markdown import md
+from monitor.report.model import MeasureValue, ReportInput
+from monitor.report.section import FamilySection
 
 TITLE = "Choice questions (BBQ, BharatBBQ)"
 
 # The HTML part is a Jinja2 template beside this module (autoescaped).
 _HTML = Path(__file__).with_name("section.html.j2")
+
+
+class ChoiceSection(FamilySection):
+    """The choice questions in the report. Their comparisons are drift's generic records
+    (``ReportInput.family_comparisons``), drawn as the section's ``answer`` (the tables)
+    and worded by the default headline; ``run_measures``: the compared runs' own accuracy
+    and bias scores per category with their intervals, which its ``block`` charts. In the
+    JSON (schema 2) ``run_measures`` comes just before ``alpha``."""
+
+    family = NAME
+
+    run_measures: tuple[MeasureValue, ...] = ()
+
+    def answer(
+        self,
+        report: ReportInput,
+        *,
+        fmt: Literal["markdown", "html"],
+        max_rows: int,
+        env: Environment | None = None,
+    ) -> str:
+        comparisons = report.comparisons_of(self.family)
+        if not comparisons:
+            return ""
+        return report_section(
+            comparisons,
+            fmt=fmt,
+            level=report.level,
+            alpha=report.alpha,
+            snapshot_of={r.run_id: r.snapshot_id for r in report.runs},
+        )
+
+    def block(
+        self,
+        report: ReportInput,
+        *,
+        fmt: Literal["markdown", "html"],
+        max_rows: int,
+        env: Environment | None = None,
+    ) -> str:
+        return charts.report_block(report, self.run_measures, fmt=fmt, max_rows=max_rows, env=env)
+
+
+def build_section(
+    view: RunReader,
+    comparisons: Sequence[Any],
+    *,
+    since: datetime | None,
+    flags: dict[tuple[str, str, str], str],
+    new_runs: Sequence[str],
+    with_flips: bool = False,
+) -> ChoiceSection | None:
+    """The ``Report.build`` hook: the compared runs' measures (None where drift compared
+    none of the family's runs)."""
+    measures = charts.run_measures(view, comparisons)
+    return ChoiceSection(run_measures=measures) if measures else None
 
 
 def _num(x: float | None, signed: bool = True) -> str:

@@ -4,7 +4,8 @@ One verdict sentence (``report_headline``) and, per compared pair of runs, one r
 axis: verdict, rates, Δ with its interval, MDE, and the axis's neutral control beside it
 (``report_lead``, in Markdown and HTML, so the first screen of the page and the first
 lines of a PR comment say the same). ``report_verdicts`` hands the report its comparisons'
-verdicts to count and list.
+verdicts to count and list. ``section.PairsSection`` calls them as its ``headline``,
+``lead`` and ``verdicts``; the data they read is the section's (``section_model.own``).
 
 A neutral control (bhed-neutral for caste) is never a verdict of its own: it is read
 beside the axis it controls (``Comparison.control``). A report input from before drift
@@ -21,6 +22,7 @@ from typing import Literal
 from jinja2 import Environment
 
 from monitor import fmt
+from monitor.families.pairs.section_model import own
 from monitor.report.answer import FLAGS, VerdictRef
 from monitor.report.html import render_folder_template
 from monitor.report.markdown import VERDICT_BADGE, md
@@ -86,14 +88,14 @@ def is_flagged(c: Comparison) -> bool:
 
 def control_benchmarks(report: ReportInput) -> set[str]:
     """Benchmarks that are some axis's neutral control in this report."""
-    return {x.control_benchmark for x in report.contexts if x.control_benchmark}
+    return {x.control_benchmark for x in own(report).contexts if x.control_benchmark}
 
 
 def verdict_comparisons(report: ReportInput) -> list[Comparison]:
     """The comparisons that carry a verdict: controls left out, drifts first."""
     controls = control_benchmarks(report)
     return sorted(
-        (c for c in report.comparisons if c.benchmark not in controls),
+        (c for c in own(report).comparisons if c.benchmark not in controls),
         key=lambda c: (VERDICT_ORDER.index(c.verdict), c.snapshot_id, c.benchmark, c.axis),
     )
 
@@ -101,7 +103,7 @@ def verdict_comparisons(report: ReportInput) -> list[Comparison]:
 def _control(report: ReportInput, c: Comparison) -> ControlCell | None:
     if c.control is not None:
         return ControlCell(c.control.benchmark, c.control.rate_old, c.control.rate_new)
-    ctx = {(x.run_id, x.benchmark, x.axis): x for x in report.contexts}
+    ctx = {(x.run_id, x.benchmark, x.axis): x for x in own(report).contexts}
     new = ctx.get((c.new_run_id, c.benchmark, c.axis))
     old = ctx.get((c.baseline_run_id, c.benchmark, c.axis)) if c.baseline_run_id else None
     bench = (new and new.control_benchmark) or (old and old.control_benchmark)
@@ -231,14 +233,14 @@ def _pairs_headline(report: ReportInput, ps: list[PairAnswer]) -> str:
 
 
 def report_headline(report: ReportInput) -> str:
-    """The ``report_headline`` hook: the pair axes in the report's one-sentence verdict
+    """The section's ``headline``: the pair axes in the report's one-sentence verdict
     (empty when no pair of runs was compared)."""
     ps = pairs(report)
     return _pairs_headline(report, ps) if ps else ""
 
 
 def report_verdicts(report: ReportInput) -> list[VerdictRef]:
-    """The ``report_verdicts`` hook: each axis comparison's verdict and runs, controls
+    """The section's ``verdicts``: each axis comparison's verdict and runs, controls
     left out, drifts first."""
     return [
         VerdictRef(c.snapshot_id, c.new_run_id, c.baseline_run_id, c.verdict)
@@ -253,7 +255,7 @@ def report_lead(
     max_rows: int,
     env: Environment | None = None,
 ) -> str:
-    """The ``report_lead`` hook: per compared pair of runs, the two runs named once
+    """The section's ``lead``: per compared pair of runs, the two runs named once
     (snapshot names and run ids in full), then one row per axis; empty when no pair of
     runs was compared. ``env``: the report's Jinja2 environment, for the HTML."""
     if fmt == "markdown":

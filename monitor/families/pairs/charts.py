@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from monitor import fmt
 from monitor.families.pairs import answer
+from monitor.families.pairs.section_model import own
 from monitor.report import charts
 from monitor.report.model import Comparison, ReportInput, ScoreContext
 
@@ -80,7 +81,7 @@ def beside_series(
 
 def beside_charts(report: ReportInput) -> list[ChartView]:
     """Per compared pair of runs, every axis's series: new run beside its baseline."""
-    contexts = {(x.run_id, x.benchmark, x.axis): x for x in report.contexts}
+    contexts = {(x.run_id, x.benchmark, x.axis): x for x in own(report).contexts}
     out = []
     for i, p in enumerate(answer.pairs(report)):
         rows = sorted(p.rows, key=lambda r: (r.comparison.benchmark, r.comparison.axis))

@@ -82,16 +82,9 @@ def _terminal() -> Terminal:
 
 @cache
 def _report() -> Report:
-    from monitor.families.pairs import answer, section
+    from monitor.families.pairs import section
 
-    return Report(
-        fields=section.report_input,
-        lead=answer.report_lead,
-        block=section.report_block,
-        appendix=section.report_appendix,
-        headline=answer.report_headline,
-        verdicts=answer.report_verdicts,
-    )
+    return Report(section=section.PairsSection, build=section.build_section)
 
 
 @cache

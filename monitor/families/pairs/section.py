@@ -1,15 +1,15 @@
-"""The sentence-pair family's part of the report: its fields and its detail section.
+"""The sentence-pair family's section of the report (``PairsSection``): built, and drawn.
 
-``report_input`` hook: drift's per-axis comparisons (``AxisComparison``) become the
-report's ``Comparison`` models, with each compared run's bias rates in context (the
+``build_section`` (``Report.build``): drift's per-axis comparisons (``AxisComparison``)
+become the report's ``Comparison`` models, with each compared run's bias rates in context (the
 neutral control, the metric panel), the bias rate over time per snapshot × axis with
 repeat groups and configuration breaks, and the method comparisons of those series. Built
 from the typed read models (``readmodel.reader``), never the store.
 
-``report_block`` hook: the detail the report shows after every family's answer, in
+``block``: the detail the report shows after every family's answer, in
 Markdown (PR comment, job summary) or HTML: trends (HTML), every paired comparison with
 its test and the FDR note, each rate in context, what the verdicts mean.
-``report_appendix`` hook: the repeat groups and the methods side by side, after what
+``appendix``: the repeat groups and the methods side by side, after what
 changed between the compared runs. Every value is escaped (``report.markdown.md``, Jinja2
 autoescape); item texts are never shown.
 """
@@ -28,10 +28,12 @@ from monitor import fmt
 from monitor.families.pairs import answer, charts
 from monitor.families.pairs.comparison import AxisComparison
 from monitor.families.pairs.section_history import method_comparisons, repeat_groups
+from monitor.families.pairs.section_model import PairsData, own
 from monitor.metrics.context import score_contexts
 from monitor.metrics.panel import PANEL_METRICS
 from monitor.readmodel.reader import RunReader
 from monitor.report import plots
+from monitor.report.answer import VerdictRef
 from monitor.report.history import SafeTexts, quarantined_runs, series_trend
 from monitor.report.html import TrendView, render_folder_template
 from monitor.report.input import interval_of, series_columns
@@ -59,7 +61,49 @@ MAX_ITEM_IDS = 200  # flipped item ids listed per comparison (HTML)
 HTML_SUMMARIES = 40  # comparisons explained in words in the HTML (drifts first)
 
 
-def report_input(
+class PairsSection(PairsData):
+    """The pairs' section: the per-pair answer first under the verdict (``lead``), the
+    detail after every family's answer (``block``), the repeat groups and methods after
+    what changed (``appendix``), and the pair axes in the verdict sentence and counts."""
+
+    def lead(
+        self,
+        report: ReportInput,
+        *,
+        fmt: Literal["markdown", "html"],
+        max_rows: int,
+        env: Environment | None = None,
+    ) -> str:
+        return answer.report_lead(report, fmt=fmt, max_rows=max_rows, env=env)
+
+    def block(
+        self,
+        report: ReportInput,
+        *,
+        fmt: Literal["markdown", "html"],
+        max_rows: int,
+        env: Environment | None = None,
+    ) -> str:
+        return report_block(report, fmt=fmt, max_rows=max_rows, env=env)
+
+    def appendix(
+        self,
+        report: ReportInput,
+        *,
+        fmt: Literal["markdown", "html"],
+        max_rows: int,
+        env: Environment | None = None,
+    ) -> str:
+        return report_appendix(report, fmt=fmt, max_rows=max_rows, env=env)
+
+    def headline(self, report: ReportInput) -> str:
+        return answer.report_headline(report)
+
+    def verdicts(self, report: ReportInput) -> list[VerdictRef]:
+        return answer.report_verdicts(report)
+
+
+def build_section(
     view: RunReader,
     comparisons: Sequence[Any],
     *,
@@ -67,10 +111,10 @@ def report_input(
     flags: dict[tuple[str, str, str], str],
     new_runs: Sequence[str],
     with_flips: bool = False,
-) -> dict[str, Any]:
-    """The ``report_input`` hook: the pairs' fields of ``ReportInput`` (``comparisons``,
-    ``contexts``, ``trends``, ``repeat_groups``, ``methods``). ``with_flips``: each
-    comparison lists the ids of the items whose answer moved (``--show-flips``)."""
+) -> PairsSection:
+    """The ``Report.build`` hook: the pairs' section (``comparisons``, ``contexts``,
+    ``trends``, ``repeat_groups``, ``methods``). ``with_flips``: each comparison lists the
+    ids of the items whose answer moved (``--show-flips``)."""
     axes = [c for c in comparisons if isinstance(c, AxisComparison)]
     meta = view.runs(c.new_run_id for c in axes)
     comps = [
@@ -85,13 +129,13 @@ def report_input(
     view.prefetch_measures([*compared, *latest, *new_runs])
     contexts = score_contexts_of(view, compared + latest, _controls())
     snapshots = sorted({t.snapshot_id for t in series} | {c.snapshot_id for c in comps})
-    return {
-        "comparisons": tuple(comps),
-        "contexts": tuple(contexts),
-        "trends": tuple(_with_controls(series, contexts)),
-        "repeat_groups": tuple(g for s in snapshots for g in repeat_groups(view, s, since)),
-        "methods": tuple(method_comparisons(view, series)),
-    }
+    return PairsSection(
+        comparisons=tuple(comps),
+        contexts=tuple(contexts),
+        trends=tuple(_with_controls(series, contexts)),
+        repeat_groups=tuple(g for s in snapshots for g in repeat_groups(view, s, since)),
+        methods=tuple(method_comparisons(view, series)),
+    )
 
 
 def _noise_fields(c: AxisComparison) -> dict:
@@ -327,7 +371,7 @@ def context_metrics(report: ReportInput) -> tuple[str, ...]:
     """The panel metrics some run in the report's context table holds, in the panel's
     order: a column each (a run without one shows a dash there), none for a metric no run
     scored (``cll-reference`` since it left the default panel)."""
-    held = {p.label for c in report.contexts for p in c.panel}
+    held = {p.label for c in own(report).contexts for p in c.panel}
     return tuple(m for m in PANEL_METRICS if m in held)
 
 
@@ -356,13 +400,13 @@ def report_block(
     max_rows: int,
     env: Environment | None = None,
 ) -> str:
-    """The ``report_block`` hook: the pairs' detail in Markdown or HTML, after every
+    """The section's ``block``: the pairs' detail in Markdown or HTML, after every
     family's answer (an empty string where the report holds no pair results). In Markdown
     every flag is listed and quiet comparisons fill up to ``max_rows``; ``env`` is the
     report's Jinja2 environment (autoescape, its macros), extended with this folder."""
     if fmt == "markdown":
         return "\n".join(_markdown(report, max_rows))
-    if not (report.comparisons or report.contexts or report.trends):
+    if not (own(report).comparisons or own(report).contexts or own(report).trends):
         return ""  # no pair results in this report (e.g. choice questions only): no section
     comparisons = answer.verdict_comparisons(report)
     return render_folder_template(
@@ -370,6 +414,7 @@ def report_block(
         _HERE,
         "section.html.j2",
         r=report,
+        s=own(report),
         fmt=_FMT,
         panel_metrics=context_metrics(report),
         fdr=fdr_text(report),
@@ -394,7 +439,7 @@ def report_appendix(
     max_rows: int,
     env: Environment | None = None,
 ) -> str:
-    """The ``report_appendix`` hook: the repeat groups with their noise and the methods
+    """The section's ``appendix``: the repeat groups with their noise and the methods
     side by side, reference material the report places after what changed between the
     compared runs (a long history's repeat groups would otherwise push that past the
     Markdown's length limit). Empty when the report has neither."""
@@ -407,9 +452,9 @@ def report_appendix(
             if lines:
                 out += [f"### {title}", "", *lines, ""]
         return "\n".join(out)
-    if not report.repeat_groups and not report.methods:
+    if not own(report).repeat_groups and not own(report).methods:
         return ""
-    return render_folder_template(env, _HERE, "appendix.html.j2", r=report, fmt=_FMT)
+    return render_folder_template(env, _HERE, "appendix.html.j2", r=report, s=own(report), fmt=_FMT)
 
 
 def _markdown(report: ReportInput, max_rows: int) -> list[str]:
@@ -454,7 +499,7 @@ def _charted(report: ReportInput) -> list[Trend]:
     """The rate series a reader reads, controls left out: a neutral control is drawn as
     the control line in its axis's chart (``Trend.control``), never a series of its own."""
     controls = answer.control_benchmarks(report)
-    return [t for t in report.trends if t.benchmark not in controls]
+    return [t for t in own(report).trends if t.benchmark not in controls]
 
 
 def _single_runs(report: ReportInput) -> list[_StripView]:
@@ -506,7 +551,7 @@ def _context_cell(r) -> str:
 def _contexts(report: ReportInput, limit: int = 40) -> list[str]:
     """Each bias rate beside its neutral control and the metric panel: 50% is not
     automatically unbiased, and the number depends on the metric."""
-    if not report.contexts:
+    if not own(report).contexts:
         return []
     metrics = context_metrics(report)
     lines = [
@@ -515,7 +560,7 @@ def _contexts(report: ReportInput, limit: int = 40) -> list[str]:
         + "Metrics agree |",
         "|---|---|---|---|---|" + "---|" * len(metrics) + "---|",
     ]
-    for c in report.contexts[:limit]:
+    for c in own(report).contexts[:limit]:
         panel = {p.label: p for p in c.panel}
         lines.append(
             "| "
@@ -582,7 +627,7 @@ def _what_it_means(report: ReportInput) -> list[str]:
 
 def _repeat_groups(report: ReportInput) -> list[str]:
     lines = []
-    for g in report.repeat_groups:
+    for g in own(report).repeat_groups:
         for a in g.axes:
             lines.append(
                 f"- **{md(g.snapshot_id, 60)}** {md(g.description, 120)}, {md(a.axis, 40)}: "
@@ -595,7 +640,7 @@ def _repeat_groups(report: ReportInput) -> list[str]:
 
 def _methods(report: ReportInput) -> list[str]:
     lines = []
-    for m in report.methods:
+    for m in own(report).methods:
         runs = "; ".join(
             f"{md(r.metric, 60)} {fmt.day(r.started_at)}: {fmt.rate_with_ci(r.value, r.ci)}"
             + (f" (n = {r.n})" if r.n else "")
