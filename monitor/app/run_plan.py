@@ -49,7 +49,17 @@ def family_runs(request: RunRequest) -> list[FamilyRun]:
     """Every family that adds options to ``run``, in the registry's order."""
     from monitor.contract.registry import families
 
-    runs = [f.run() for f in families()]
+    runs = [r for r in (f.run() for f in families()) if r.options is not None]
+    stray = [
+        type(o).__name__
+        for o in request.family_options
+        if not any(isinstance(o, r.options) for r in runs if r.options is not None)
+    ]
+    if stray:  # a caller's mistake that would otherwise be ignored without a word
+        raise UserInputError(
+            f"RunRequest.family_options: {', '.join(stray)} is no registered family's "
+            "run options model"
+        )
     return [FamilyRun(r, request.family(r.options)) for r in runs if r.options is not None]
 
 
@@ -80,7 +90,7 @@ def plan_run(request: RunRequest, events: RunEvents) -> RunPlan:
     db_path = Path(request.db) if request.db else default_db_path()
     check_writable(db_path)
     benches = _load(manifest, specs, request, loader_options, events.on_event)
-    tasks = _add(runs, manifest, snaps, request.scoring.seed, events.on_event, benches)
+    benches, tasks = _add(runs, manifest, snaps, request.scoring.seed, events.on_event, benches)
     metrics = choose_metrics(chosen, request, benches, events.on_skip)
     if panel.metrics:
         _check_panel_metrics(chosen, metrics)
@@ -192,16 +202,16 @@ def _add(
     seed: int,
     on_event: EventSink,
     benches: list[LoadedBenchmark],
-) -> list[ScoreTask]:
-    """What each family's options add: its benchmarks join ``benches`` (scored by each
-    snapshot's driver); its tasks are returned, scored by the family."""
-    tasks: list[ScoreTask] = []
+) -> tuple[list[LoadedBenchmark], list[ScoreTask]]:
+    """What each family's options add: ``benches`` with its benchmarks after them (scored
+    by each snapshot's driver), and its tasks (scored by the family)."""
+    benches, tasks = list(benches), []
     for r in runs:
         if r.hooks.add is not None:
             added = r.hooks.add(r.options, manifest, snapshots=snaps, seed=seed, on_event=on_event)
             benches += added.benchmarks
             tasks += added.tasks
-    return tasks
+    return benches, tasks
 
 
 def choose_metrics(
