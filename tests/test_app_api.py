@@ -116,3 +116,13 @@ def test_option_models_validate_like_the_flags() -> None:
         PairRunOptions(indic_partners=0)
     assert BackendOptions(device="cuda:1").device == "cuda:1"
     assert RunRequest().family(PairRunOptions) == PairRunOptions()
+
+
+def test_options_of_no_family_are_refused_not_ignored(monitor_env: Path) -> None:
+    """``family_options`` holds the families' ``run`` option models (found through the
+    registry); any other model is named, before anything is read or written."""
+    db = monitor_env / "never.duckdb"
+    request = RunRequest(benchmarks=[BENCHMARK], db=db, family_options=(BackendOptions(),))
+    with pytest.raises(UserInputError, match="BackendOptions is no registered family's run"):
+        run(request)
+    assert not db.exists()

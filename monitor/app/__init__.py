@@ -5,7 +5,7 @@ It prints nothing and parses no command line: ``monitor.cli`` parses arguments, 
 these and renders what they return. Layers: cli -> app -> families -> core rooms.
 
     from monitor.app import RunRequest, run
-    result = run(RunRequest(snapshots=["smollm2-135m-instruct-q4"], benchmarks=["bhed-caste"]))
+    result = run(RunRequest(snapshots=["smollm2-135m-instruct-q4"]))  # default benchmarks
 
 The functions are exported under their modules' names (``monitor.app.run`` is the
 function; its module is ``monitor.app.run`` in ``sys.modules``): import what you need

@@ -83,27 +83,26 @@ class ScoringOptions(BaseModel):
     )
     controls: bool = Field(
         True,
-        description="Also score each benchmark's control set (bhed-caste: the 55-sentence "
-        "neutral control bhed-neutral), shown beside its bias rate.",
+        description="Also score each benchmark's control set, shown beside its bias rate.",
         json_schema_extra={"flag": "--controls/--no-controls"},
     )
 
 
 def family_option_models() -> tuple[type[BaseModel], ...]:
-    """The families' ``run`` option models, in the registry's order.
+    """The families' ``run`` option models (``Family.run().options``), in the registry's
+    order; a family that adds no ``run`` option has none."""
+    from monitor.contract.registry import families
 
-    REGISTRY: the one place that knows which families add ``run`` options. It imports the
-    in-tree models directly until the entry-point registry (``monitor.contract``, branch
-    spine) lands; at the merge this becomes a lookup of each registered family's option
-    model.
-    """
-    from monitor.families.choice_qa.run_options import ChoiceRunOptions
-    from monitor.families.pairs.run_options import PairRunOptions
+    return tuple(m for f in families() if (m := f.run().options) is not None)
 
-    return (PairRunOptions, ChoiceRunOptions)
+
+def core_option_models() -> tuple[type[BaseModel], ...]:
+    """The option models of ``run`` that no family adds: the backend's, then what any run
+    records."""
+    return (BackendOptions, ScoringOptions)
 
 
 def run_option_models() -> tuple[type[BaseModel], ...]:
     """Every option model of ``run``, in the order its help lists them: the backend's,
     what any run records, then each family's."""
-    return (BackendOptions, ScoringOptions, *family_option_models())
+    return (*core_option_models(), *family_option_models())

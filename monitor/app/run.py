@@ -3,10 +3,8 @@ every run reports. Nothing is printed; the caller hears progress through ``RunEv
 
 from __future__ import annotations
 
-from monitor.app.family_hooks import score_judged_generation
 from monitor.app.run_plan import RunPlan, plan_run
 from monitor.app.run_request import RunEvents, RunRequest, RunResult
-from monitor.families.pairs.run_options import PairRunOptions
 from monitor.jobs.options import RunOutcome
 from monitor.store.db import Store
 
@@ -23,17 +21,15 @@ def run(request: RunRequest, events: RunEvents | None = None) -> RunResult:
     if not plan.snapshots:
         return RunResult(outcomes=[], benchmarks=plan.benches, snapshots=[])
     store = Store.open(plan.db_path)
-    outcomes = _score(store, plan, request.family(PairRunOptions), events)
+    outcomes = _score(store, plan, events)
     return RunResult(
         outcomes=outcomes, benchmarks=plan.benches, snapshots=[s.id for s in plan.snapshots]
     )
 
 
-def _score(
-    store: Store, plan: RunPlan, pairs: PairRunOptions, events: RunEvents
-) -> list[RunOutcome]:
-    """Each snapshot in turn: its benchmarks by its kind's driver, then the judged
-    generation task (when asked) as a run of its own."""
+def _score(store: Store, plan: RunPlan, events: RunEvents) -> list[RunOutcome]:
+    """Each snapshot in turn: its benchmarks by its kind's driver, then each task a
+    family scores itself (the families' ``Run.add``) as a run of its own."""
     from monitor.jobs.run import run_snapshot
 
     outcomes: list[RunOutcome] = []
@@ -49,17 +45,12 @@ def _score(
                     progress_factory=factory,
                     metric=plan.metrics[snap.id],
                 )
-            if plan.generation:
+            for task in plan.tasks:
                 outcomes.append(
-                    score_judged_generation(
+                    task(
                         store,
                         snap,
-                        plan.judge,
-                        plan.generation,
                         plan.options,
-                        temperature=pairs.temperature,
-                        max_tokens=pairs.generation_max_tokens,
-                        judge_max_tokens=pairs.judge_max_tokens,
                         on_event=events.on_event,
                         progress_factory=factory,
                     )

@@ -4,32 +4,63 @@ nothing)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from monitor.app.family_hooks import check_translatable, is_judged_generation
-from monitor.app.family_hooks import official_indic_templates as official
+from pydantic import BaseModel
+
 from monitor.app.run_request import RunEvents, RunRequest
 from monitor.benchmarks.items import LoadedBenchmark
+from monitor.contract.capabilities import Panel, Run, ScoreTask
 from monitor.errors import NotApplicable, UserInputError
-from monitor.families.choice_qa.run_options import ChoiceRunOptions
-from monitor.families.pairs.run_options import PairRunOptions
 from monitor.jobs.options import EventSink, RunOptions
 from monitor.snapshots.model import Snapshot
+
+if TYPE_CHECKING:
+    from monitor.benchmarks.manifest import BenchmarkManifest
 
 
 @dataclass(frozen=True)
 class RunPlan:
     """What the scoring loop needs: snapshots that apply, each one's metric, the
-    benchmarks (the judged generation task apart), the judge, the store and options."""
+    benchmarks their drivers score, the tasks families score themselves (each a run of
+    its own per snapshot), the store and options."""
 
     snapshots: list[Snapshot]
     metrics: dict[str, str]
     benches: list[LoadedBenchmark]
-    generation: list[LoadedBenchmark]
-    judge: Snapshot | None
+    tasks: list[ScoreTask]
     db_path: Path
     options: RunOptions
+
+
+@dataclass(frozen=True)
+class FamilyRun:
+    """A family's ``run`` capability with the options it is handed: the request's
+    instance of its model, else the model's defaults."""
+
+    hooks: Run
+    options: BaseModel
+
+
+def family_runs(request: RunRequest) -> list[FamilyRun]:
+    """Every family that adds options to ``run``, in the registry's order."""
+    from monitor.contract.registry import families
+
+    runs = [r for r in (f.run() for f in families()) if r.options is not None]
+    stray = [
+        type(o).__name__
+        for o in request.family_options
+        if not any(isinstance(o, r.options) for r in runs if r.options is not None)
+    ]
+    if stray:  # a caller's mistake that would otherwise be ignored without a word
+        raise UserInputError(
+            f"RunRequest.family_options: {', '.join(stray)} is no registered family's "
+            "run options model"
+        )
+    return [FamilyRun(r, request.family(r.options)) for r in runs if r.options is not None]
 
 
 def plan_run(request: RunRequest, events: RunEvents) -> RunPlan:
@@ -37,56 +68,63 @@ def plan_run(request: RunRequest, events: RunEvents) -> RunPlan:
     flags, snapshots, metric, local folders, benchmarks, store, then data and metrics."""
     from monitor.benchmarks.manifest import load_manifest
     from monitor.paths import default_db_path
-    from monitor.snapshots.registry import get_snapshot
     from monitor.store.db import check_writable
 
-    pairs, choice = request.family(PairRunOptions), request.family(ChoiceRunOptions)
-    loader_options = _checked_flags(request, choice)
+    runs = family_runs(request)
+    loader_options = _checked_flags(request, runs)
     snaps, chosen = _snapshots(request)
-    extra = pairs.extra_panel_metrics()
+    panel = _panel(runs)
     _verify_sources(chosen, events.on_event)
     manifest = load_manifest()
-    indic_only = pairs.indic_bias is not None and not request.benchmarks
+    own_only = not request.benchmarks and any(
+        r.hooks.replaces_defaults(r.options) for r in runs if r.hooks.replaces_defaults
+    )
     specs = (
         []
-        if indic_only
+        if own_only
         else manifest.select(list(request.benchmarks) or None, controls=request.scoring.controls)
     )
-    if "translations" in loader_options:
-        check_translatable(specs)
-    pairs.check_indic()
+    for r in runs:
+        if r.hooks.check is not None:
+            r.hooks.check(r.options, specs)
     db_path = Path(request.db) if request.db else default_db_path()
     check_writable(db_path)
     benches = _load(manifest, specs, request, loader_options, events.on_event)
-    generation = _indic(manifest, pairs, request.scoring.seed, events.on_event)
-    benches += [b for b in generation if not is_judged_generation(b)]
-    generation = [b for b in generation if is_judged_generation(b)]
-    if generation and pairs.judge is None:
-        raise UserInputError("--indic-task generation needs --judge SNAPSHOT (a chat model)")
-    judge = get_snapshot(pairs.judge, snaps) if pairs.judge is not None else None
+    benches, tasks = _add(runs, manifest, snaps, request.scoring.seed, events.on_event, benches)
     metrics = choose_metrics(chosen, request, benches, events.on_skip)
-    if extra:
+    if panel.metrics:
         _check_panel_metrics(chosen, metrics)
     return RunPlan(
         snapshots=[s for s in chosen if s.id in metrics],
         metrics=metrics,
         benches=benches,
-        generation=generation,
-        judge=judge,
+        tasks=tasks,
         db_path=db_path,
-        options=_run_options(request, extra),
+        options=_run_options(request, panel),
     )
 
 
-def _checked_flags(request: RunRequest, choice: ChoiceRunOptions) -> dict[str, str]:
+def _checked_flags(request: RunRequest, runs: Sequence[FamilyRun]) -> dict[str, str]:
     """The flags whose values are checked before anything is read; returns the loader
-    options the choice-question flags ask for."""
+    options the families' flags ask for."""
     dtype, errata = request.backend.dtype, request.scoring.errata
     if dtype not in ("auto", "float32", "bfloat16", "float16"):
         raise UserInputError(f"unknown --dtype {dtype!r}; use auto, float32, bfloat16 or float16")
     if errata not in ("current", "none"):
         raise UserInputError(f"unknown --errata {errata!r}; use current or none")
-    return choice.loader_options()
+    options: dict[str, str] = {}
+    for r in runs:
+        if r.hooks.loader_options is not None:
+            options.update(r.hooks.loader_options(r.options))
+    return options
+
+
+def _panel(runs: Sequence[FamilyRun]) -> Panel:
+    """The metric panel the first family with one asks for (checked), else the default."""
+    for r in runs:
+        if r.hooks.panel is not None:
+            return r.hooks.panel(r.options)
+    return Panel()
 
 
 def _snapshots(request: RunRequest) -> tuple[dict[str, Snapshot], list[Snapshot]]:
@@ -157,19 +195,23 @@ def _load(manifest, specs, request: RunRequest, options: dict[str, str], on_even
     return benches
 
 
-def _indic(manifest, pairs: PairRunOptions, seed: int, on_event: EventSink):
-    """The official Indic-Bias sets ``--indic-bias`` asks for (none without it)."""
-    if pairs.indic_bias is None:
-        return []
-    return official(
-        manifest,
-        pairs.indic_bias,
-        pairs.indic_task,
-        pairs.indic_partners,
-        pairs.indic_limit,
-        seed,
-        on_event,
-    )
+def _add(
+    runs: Sequence[FamilyRun],
+    manifest: BenchmarkManifest,
+    snaps: dict[str, Snapshot],
+    seed: int,
+    on_event: EventSink,
+    benches: list[LoadedBenchmark],
+) -> tuple[list[LoadedBenchmark], list[ScoreTask]]:
+    """What each family's options add: ``benches`` with its benchmarks after them (scored
+    by each snapshot's driver), and its tasks (scored by the family)."""
+    benches, tasks = list(benches), []
+    for r in runs:
+        if r.hooks.add is not None:
+            added = r.hooks.add(r.options, manifest, snapshots=snaps, seed=seed, on_event=on_event)
+            benches += added.benchmarks
+            tasks += added.tasks
+    return benches, tasks
 
 
 def choose_metrics(
@@ -205,7 +247,7 @@ def _check_panel_metrics(chosen: list[Snapshot], metrics: dict[str, str]) -> Non
             )
 
 
-def _run_options(request: RunRequest, extra: tuple[str, ...]) -> RunOptions:
+def _run_options(request: RunRequest, panel: Panel) -> RunOptions:
     """The options every driver reads, from the request's models."""
     backend, scoring = request.backend, request.scoring
     return RunOptions(
@@ -218,6 +260,6 @@ def _run_options(request: RunRequest, extra: tuple[str, ...]) -> RunOptions:
         trigger=scoring.trigger,
         resume=scoring.resume,
         errata=scoring.errata,
-        panel=request.family(PairRunOptions).panel,
-        panel_metrics=extra,
+        panel=panel.scored,
+        panel_metrics=panel.metrics,
     )

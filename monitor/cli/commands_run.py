@@ -33,8 +33,7 @@ BenchmarksOpt = Annotated[
     typer.Option(
         "--benchmark",
         "-b",
-        help="Benchmark id (repeatable). Default: the four "
-        "Indian-BhED axes (bhed-caste, bhed-religion, bhed-gender, bhed-race).",
+        help="Benchmark id (repeatable). Default: the benchmarks the manifest marks default.",
     ),
 ]
 OnlyApplicableOpt = Annotated[
@@ -107,13 +106,55 @@ def _render_run(result, fmt: Format) -> None:
 
 
 def _run_option_models():
-    from monitor.app.options import run_option_models
+    """Every option model of ``run``; where an installed family cannot be loaded, the core's
+    alone, so that the CLI still starts (``--help``) and ``run`` says why in one line when
+    it asks the registry for the families' models."""
+    from monitor.app.options import core_option_models, run_option_models
+    from monitor.contract.registry import FamilyRegistryError
 
-    return run_option_models()
+    try:
+        return run_option_models()
+    except FamilyRegistryError:
+        return core_option_models()
 
 
-# ``run``'s command class: every option model's fields become options after ``--db``.
-RUN_COMMAND = model_options_command(_run_option_models, after="db")
+def _manifest_help(params) -> None:
+    """``--benchmark``'s default and ``--controls``' controls, read from the manifest as
+    ``run --help`` is drawn (the help names what the manifest marks, never a list written
+    here); a manifest that cannot be read leaves the plain wording."""
+    from monitor.app.defaults import manifest_defaults
+    from monitor.errors import MonitorError
+
+    try:
+        found = manifest_defaults()
+    except MonitorError:
+        return
+    by_name = {p.name: p for p in params}
+    benchmark, controls = by_name.get("benchmark"), by_name.get("controls")
+    if benchmark is not None and found.benchmarks and benchmark.help.endswith("."):
+        benchmark.help = f"{benchmark.help[:-1]} ({', '.join(found.benchmarks)})."
+    if controls is not None and found.controls:
+        listed = ", ".join(f"{c} beside {b} ({rows} rows)" for b, c, rows in found.controls)
+        controls.help = f"{controls.help} The manifest's controls: {listed}."
+
+
+_ModelOptionsCommand = model_options_command(_run_option_models, after="db")
+
+
+class RunCommand(_ModelOptionsCommand):
+    """``run``'s command class: every option model's fields become options after
+    ``--db``; its help words the manifest's defaults when it is first drawn."""
+
+    worded = False
+
+    def format_help(self, ctx, formatter) -> None:
+        if not self.worded:
+            _manifest_help(self.params)
+            self.worded = True
+        super().format_help(ctx, formatter)
+
+
+RUN_COMMAND = RunCommand
 
 
 def _outcome_dict(o) -> dict:

@@ -78,4 +78,18 @@ def add(
     flag = "" if folder.resolve() in searched else f" --snapshots-dir {shlex.quote(str(folder))}"
     sid = pinned.snapshot.id
     out.print(f"wrote {pinned.path} ({pinned.snapshot.kind}, {pinned.snapshot.revision_label})")
-    out.print(f"score it with: bias-monitor run{flag} -s {sid} -b bhed-caste -b bhed-religion")
+    out.print(f"score it with: bias-monitor run{flag} -s {sid}{_first_defaults()}")
+
+
+def _first_defaults(n: int = 2) -> str:
+    """``-b`` for the first ``n`` benchmarks the manifest marks default: a first score
+    of a new snapshot that takes minutes, not the whole default set ("" where the
+    manifest cannot be read; the snapshot is pinned either way)."""
+    from monitor.app.defaults import manifest_defaults
+    from monitor.errors import MonitorError
+
+    try:
+        ids = manifest_defaults().benchmarks[:n]
+    except MonitorError:
+        return ""
+    return "".join(f" -b {shlex.quote(i)}" for i in ids)

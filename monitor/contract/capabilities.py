@@ -4,8 +4,9 @@ Each Protocol is one hook: a callable with the parameters the calling room passe
 names and keywords are the contract; ``tests/test_family_contract.py`` compares every
 family's functions with them). Capabilities group the hooks by the room that calls them:
 ``Items`` (benchmarks), ``Scoring`` (jobs and scoring), ``Drift`` (drift and the
-``drift`` command), ``Terminal`` (``run`` and ``show``), ``Report`` (the report) and
-``Importers`` (``bias-monitor import``). A hook a family does not supply is None.
+``drift`` command), ``Terminal`` (``run`` and ``show``), ``Report`` (the report),
+``Importers`` (``bias-monitor import``) and ``Run`` (the application layer's ``run``: the
+family's options and what they add). A hook a family does not supply is None.
 
 Comparisons travel as drift's ``Comparison`` (its generic record, or a family's own type
 that satisfies ``drift.session.FamilyResult``); a family's drift, report and terminal
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from datetime import datetime
     from pathlib import Path
 
+    from pydantic import BaseModel
     from rich.console import RenderableType
 
     from monitor.benchmarks.errata import ErrataFile
@@ -119,23 +121,6 @@ class LoadCorrectedItems(Protocol):
     ) -> LoadedBenchmark: ...
 
 
-class OfficialTemplates(Protocol):
-    """Benchmarks read from a copy of a gated dataset the user downloaded (``run
-    --indic-bias DIR``), with what the pinned manifest adds."""
-
-    def __call__(
-        self,
-        manifest: BenchmarkManifest,
-        folder: Path,
-        tasks: list[str],
-        *,
-        partners: int,
-        limit: int | None,
-        seed: int,
-        data_dir: Path | None = None,
-    ) -> list[LoadedBenchmark]: ...
-
-
 class BenchmarkSuite(Protocol):
     """The family's benchmark-data quality suite, run whenever one of its files is
     fetched or imported; ``expected_rows``: the manifest's ``rows``."""
@@ -150,14 +135,12 @@ class Items:
     ``load`` parses one manifest format's file; ``load_corrected`` is the same loader
     for a family whose rows the errata edit (None: errata for its benchmarks are refused,
     naming them ``errata_noun``). ``quality`` is its benchmark-data suite.
-    ``official_templates`` reads a user's downloaded copy of a gated dataset.
     """
 
     load: LoadItems
     quality: BenchmarkSuite
     errata_noun: str = "items"
     load_corrected: LoadCorrectedItems | None = None
-    official_templates: OfficialTemplates | None = None
 
 
 # ----------------------------------------------------------------------------- scoring
@@ -188,25 +171,6 @@ class ScoreApi(Protocol):
     def __call__(self, metric: str) -> ApiScoring | None: ...
 
 
-class ScoreJudged(Protocol):
-    """A task scored by two snapshots: the model answering and a judge reading it."""
-
-    def __call__(
-        self,
-        store: Store,
-        snapshot: Snapshot,
-        judge: Snapshot,
-        benches: Sequence[LoadedBenchmark],
-        options: RunOptions,
-        *,
-        temperature: float,
-        max_tokens: int = ...,
-        judge_max_tokens: int = ...,
-        on_event: EventSink = ...,
-        progress_factory: ProgressFactory | None = None,
-    ) -> RunOutcome: ...
-
-
 class ScoreSnapshot(Protocol):
     """A driver of its own: scores a snapshot and stores its runs (every repeat)."""
 
@@ -218,14 +182,14 @@ class Scoring:
     """How the family's items are scored.
 
     ``local``: by the local driver with a log-prob backend; ``api``: by the chat API
-    driver; ``judged``: by a model and a judge (``run --judge``); ``driver``: a driver of
-    the family's own, used by every snapshot kind whose backend meets its metrics' needs
-    and that names no driver itself (the association tests' embedding driver).
+    driver; ``driver``: a driver of the family's own, used by every snapshot kind whose
+    backend meets its metrics' needs and that names no driver itself (the association
+    tests' embedding driver). A task scored some other way (a model and a judge) is the
+    family's ``Run.add``.
     """
 
     local: ScoreLocal | None = None
     api: ScoreApi | None = None
-    judged: ScoreJudged | None = None
     driver: ScoreSnapshot | None = None
 
 
@@ -427,6 +391,111 @@ class Importers:
     declared: ImporterDeclarations | None = None
 
 
+# --------------------------------------------------------------------------------- run
+
+
+class RunLoaderOptions(Protocol):
+    """The benchmark loader's options that the family's ``run`` options ask for (``--size``
+    -> ``size``), each value checked before anything is read (a refused one is a
+    ``UserInputError``); handed to every loader of the run (``load_benchmarks``)."""
+
+    def __call__(self, options: BaseModel) -> Mapping[str, str]: ...
+
+
+class RunReplacesDefaults(Protocol):
+    """Whether these options bring benchmarks of their own that, when no ``-b`` is given,
+    are all the run scores instead of the manifest's default selection."""
+
+    def __call__(self, options: BaseModel) -> bool: ...
+
+
+class RunCheck(Protocol):
+    """The family's ``run`` options checked against the benchmarks selected from the
+    manifest, before any file is read (an option that applies to some formats only)."""
+
+    def __call__(self, options: BaseModel, specs: Sequence[BenchmarkSpec]) -> None: ...
+
+
+class ScoreTask(Protocol):
+    """One snapshot scored on a task the family scores itself (not by the snapshot kind's
+    driver), stored as a run of its own."""
+
+    def __call__(
+        self,
+        store: Store,
+        snapshot: Snapshot,
+        options: RunOptions,
+        *,
+        on_event: EventSink,
+        progress_factory: ProgressFactory | None = None,
+    ) -> RunOutcome: ...
+
+
+@dataclass(frozen=True)
+class RunAdditions:
+    """What a family's options add to a run: ``benchmarks`` that each snapshot's driver
+    scores beside the manifest's, and ``tasks`` the family scores itself, each one run
+    per snapshot after the driver's."""
+
+    benchmarks: Sequence[LoadedBenchmark] = ()
+    tasks: Sequence[ScoreTask] = ()
+
+
+class RunAdd(Protocol):
+    """Benchmarks and tasks the family's options add to the run (read once, after the
+    manifest's benchmarks are loaded); ``snapshots``: every pinned snapshot, by id (a task
+    may name one, such as a judge)."""
+
+    def __call__(
+        self,
+        options: BaseModel,
+        manifest: BenchmarkManifest,
+        *,
+        snapshots: Mapping[str, Snapshot],
+        seed: int,
+        on_event: EventSink,
+    ) -> RunAdditions: ...
+
+
+@dataclass(frozen=True)
+class Panel:
+    """The metric panel a local scorer fills beside the run's metric (``ScoreLocal``'s
+    ``panel`` and ``panel_metrics``): whether it is scored, and the metrics asked on top
+    of its default ones."""
+
+    scored: bool = True
+    metrics: tuple[str, ...] = ()
+
+
+class RunPanel(Protocol):
+    """The panel these options ask for, checked (a metric that is no panel metric is a
+    ``UserInputError``)."""
+
+    def __call__(self, options: BaseModel) -> Panel: ...
+
+
+@dataclass(frozen=True)
+class Run:
+    """What the family adds to ``run``.
+
+    ``options``: a pydantic model whose fields are ``run`` flags (``json_schema_extra
+    ["flag"]`` the flag, ``description`` its help); the CLI lists them in ``run --help``
+    and a Python caller passes an instance in ``RunRequest.family_options``. The hooks
+    are handed that instance (the request's, else the model's defaults), so a family
+    without ``options`` has none of them called. In the order ``run`` calls them:
+    ``loader_options`` (its flags as loader options, checked first), ``panel`` (the local
+    scorer's metric panel), ``replaces_defaults`` and ``check`` (against the manifest's
+    selection), ``add`` (benchmarks and tasks of its own).
+    """
+
+    options: type[BaseModel] | None = None
+    loader_options: RunLoaderOptions | None = None
+    panel: RunPanel | None = None
+    replaces_defaults: RunReplacesDefaults | None = None
+    check: RunCheck | None = None
+    add: RunAdd | None = None
+
+
 # The capabilities' hooks, by capability, as ARCHITECTURE.md lists them (a test compares).
 CAPABILITIES: dict[str, type] = {
     "items": Items,
@@ -436,4 +505,5 @@ CAPABILITIES: dict[str, type] = {
     "terminal": Terminal,
     "report": Report,
     "importers": Importers,
+    "run": Run,
 }

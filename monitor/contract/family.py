@@ -19,6 +19,7 @@ from monitor.contract.capabilities import (
     Items,
     Metrics,
     Report,
+    Run,
     Scoring,
     Terminal,
 )
@@ -44,7 +45,8 @@ class Family:
     Its capabilities (``monitor.contract.capabilities``), each given as a function that
     returns it, called on first use: ``items`` (load and check its files), ``metrics``
     (its metric specs, each saying what it needs of a backend, and what a run's measures
-    add), ``scoring``, ``drift``, ``terminal``, ``report`` and ``importers``. A family
+    add), ``scoring``, ``drift``, ``terminal``, ``report``, ``importers`` and ``run``
+    (its ``run`` options and what they add to a run). A family
     without a drift comparator has ``drift`` None; the others default to the empty
     capability (every hook None). Being functions, they import the family's modules
     (numpy, scipy, the store, torch for a local scorer) only when a room calls them:
@@ -83,6 +85,7 @@ class Family:
     terminal: Callable[[], Terminal] = Terminal
     report: Callable[[], Report] = Report
     importers: Callable[[], Importers] = Importers
+    run: Callable[[], Run] = Run
     benchmarks: Path | None = None
     show_title: str | None = None
     item_noun: str = "items"

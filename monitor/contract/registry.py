@@ -27,7 +27,6 @@ from monitor.contract.family import Family
 from monitor.errors import UserInputError
 
 if TYPE_CHECKING:
-    from monitor.contract.capabilities import OfficialTemplates, ScoreJudged
     from monitor.metrics.registry import MetricSpec
 
 GROUP = "bias_monitor.families"
@@ -135,23 +134,3 @@ def load_reference(reference: str) -> object:
     a run needs one)."""
     module, _, attr = reference.partition(":")
     return getattr(importlib.import_module(module), attr)
-
-
-def judged_scorer() -> ScoreJudged:
-    """The scorer of the task a model answers and a judge reads (``run --judge``): the
-    first family in the registry's order that has one."""
-    for family in families():
-        judged = family.scoring().judged
-        if judged is not None:
-            return judged
-    raise UserInputError("no registered family scores a task with a judge (--judge)")
-
-
-def official_template_reader() -> OfficialTemplates:
-    """The reader of a downloaded copy of a gated dataset's templates (``run --indic-bias
-    DIR``): the first family in the registry's order that has one."""
-    for family in families():
-        reader = family.items().official_templates
-        if reader is not None:
-            return reader
-    raise UserInputError("no registered family reads official templates (--indic-bias)")

@@ -25,9 +25,9 @@ class RunOptions:
     trigger: str | None = None
     resume: bool = True
     errata: str = "current"
-    # Score the panel's other causal log-prob metrics in the same pass
-    # (monitor.families.pairs.panel_planner): cll and ull, and these too (--metrics;
-    # cll-reference, the seed code's no-BOS variant, is only scored when asked).
+    # The metric panel a family's local scorer fills in the same pass as the run's metric
+    # (``ScoreLocal``'s ``panel`` and ``panel_metrics``, set from the family's
+    # ``Run.panel``): its default metrics, and these on top of them.
     panel: bool = True
     panel_metrics: tuple[str, ...] = ()
 

@@ -22,6 +22,7 @@ from monitor.contract.capabilities import (
     Items,
     Metrics,
     Report,
+    Run,
     Scoring,
     Terminal,
 )
@@ -82,6 +83,17 @@ def _importers() -> Importers:
     return Importers(declared=import_commands.importers)
 
 
+@cache
+def _run() -> Run:
+    from monitor.families.choice_qa import run_hooks, run_options
+
+    return Run(
+        options=run_options.ChoiceRunOptions,
+        loader_options=run_hooks.loader_options,
+        check=run_hooks.check,
+    )
+
+
 FAMILY = Family(
     name=NAME,
     rank=30,
@@ -99,6 +111,7 @@ FAMILY = Family(
     terminal=_terminal,
     report=_report,
     importers=_importers,
+    run=_run,
     sized=True,
     words="choice questions",
 )

@@ -22,6 +22,7 @@ from monitor.contract.capabilities import (
     Items,
     Metrics,
     Report,
+    Run,
     Scoring,
     Terminal,
 )
@@ -37,7 +38,6 @@ def _items() -> Items:
         load=items.load,
         quality=quality.validate_pairs,
         load_corrected=items.load,
-        official_templates=items.official_templates,
     )
 
 
@@ -50,11 +50,9 @@ def _metrics() -> Metrics:
 
 @cache
 def _scoring() -> Scoring:
-    from monitor.families.pairs import api_plans, judged_task, scoring
+    from monitor.families.pairs import api_plans, scoring
 
-    return Scoring(
-        local=scoring.score_items, api=api_plans.score_api, judged=judged_task.score_judged
-    )
+    return Scoring(local=scoring.score_items, api=api_plans.score_api)
 
 
 @cache
@@ -94,6 +92,19 @@ def _importers() -> Importers:
     return Importers(declared=import_commands.importers)
 
 
+@cache
+def _run() -> Run:
+    from monitor.families.pairs import run_hooks, run_options
+
+    return Run(
+        options=run_options.PairRunOptions,
+        panel=run_hooks.panel,
+        replaces_defaults=run_hooks.replaces_defaults,
+        check=run_hooks.check,
+        add=run_hooks.add,
+    )
+
+
 FAMILY = Family(
     name=NAME,
     rank=10,
@@ -111,5 +122,6 @@ FAMILY = Family(
     report=_report,
     kind_default=True,
     importers=_importers,
+    run=_run,
     drift_units="Δ and MDE in percentage points",
 )

@@ -139,7 +139,7 @@ def official_templates(
     seed: int,
     data_dir: Path | None = None,
 ) -> list[LoadedBenchmark]:
-    """The family's ``official_templates`` hook (``run --indic-bias DIR``): the requested
+    """What ``run --indic-bias DIR`` reads (``run_hooks.add``): the requested
     tasks of a user's downloaded copy of the official Indic-Bias templates, each identity
     paired with partners from the pinned taxonomy (which the caller has fetched)."""
     tax = load_taxonomy(manifest, data_dir=data_dir)
