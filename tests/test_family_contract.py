@@ -131,6 +131,36 @@ def test_import_module_appears_only_in_the_registry_and_the_model_assembler():
     assert users == ALLOWED_IMPORT_MODULE
 
 
+def test_family_builds_each_capability_once_whoever_declared_it():
+    # The families write plain functions (no functools.cache of their own): the contract
+    # keeps what each returned, so a room calling one again reimports and rebuilds nothing.
+    built: list[str] = []
+
+    def items() -> capabilities.Items:
+        built.append("items")
+        return capabilities.Items(load=lambda *a, **k: [], quality=lambda *a, **k: None)
+
+    family = Family(
+        name="probe",
+        summary="",
+        item_kinds=("probe",),
+        measure_kinds=("rate",),
+        headline="rate",
+        outcomes=True,
+        formats=(),
+        items=items,
+        metrics=capabilities.Metrics,
+    )
+    assert family.items() is family.items()
+    assert built == ["items"]
+    assert family.drift is None
+    for f in registry.families():
+        for name in CAPABILITIES:
+            build = getattr(f, name)
+            if build is not None:
+                assert build() is build(), (f.name, name)
+
+
 def _architecture_capabilities() -> dict[str, list[str]]:
     text = (REPO / "ARCHITECTURE.md").read_text(encoding="utf-8")
     section = text.split("## One way in for each kind of result", 1)[1].split("\n## ", 1)[0]

@@ -11,9 +11,11 @@ Pure declarations: no I/O, no room imported at run time.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING
 
 from monitor.contract.capabilities import (
+    CAPABILITIES,
     Drift,
     Importers,
     Items,
@@ -51,8 +53,8 @@ class Family:
     capability (every hook None). Being functions, they import the family's modules
     (numpy, scipy, the store, torch for a local scorer) only when a room calls them:
     loading the registry costs the imports of the families' ``family.py`` alone, so the
-    CLI starts without them. A room may call one again (its modules are imported once; the in-tree
-    families cache what they return).
+    CLI starts without them. A room may call one again: ``Family`` caches each (its modules are
+    imported, and the capability built, once).
 
     Words: ``show_title`` heads its table in ``show``; ``item_noun`` and ``count_note``
     word the line under ``run``'s table; ``drift_units`` is said once in ``drift``'s
@@ -95,3 +97,12 @@ class Family:
     drift_units: str = ""
     words: str = ""
     rank: int = 100
+
+    def __post_init__(self) -> None:
+        # Each capability is built once, on the first call, whoever declared it: a family
+        # writes the function that imports its modules and builds the capability, and
+        # the contract, not every family, keeps what it returned.
+        for name in CAPABILITIES:
+            build = getattr(self, name)
+            if build is not None:
+                object.__setattr__(self, name, cache(build))

@@ -105,6 +105,19 @@ def records_headline(report: ReportInput, family: str) -> str:
     return f"{where} ({what}): no flagged change in {len(comps)} comparisons."
 
 
+def no_part(
+    report: ReportInput,
+    *,
+    fmt: ReportFormat,
+    max_rows: int,
+    env: Environment | None = None,
+) -> str:
+    """A part of a family's section (``FamilySection.lead`` and the others) that shows
+    nothing: "". ``env``: the HTML report's Jinja2 environment (autoescape, its macros);
+    ``max_rows``: the Markdown's row budget."""
+    return ""
+
+
 class FamilySection(Frozen):
     """The base of a family's section model.
 
@@ -124,51 +137,17 @@ class FamilySection(Frozen):
         leaves out are plotted)."""
         return False
 
-    def lead(
-        self,
-        report: ReportInput,
-        *,
-        fmt: ReportFormat,
-        max_rows: int,
-        env: Environment | None = None,
-    ) -> str:
-        """First under the verdict; "" for none. ``env``: the HTML report's Jinja2
-        environment (autoescape, its macros); ``max_rows``: the Markdown's row budget."""
-        return ""
-
-    def answer(
-        self,
-        report: ReportInput,
-        *,
-        fmt: ReportFormat,
-        max_rows: int,
-        env: Environment | None = None,
-    ) -> str:
-        """The family's answer under the report's meta line; "" for none."""
-        return ""
-
-    def block(
-        self,
-        report: ReportInput,
-        *,
-        fmt: ReportFormat,
-        max_rows: int,
-        env: Environment | None = None,
-    ) -> str:
-        """Its detail after every family's answer; "" for none."""
-        return ""
-
-    def appendix(
-        self,
-        report: ReportInput,
-        *,
-        fmt: ReportFormat,
-        max_rows: int,
-        env: Environment | None = None,
-    ) -> str:
-        """Its reference material after what changed between the compared runs; "" for
-        none."""
-        return ""
+    # The four parts a section may show, each "" for none, in the report's order:
+    # ``lead`` first under the verdict; ``answer`` the family's answer under the report's
+    # meta line; ``block`` its detail after every family's answer; ``appendix`` its
+    # reference material after what changed between the compared runs. Each is called
+    # as ``part(report, fmt=..., max_rows=..., env=...)`` (``no_part``'s signature): a section
+    # overrides one with a method, or with ``staticmethod(f)`` of a function that needs
+    # nothing of the section but the report.
+    lead = staticmethod(no_part)
+    answer = staticmethod(no_part)
+    block = staticmethod(no_part)
+    appendix = staticmethod(no_part)
 
     def headline(self, report: ReportInput) -> str:
         """Its sentence in the one-line verdict ("" for none); by default worded from its

@@ -9,7 +9,6 @@ this package but this module. bias-monitor's core calls these through its typed 
 
 from __future__ import annotations
 
-from functools import cache
 from pathlib import Path
 
 from monitor.contract.capabilities import (
@@ -27,49 +26,42 @@ FAMILY_NAME = "truth-statements"  # frame.FAMILY_NAME, said here without importi
 FORMAT = "truth-statements-jsonl"  # items.FORMAT
 
 
-@cache
 def _items() -> Items:
     from bias_monitor_statements import items, quality
 
     return Items(load=items.load, quality=quality.validate_statements, errata_noun="statements")
 
 
-@cache
 def _metrics() -> Metrics:
     from bias_monitor_statements import measures, metrics
 
     return Metrics(specs=metrics.metric_specs, measures=measures.run_measures)
 
 
-@cache
 def _scoring() -> Scoring:
     from bias_monitor_statements import scoring
 
     return Scoring(local=scoring.score_local)
 
 
-@cache
 def _drift() -> Drift:
     from bias_monitor_statements import compare
 
     return Drift(compare=compare.compare)
 
 
-@cache
 def _terminal() -> Terminal:
     from bias_monitor_statements import table
 
     return Terminal(cli_table=table.cli_table)
 
 
-@cache
 def _report() -> Report:
     from bias_monitor_statements import section
 
     return Report(section=section.StatementsSection)
 
 
-@cache
 def _importers() -> Importers:
     from bias_monitor_statements import import_command
 

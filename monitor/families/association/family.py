@@ -15,41 +15,35 @@ Each capability is built on first use (``Family``).
 
 from __future__ import annotations
 
-from functools import cache
-
-from monitor.contract.capabilities import Drift, Items, Metrics, Report, Scoring, Terminal
+from monitor.contract import capabilities as cap
 from monitor.contract.family import Family
 from monitor.families.association import NAME
 
 
-@cache
-def _items() -> Items:
+def _items() -> cap.Items:
     from monitor.families.association import items, quality
 
-    return Items(
+    return cap.Items(
         load=items.load, quality=quality.validate_word_sets, errata_noun="word-set benchmarks"
     )
 
 
-@cache
-def _metrics() -> Metrics:
+def _metrics() -> cap.Metrics:
     from monitor.families.association import metrics
 
-    return Metrics(specs=metrics.metric_specs)
+    return cap.Metrics(specs=metrics.metric_specs)
 
 
-@cache
-def _scoring() -> Scoring:
+def _scoring() -> cap.Scoring:
     from monitor.families.association import scoring
 
-    return Scoring(driver=scoring.score_snapshot)
+    return cap.Scoring(driver=scoring.score_snapshot)
 
 
-@cache
-def _drift() -> Drift:
+def _drift() -> cap.Drift:
     from monitor.families.association import compare, table
 
-    return Drift(
+    return cap.Drift(
         compare=compare.compare_effect_sizes,
         lines=table.drift_lines,
         table=table.drift_table,
@@ -57,18 +51,16 @@ def _drift() -> Drift:
     )
 
 
-@cache
-def _terminal() -> Terminal:
+def _terminal() -> cap.Terminal:
     from monitor.families.association import table
 
-    return Terminal(cli_table=table.cli_table, item_scores=table.item_scores)
+    return cap.Terminal(cli_table=table.cli_table, item_scores=table.item_scores)
 
 
-@cache
-def _report() -> Report:
+def _report() -> cap.Report:
     from monitor.families.association import section
 
-    return Report(section=section.AssociationSection, build=section.build_section)
+    return cap.Report(section=section.AssociationSection, build=section.build_section)
 
 
 FAMILY = Family(

@@ -43,42 +43,6 @@ _d = plots.d_text  # d with a true minus, as the plots label it
 _FMT = fmt  # the formatters, under a name report_block's ``fmt`` argument does not hide
 
 
-class AssociationSection(FamilySection):
-    """The association tests in the report: the compared runs' tests, their changes and d
-    over time (``Trend`` with measure "effect_size", reference 0). In the JSON (schema 2)
-    its fields come just before ``family_comparisons``."""
-
-    family: ClassVar[str] = NAME
-    json_before: ClassVar[Mapping[str, str]] = {
-        "associations": "family_comparisons",
-        "effect_comparisons": "family_comparisons",
-        "effect_trends": "family_comparisons",
-    }
-
-    associations: tuple[AssociationResult, ...] = ()
-    effect_comparisons: tuple[EffectComparison, ...] = ()
-    effect_trends: tuple[Trend, ...] = ()
-
-    def shows_trends(self) -> bool:
-        return bool(self.effect_trends)
-
-    def block(
-        self,
-        report: ReportInput,
-        *,
-        fmt: Literal["markdown", "html"],
-        max_rows: int,
-        env: Environment | None = None,
-    ) -> str:
-        return report_block(report, fmt=fmt, max_rows=max_rows, env=env)
-
-    def headline(self, report: ReportInput) -> str:
-        return report_headline(report)
-
-    def verdicts(self, report: ReportInput) -> list[VerdictRef]:
-        return report_verdicts(report)
-
-
 def _own(report: ReportInput) -> AssociationSection:
     """The report's association section (its default where it holds none)."""
     return report.section_of(AssociationSection)
@@ -337,3 +301,27 @@ def report_block(
         effect_trends=_effect_trend_views(report),
         dfmt=plots.d_text,
     )
+
+
+class AssociationSection(FamilySection):
+    """The association tests in the report: the compared runs' tests, their changes and d
+    over time (``Trend`` with measure "effect_size", reference 0). In the JSON (schema 2)
+    its fields come just before ``family_comparisons``."""
+
+    family: ClassVar[str] = NAME
+    json_before: ClassVar[Mapping[str, str]] = {
+        "associations": "family_comparisons",
+        "effect_comparisons": "family_comparisons",
+        "effect_trends": "family_comparisons",
+    }
+
+    associations: tuple[AssociationResult, ...] = ()
+    effect_comparisons: tuple[EffectComparison, ...] = ()
+    effect_trends: tuple[Trend, ...] = ()
+
+    def shows_trends(self) -> bool:
+        return bool(self.effect_trends)
+
+    block = staticmethod(report_block)
+    headline = staticmethod(report_headline)
+    verdicts = staticmethod(report_verdicts)

@@ -14,80 +14,61 @@ Each capability is built on first use (``Family``): the local scorer loads torch
 
 from __future__ import annotations
 
-from functools import cache
-
-from monitor.contract.capabilities import (
-    Drift,
-    Importers,
-    Items,
-    Metrics,
-    Report,
-    Run,
-    Scoring,
-    Terminal,
-)
+from monitor.contract import capabilities as cap
 from monitor.contract.family import Family
 from monitor.families.choice_qa import NAME
 
 
-@cache
-def _items() -> Items:
+def _items() -> cap.Items:
     from monitor.families.choice_qa import items, quality
 
-    return Items(
+    return cap.Items(
         load=items.load,
         quality=quality.validate_choice_questions,
         errata_noun="choice questions",
     )
 
 
-@cache
-def _metrics() -> Metrics:
+def _metrics() -> cap.Metrics:
     from monitor.families.choice_qa import measures, metrics
 
-    return Metrics(specs=metrics.metric_specs, measures=measures.run_measures)
+    return cap.Metrics(specs=metrics.metric_specs, measures=measures.run_measures)
 
 
-@cache
-def _scoring() -> Scoring:
+def _scoring() -> cap.Scoring:
     from monitor.families.choice_qa import api_choice, scoring
 
-    return Scoring(local=scoring.score_local, api=api_choice.api_scoring)
+    return cap.Scoring(local=scoring.score_local, api=api_choice.api_scoring)
 
 
-@cache
-def _drift() -> Drift:
+def _drift() -> cap.Drift:
     from monitor.families.choice_qa import compare
 
-    return Drift(compare=compare.compare_choice_qa)
+    return cap.Drift(compare=compare.compare_choice_qa)
 
 
-@cache
-def _terminal() -> Terminal:
+def _terminal() -> cap.Terminal:
     from monitor.families.choice_qa import table
 
-    return Terminal(cli_table=table.cli_table)
+    return cap.Terminal(cli_table=table.cli_table)
 
 
-@cache
-def _report() -> Report:
+def _report() -> cap.Report:
     from monitor.families.choice_qa import section
 
-    return Report(section=section.ChoiceSection, build=section.build_section)
+    return cap.Report(section=section.ChoiceSection, build=section.build_section)
 
 
-@cache
-def _importers() -> Importers:
+def _importers() -> cap.Importers:
     from monitor.families.choice_qa import import_commands
 
-    return Importers(declared=import_commands.importers)
+    return cap.Importers(declared=import_commands.importers)
 
 
-@cache
-def _run() -> Run:
+def _run() -> cap.Run:
     from monitor.families.choice_qa import run_hooks, run_options
 
-    return Run(
+    return cap.Run(
         options=run_options.ChoiceRunOptions,
         loader_options=run_hooks.loader_options,
         check=run_hooks.check,

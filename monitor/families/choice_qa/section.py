@@ -29,6 +29,26 @@ TITLE = "Choice questions (BBQ, BharatBBQ)"
 _HTML = Path(__file__).with_name("section.html.j2")
 
 
+def report_answer(
+    report: ReportInput,
+    *,
+    fmt: Literal["markdown", "html"],
+    max_rows: int,
+    env: Environment | None = None,
+) -> str:
+    """The section's ``answer``: the choice questions' comparison tables ("" for none)."""
+    comparisons = report.comparisons_of(NAME)
+    if not comparisons:
+        return ""
+    return report_section(
+        comparisons,
+        fmt=fmt,
+        level=report.level,
+        alpha=report.alpha,
+        snapshot_of={r.run_id: r.snapshot_id for r in report.runs},
+    )
+
+
 class ChoiceSection(FamilySection):
     """The choice questions in the report. Their comparisons are drift's generic records
     (``ReportInput.family_comparisons``), drawn as the section's ``answer`` (the tables)
@@ -40,24 +60,7 @@ class ChoiceSection(FamilySection):
 
     run_measures: tuple[MeasureValue, ...] = ()
 
-    def answer(
-        self,
-        report: ReportInput,
-        *,
-        fmt: Literal["markdown", "html"],
-        max_rows: int,
-        env: Environment | None = None,
-    ) -> str:
-        comparisons = report.comparisons_of(self.family)
-        if not comparisons:
-            return ""
-        return report_section(
-            comparisons,
-            fmt=fmt,
-            level=report.level,
-            alpha=report.alpha,
-            snapshot_of={r.run_id: r.snapshot_id for r in report.runs},
-        )
+    answer = staticmethod(report_answer)
 
     def block(
         self,

@@ -14,52 +14,37 @@ of the folder at load time, so the CLI starts without numpy, scipy or the store.
 
 from __future__ import annotations
 
-from functools import cache
-
-from monitor.contract.capabilities import (
-    Drift,
-    Importers,
-    Items,
-    Metrics,
-    Report,
-    Run,
-    Scoring,
-    Terminal,
-)
+from monitor.contract import capabilities as cap
 from monitor.contract.family import Family
 from monitor.families.pairs import NAME
 
 
-@cache
-def _items() -> Items:
+def _items() -> cap.Items:
     from monitor.families.pairs import items, quality
 
-    return Items(
+    return cap.Items(
         load=items.load,
         quality=quality.validate_pairs,
         load_corrected=items.load,
     )
 
 
-@cache
-def _metrics() -> Metrics:
+def _metrics() -> cap.Metrics:
     from monitor.families.pairs import measures, metrics
 
-    return Metrics(specs=metrics.metric_specs, measures=measures.pair_measures)
+    return cap.Metrics(specs=metrics.metric_specs, measures=measures.pair_measures)
 
 
-@cache
-def _scoring() -> Scoring:
+def _scoring() -> cap.Scoring:
     from monitor.families.pairs import api_plans, scoring
 
-    return Scoring(local=scoring.score_items, api=api_plans.score_api)
+    return cap.Scoring(local=scoring.score_items, api=api_plans.score_api)
 
 
-@cache
-def _drift() -> Drift:
+def _drift() -> cap.Drift:
     from monitor.families.pairs import compare, drift_output
 
-    return Drift(
+    return cap.Drift(
         compare=compare.compare_runs,
         unscored=compare.unscored_axes,
         explain=compare.explained,
@@ -69,34 +54,30 @@ def _drift() -> Drift:
     )
 
 
-@cache
-def _terminal() -> Terminal:
+def _terminal() -> cap.Terminal:
     from monitor.families.pairs import table
 
-    return Terminal(
+    return cap.Terminal(
         cli_table=table.cli_table, show_tables=table.show_tables, show_json=table.show_json
     )
 
 
-@cache
-def _report() -> Report:
+def _report() -> cap.Report:
     from monitor.families.pairs import section
 
-    return Report(section=section.PairsSection, build=section.build_section)
+    return cap.Report(section=section.PairsSection, build=section.build_section)
 
 
-@cache
-def _importers() -> Importers:
+def _importers() -> cap.Importers:
     from monitor.families.pairs import import_commands
 
-    return Importers(declared=import_commands.importers)
+    return cap.Importers(declared=import_commands.importers)
 
 
-@cache
-def _run() -> Run:
+def _run() -> cap.Run:
     from monitor.families.pairs import run_hooks, run_options
 
-    return Run(
+    return cap.Run(
         options=run_options.PairRunOptions,
         panel=run_hooks.panel,
         replaces_defaults=run_hooks.replaces_defaults,

@@ -33,7 +33,6 @@ from monitor.metrics.context import score_contexts
 from monitor.metrics.panel import PANEL_METRICS
 from monitor.readmodel.reader import RunReader
 from monitor.report import plots
-from monitor.report.answer import VerdictRef
 from monitor.report.history import SafeTexts, quarantined_runs, series_trend
 from monitor.report.html import TrendView, render_folder_template
 from monitor.report.input import interval_of, series_columns
@@ -59,48 +58,6 @@ _HERE = Path(__file__).parent
 _FMT = fmt  # the formatters, under a name report_block's ``fmt`` argument does not hide
 MAX_ITEM_IDS = 200  # flipped item ids listed per comparison (HTML)
 HTML_SUMMARIES = 40  # comparisons explained in words in the HTML (drifts first)
-
-
-class PairsSection(PairsData):
-    """The pairs' section: the per-pair answer first under the verdict (``lead``), the
-    detail after every family's answer (``block``), the repeat groups and methods after
-    what changed (``appendix``), and the pair axes in the verdict sentence and counts."""
-
-    def lead(
-        self,
-        report: ReportInput,
-        *,
-        fmt: Literal["markdown", "html"],
-        max_rows: int,
-        env: Environment | None = None,
-    ) -> str:
-        return answer.report_lead(report, fmt=fmt, max_rows=max_rows, env=env)
-
-    def block(
-        self,
-        report: ReportInput,
-        *,
-        fmt: Literal["markdown", "html"],
-        max_rows: int,
-        env: Environment | None = None,
-    ) -> str:
-        return report_block(report, fmt=fmt, max_rows=max_rows, env=env)
-
-    def appendix(
-        self,
-        report: ReportInput,
-        *,
-        fmt: Literal["markdown", "html"],
-        max_rows: int,
-        env: Environment | None = None,
-    ) -> str:
-        return report_appendix(report, fmt=fmt, max_rows=max_rows, env=env)
-
-    def headline(self, report: ReportInput) -> str:
-        return answer.report_headline(report)
-
-    def verdicts(self, report: ReportInput) -> list[VerdictRef]:
-        return answer.report_verdicts(report)
 
 
 def build_section(
@@ -663,3 +620,15 @@ def fdr_text(report: ReportInput) -> str:
         f"(false discovery rate {report.alpha:g}); a drift is flagged only when p (BH) < "
         f"{report.alpha:g} and the flips clear the snapshot's noise floor."
     )
+
+
+class PairsSection(PairsData):
+    """The pairs' section: the per-pair answer first under the verdict (``lead``), the
+    detail after every family's answer (``block``), the repeat groups and methods after
+    what changed (``appendix``), and the pair axes in the verdict sentence and counts."""
+
+    lead = staticmethod(answer.report_lead)
+    block = staticmethod(report_block)
+    appendix = staticmethod(report_appendix)
+    headline = staticmethod(answer.report_headline)
+    verdicts = staticmethod(answer.report_verdicts)
