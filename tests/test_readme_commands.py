@@ -37,10 +37,6 @@ E2E = (
     "tests/test_local_dir_snapshot.py"
     "::test_pinned_folder_is_scored_compared_and_refused_when_changed"
 )
-CHOICE_QA_IMPORT = (
-    "tests/test_choice_qa_import.py::test_drift_report_and_show_on_two_imported_models"
-)
-CHOICE_QA_XLANG = "tests/test_cli_choice_qa_xlang.py::test_drift_pairs_the_languages_by_source_id"
 MAPPED = {
     "make run": "tests/test_readme_quickstart.py::test_make_run_prints_what_the_readme_shows",
     "make test": "tests/test_readme_commands.py::test_ci_runs_make_test_and_make_docs",
@@ -53,13 +49,6 @@ MAPPED = {
     "bias-monitor run -s smollm2-135m-instruct-q4 -b bharatbbq-caste -b bbq-religion --size mini": (
         "tests/test_cli_choice_qa_run.py::test_run_scores_choice_questions_and_reruns_identically"
     ),
-    "bias-monitor run -s smollm2-135m-instruct-q4 -b bharatbbq-caste --size mini "
-    "--translations ./bharatbbq-hi --language hi": CHOICE_QA_XLANG,
-    "bias-monitor drift --snapshot smollm2-135m-instruct-q4": CHOICE_QA_XLANG,
-    "bias-monitor import bharatbbq "
-    "../shared/datasets/bharatbbq/Example_Predictions/Age_examples.csv": CHOICE_QA_IMPORT,
-    "bias-monitor drift --snapshot gemma-bharatbbq-paper --baseline-snapshot "
-    "llama-bharatbbq-paper": CHOICE_QA_IMPORT,
 }
 
 

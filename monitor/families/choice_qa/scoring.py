@@ -1,6 +1,6 @@
 """Score choice questions with a local causal LM (``mc-loglik``): the family's
 ``score_local`` hook, called by the local driver (``monitor.jobs.local``) with the
-arguments it gives the pairs' (``monitor.families.pairs.scoring.score_items``).
+arguments it gives every family's local scorer (the ``ScoreLocal`` Protocol).
 
 Why it is its own loop rather than a planner for ``monitor.scoring.score_plans``: an item's three
 options share a long prompt (context and question, ~90% of an item's tokens on
