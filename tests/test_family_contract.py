@@ -27,7 +27,7 @@ import pytest
 
 from monitor.contract import capabilities, registry
 from monitor.contract.capabilities import CAPABILITIES
-from monitor.contract.family import Family
+from monitor.contract.family import Builders, Family
 
 REPO = Path(__file__).resolve().parents[1]
 MONITOR = REPO / "monitor"
@@ -132,13 +132,18 @@ def test_import_module_appears_only_in_the_registry_and_the_model_assembler():
 
 
 def test_family_builds_each_capability_once_whoever_declared_it():
-    # The families write plain functions (no functools.cache of their own): the contract
-    # keeps what each returned, so a room calling one again reimports and rebuilds nothing.
+    # The families write plain builder methods (no functools.cache of their own): the
+    # contract keeps what each returned, so a room calling one again reimports and
+    # rebuilds nothing; what a family does not write is the empty capability (drift: None).
     built: list[str] = []
 
-    def items() -> capabilities.Items:
-        built.append("items")
-        return capabilities.Items(load=lambda *a, **k: [], quality=lambda *a, **k: None)
+    class Probe(Builders):
+        def items(self) -> capabilities.Items:
+            built.append("items")
+            return capabilities.Items(load=lambda *a, **k: [], quality=lambda *a, **k: None)
+
+        def metrics(self) -> capabilities.Metrics:
+            return capabilities.Metrics(specs=lambda family: [])
 
     family = Family(
         name="probe",
@@ -148,12 +153,14 @@ def test_family_builds_each_capability_once_whoever_declared_it():
         headline="rate",
         outcomes=True,
         formats=(),
-        items=items,
-        metrics=capabilities.Metrics,
+        capabilities=Probe(),
     )
     assert family.items() is family.items()
     assert built == ["items"]
     assert family.drift is None
+    assert family.scoring() == capabilities.Scoring()
+    with pytest.raises(TypeError):  # items and metrics are every family's to write
+        type("NoItems", (Builders,), {})()
     for f in registry.families():
         for name in CAPABILITIES:
             build = getattr(f, name)
@@ -429,12 +436,16 @@ def _shipping_family(site: Path, benchmark_id: str) -> Path:
     (pkg / "family.py").write_text(
         "from pathlib import Path\n"
         "from monitor.contract.capabilities import Metrics\n"
-        "from monitor.contract.family import Family\n"
+        "from monitor.contract.family import Builders, Family\n"
         "from monitor.families.pairs.family import FAMILY as PAIRS\n"
+        "class Shipped(Builders):\n"
+        "    def items(self):\n"
+        "        return PAIRS.items()\n"
+        "    def metrics(self):\n"
+        "        return Metrics(specs=lambda family: [])\n"
         "FAMILY = Family(name='shipped-test', summary='a test family', item_kinds=(),\n"
         "    measure_kinds=('rate',), headline='bias_rate', outcomes=True, formats=(),\n"
-        "    items=PAIRS.items, metrics=lambda: Metrics(specs=lambda family: []),\n"
-        "    benchmarks=Path(__file__).parent / 'benchmarks.toml')\n",
+        "    capabilities=Shipped(), benchmarks=Path(__file__).parent / 'benchmarks.toml')\n",
         encoding="utf-8",
     )
     _fake_distribution(site, "shipfam", {"shipped": "shipfam.family:FAMILY"})

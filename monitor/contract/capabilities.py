@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, TypedDict, Unpack
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -146,22 +146,30 @@ class Items:
 # ----------------------------------------------------------------------------- scoring
 
 
+class LocalOptions(TypedDict, total=False):
+    """What the local driver passes a ``ScoreLocal`` beside the backend, items and metric,
+    each left out where the driver has none: ``batch_size`` (sequences per forward pass;
+    the backend's by default), ``progress(n)`` after each finished batch, ``already_scored``
+    (a resumed run's item ids, skipped), ``on_batch(rows)`` with each finished batch before
+    the next starts, and the metric panel (``panel``: score it beside the metric, default
+    True; ``panel_metrics``: asked on top of its defaults), which a family without a panel
+    ignores. Written once here, so a family's scorer takes them as ``**options`` and reads
+    what it uses."""
+
+    batch_size: int | None
+    progress: Callable[[int], None] | None
+    already_scored: Collection[str]
+    on_batch: Callable[[list[ScoreRow]], None] | None
+    panel: bool
+    panel_metrics: Sequence[str]
+
+
 class ScoreLocal(Protocol):
-    """Score items with a local backend, in item order, handing each finished batch to
-    ``on_batch`` and skipping ``already_scored`` (a resumed run)."""
+    """Score items with a local backend, in item order (``LocalOptions``: batches handed
+    on as they finish, a resumed run's items skipped)."""
 
     def __call__(
-        self,
-        backend: object,
-        items: list[Item],
-        metric: str,
-        *,
-        batch_size: int | None = None,
-        progress: Callable[[int], None] | None = None,
-        already_scored: Collection[str] = frozenset(),
-        on_batch: Callable[[list[ScoreRow]], None] | None = None,
-        panel: bool = True,
-        panel_metrics: Sequence[str] = (),
+        self, backend: object, items: list[Item], metric: str, **options: Unpack[LocalOptions]
     ) -> list[ScoreRow]: ...
 
 
@@ -338,21 +346,26 @@ class Terminal:
 # ------------------------------------------------------------------------------ report
 
 
+@dataclass(frozen=True)
+class ReportScope:
+    """What the report asks of every family's section, built once per report: ``since``
+    (the trends' window; None: every run), ``flags`` (drift's flag of each (new run,
+    benchmark, axis)), ``new_runs`` (each compared pair's new run) and ``with_flips``
+    (list the items whose answer moved: ``report --show-flips``; a family whose items do
+    not flip ignores it)."""
+
+    since: datetime | None
+    flags: dict[tuple[str, str, str], str]
+    new_runs: Sequence[str]
+    with_flips: bool = False
+
+
 class BuildSection(Protocol):
-    """The family's section of the report from its comparisons and the stored runs; None
-    when it has nothing of its own to show. ``flags``: drift's flag of each (new run,
-    benchmark, axis); ``new_runs``: each compared pair's new run; ``with_flips``: list the
-    items whose answer moved (``report --show-flips``)."""
+    """The family's section of the report from its comparisons and the stored runs, in the
+    report's ``scope``; None when it has nothing of its own to show."""
 
     def __call__(
-        self,
-        view: RunReader,
-        comparisons: Sequence[Comparison],
-        *,
-        since: datetime | None,
-        flags: dict[tuple[str, str, str], str],
-        new_runs: Sequence[str],
-        with_flips: bool = False,
+        self, view: RunReader, comparisons: Sequence[Comparison], scope: ReportScope
     ) -> FamilySection | None: ...
 
 

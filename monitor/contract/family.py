@@ -10,7 +10,8 @@ Pure declarations: no I/O, no room imported at run time.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -33,6 +34,47 @@ if TYPE_CHECKING:
     from monitor.records import MeasureKind
 
 
+class Builders(ABC):
+    """A family's capabilities (``monitor.contract.capabilities``), one method each that
+    builds it: ``items`` (load and check its files) and ``metrics`` (its metric specs,
+    each saying what it needs of a backend, and what a run's measures add), which every
+    family writes; ``scoring``, ``terminal``, ``report``, ``importers`` and ``run`` (its
+    ``run`` options and what they add to a run), which default to the empty capability
+    (every hook None); and ``drift``, None for a family without a drift comparator.
+
+    A method imports the family's modules (numpy, scipy, the store, torch for a local
+    scorer) in its body, so each is imported only when a room first asks for that
+    capability: loading the registry costs the imports of the families' ``family.py``
+    alone, and the CLI starts without them. ``Family`` calls each method once and keeps
+    what it returned.
+    """
+
+    drift: Callable[[], Drift] | None = None
+
+    @abstractmethod
+    def items(self) -> Items:
+        """How the family reads and checks its benchmark files."""
+
+    @abstractmethod
+    def metrics(self) -> Metrics:
+        """Its metric specs, and what a run's measures add."""
+
+    def scoring(self) -> Scoring:
+        return Scoring()
+
+    def terminal(self) -> Terminal:
+        return Terminal()
+
+    def report(self) -> Report:
+        return Report()
+
+    def importers(self) -> Importers:
+        return Importers()
+
+    def run(self) -> Run:
+        return Run()
+
+
 @dataclass(frozen=True, eq=False)
 class Family:
     """One kind of result and what it supplies to the rooms.
@@ -44,17 +86,11 @@ class Family:
     ``data/benchmarks.toml``, merged with it; a file may ship inside the family's package,
     pinned by sha256, without a URL).
 
-    Its capabilities (``monitor.contract.capabilities``), each given as a function that
-    returns it, called on first use: ``items`` (load and check its files), ``metrics``
-    (its metric specs, each saying what it needs of a backend, and what a run's measures
-    add), ``scoring``, ``drift``, ``terminal``, ``report``, ``importers`` and ``run``
-    (its ``run`` options and what they add to a run). A family
-    without a drift comparator has ``drift`` None; the others default to the empty
-    capability (every hook None). Being functions, they import the family's modules
-    (numpy, scipy, the store, torch for a local scorer) only when a room calls them:
-    loading the registry costs the imports of the families' ``family.py`` alone, so the
-    CLI starts without them. A room may call one again: ``Family`` caches each (its modules are
-    imported, and the capability built, once).
+    Its capabilities come from ``capabilities`` (a ``Builders``: one method per
+    capability, called on first use): the rooms call ``family.items()``,
+    ``family.drift()`` (``drift`` is None without a comparator) and so on. A room may
+    call one again: ``Family`` keeps each (its modules are imported, and the capability
+    built, once).
 
     Words: ``show_title`` heads its table in ``show``; ``item_noun`` and ``count_note``
     word the line under ``run``'s table; ``drift_units`` is said once in ``drift``'s
@@ -80,14 +116,7 @@ class Family:
     headline: str
     outcomes: bool
     formats: tuple[str, ...]
-    items: Callable[[], Items]
-    metrics: Callable[[], Metrics]
-    scoring: Callable[[], Scoring] = Scoring
-    drift: Callable[[], Drift] | None = None
-    terminal: Callable[[], Terminal] = Terminal
-    report: Callable[[], Report] = Report
-    importers: Callable[[], Importers] = Importers
-    run: Callable[[], Run] = Run
+    capabilities: Builders
     benchmarks: Path | None = None
     show_title: str | None = None
     item_noun: str = "items"
@@ -97,12 +126,19 @@ class Family:
     drift_units: str = ""
     words: str = ""
     rank: int = 100
+    # Set from ``capabilities``, each built once, on the first call.
+    items: Callable[[], Items] = field(init=False)
+    metrics: Callable[[], Metrics] = field(init=False)
+    scoring: Callable[[], Scoring] = field(init=False)
+    drift: Callable[[], Drift] | None = field(init=False)
+    terminal: Callable[[], Terminal] = field(init=False)
+    report: Callable[[], Report] = field(init=False)
+    importers: Callable[[], Importers] = field(init=False)
+    run: Callable[[], Run] = field(init=False)
 
     def __post_init__(self) -> None:
-        # Each capability is built once, on the first call, whoever declared it: a family
-        # writes the function that imports its modules and builds the capability, and
-        # the contract, not every family, keeps what it returned.
+        # The contract, not every family, keeps what each builder returned: a family
+        # writes the method that imports its modules and builds the capability.
         for name in CAPABILITIES:
-            build = getattr(self, name)
-            if build is not None:
-                object.__setattr__(self, name, cache(build))
+            build = getattr(self.capabilities, name)
+            object.__setattr__(self, name, None if build is None else cache(build))

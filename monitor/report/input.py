@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 
+from monitor.contract.capabilities import ReportScope
 from monitor.contract.registry import families
 from monitor.drift.provenance_diff import ProvenanceDiff as RunsDiff
 from monitor.drift.provenance_diff import diff_runs
@@ -124,17 +125,11 @@ def _family_sections(
     tests' tests, changes and trends; the choice questions' measures per run), in the
     registry's order; a family with nothing of its own to show has none."""
     out: list[FamilySection] = []
+    scope = ReportScope(since=since, flags=flags, new_runs=new_runs, with_flips=with_flips)
     for family in families():
         build = family.report().build
         if build is not None:
-            section = build(
-                view,
-                result.of_family(family.name),
-                since=since,
-                flags=flags,
-                new_runs=new_runs,
-                with_flips=with_flips,
-            )
+            section = build(view, result.of_family(family.name), scope)
             if section is not None:
                 out.append(section)
     return out

@@ -242,13 +242,13 @@ class DirectionChangeSummary(_Frozen):
     delta_ci: Interval = None
 
 
-class BalancedSummary(_Frozen):
-    """The balanced rate of a compared axis whose stereotypes name two or more groups
-    (the sentence-pair family's balanced rate): each run's balanced rate (the mean of the
-    per-direction rates) with its interval, the paired balanced change that the verdict
-    tests, the raw paired change and its name-preference part (raw − balanced), each
-    direction, and each run's name preference (the share of pairs in which the sentence
-    naming ``favoured`` wins; 50% is none), to read beside the neutral control."""
+class PairedRates(_Frozen):
+    """Each run's rate with its interval and the paired change with its interval: what a
+    compared axis (``Comparison``) and its balanced rate (``BalancedSummary``) both show.
+    A model that lists these first inherits them first; one that lists other fields
+    before them inherits those from a base named after this one in its bases (pydantic
+    orders inherited fields base by base, the last base first), so the JSON keeps its
+    key order."""
 
     rate_old: OptFloat = None
     ci_old: Interval = None
@@ -256,6 +256,16 @@ class BalancedSummary(_Frozen):
     ci_new: Interval = None
     delta: OptFloat = None
     delta_ci: Interval = None
+
+
+class BalancedSummary(PairedRates):
+    """The balanced rate of a compared axis whose stereotypes name two or more groups
+    (the sentence-pair family's balanced rate): each run's balanced rate (the mean of the
+    per-direction rates) with its interval, the paired balanced change that the verdict
+    tests, the raw paired change and its name-preference part (raw − balanced), each
+    direction, and each run's name preference (the share of pairs in which the sentence
+    naming ``favoured`` wins; 50% is none), to read beside the neutral control."""
+
     p_value: OptFloat = None
     mde: OptFloat = None
     raw_delta: OptFloat = None
@@ -312,13 +322,9 @@ class UnscoredAxis(_Frozen):
         )
 
 
-class Comparison(_Frozen):
-    """One paired comparison of two runs on one axis, as drift decided it.
-
-    ``b_to_anti``: items stereo in the baseline and anti in the new run (moved away from
-    the stereotype); ``c_to_stereo``: the reverse. ``delta`` = rate_new − rate_old over the
-    paired items, with its paired 95% interval.
-    """
+class ComparedAxis(_Frozen):
+    """Which runs a comparison paired, on which axis, and over how many items (the
+    fields ``Comparison`` lists before its ``PairedRates``)."""
 
     snapshot_id: str
     benchmark: str
@@ -326,12 +332,16 @@ class Comparison(_Frozen):
     new_run_id: str
     baseline_run_id: str | None
     n_paired: int = 0
-    rate_old: OptFloat = None
-    ci_old: Interval = None
-    rate_new: OptFloat = None
-    ci_new: Interval = None
-    delta: OptFloat = None
-    delta_ci: Interval = None
+
+
+class Comparison(PairedRates, ComparedAxis):
+    """One paired comparison of two runs on one axis, as drift decided it.
+
+    ``b_to_anti``: items stereo in the baseline and anti in the new run (moved away from
+    the stereotype); ``c_to_stereo``: the reverse. ``delta`` = rate_new − rate_old over the
+    paired items, with its paired 95% interval.
+    """
+
     b_to_anti: int | None = None
     c_to_stereo: int | None = None
     p_value: OptFloat = None

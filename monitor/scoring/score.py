@@ -25,8 +25,9 @@ Why the work is cut the way it is:
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Unpack
 
 import numpy as np
 
@@ -34,6 +35,9 @@ from monitor.backends.base import HasScoringOptions
 from monitor.benchmarks.items import Item
 from monitor.records import ScoreRow
 from monitor.scoring.plans import ItemPlan, Planner, Request
+
+if TYPE_CHECKING:
+    from monitor.contract.capabilities import LocalOptions
 
 # Unique requests per backend call. About 64 items' worth for CLL on Indian-BhED.
 DEFAULT_CHUNK_REQUESTS = 128
@@ -83,11 +87,39 @@ def fixed_chunks(requests: list[Request], size: int) -> list[list[Request]]:
     return [ordered[i : i + size] for i in range(0, len(ordered), size)]
 
 
-def _by_benchmark(items: list[Item]) -> list[list[Item]]:
+def by_benchmark(items: Sequence[Item]) -> list[list[Item]]:
+    """The items of each benchmark, in item order: a local scorer cuts its passes from
+    one benchmark's items alone, so its scores do not depend on what else is in the run."""
     groups: dict[str, list[Item]] = {}
     for it in items:
         groups.setdefault(it.benchmark, []).append(it)
     return list(groups.values())
+
+
+@dataclass
+class Finished:
+    """The rows a local scorer has finished, each batch handed on as it finishes
+    (``on_batch`` stores it, ``progress`` counts it: the contract's ``ScoreLocal``), and
+    given back in item order at the end."""
+
+    on_batch: Callable[[list[ScoreRow]], None] | None = None
+    progress: Callable[[int], None] | None = None
+    done: dict[str, ScoreRow] = field(default_factory=dict)
+
+    def add(self, rows: list[ScoreRow]) -> None:
+        """One finished batch (nothing is handed on for an empty one)."""
+        if not rows:
+            return
+        for r in rows:
+            self.done[r.item_id] = r
+        if self.on_batch is not None:
+            self.on_batch(rows)
+        if self.progress is not None:
+            self.progress(len(rows))
+
+    def in_order(self, items: Sequence[Item]) -> list[ScoreRow]:
+        """The finished rows of ``items``, in their order."""
+        return [self.done[it.item_id] for it in items if it.item_id in self.done]
 
 
 def score_plans(
@@ -95,45 +127,32 @@ def score_plans(
     items: list[Item],
     planner: Planner,
     *,
-    batch_size: int | None = None,
-    progress: Callable[[int], None] | None = None,
-    already_scored: Collection[str] = frozenset(),
-    on_batch: Callable[[list[ScoreRow]], None] | None = None,
     chunk_requests: int | None = None,
     stats: ScoringStats | None = None,
+    **options: Unpack[LocalOptions],
 ) -> list[ScoreRow]:
-    """Score every item not in ``already_scored`` through ``planner``'s plans; rows in
-    item order.
+    """Score every item not in ``options["already_scored"]`` through ``planner``'s plans;
+    rows in item order.
 
-    ``progress(n)`` is called after each backend call with the number of items it
-    finished; ``on_batch(rows)`` with those rows, before the next call starts.
+    ``options`` are the local driver's (``LocalOptions``): each finished batch goes to
+    ``on_batch`` and ``progress`` before the next backend call; the metric panel is the
+    planner's, so ``panel`` and ``panel_metrics`` are not read here.
     """
     chunk_requests = chunk_requests or requests_per_call(backend)
     stats = stats if stats is not None else ScoringStats()
-    done: dict[str, ScoreRow] = {}
-    for group in _by_benchmark(items):
+    finished = Finished(options.get("on_batch"), options.get("progress"))
+    for group in by_benchmark(items):
         _score_benchmark(
             backend,
             planner,
             group,
-            batch_size=batch_size,
-            already_scored=already_scored,
+            batch_size=options.get("batch_size"),
+            already_scored=options.get("already_scored", frozenset()),
             chunk_requests=chunk_requests,
             stats=stats,
-            emit=lambda rows: _emit(rows, done, on_batch, progress),
+            emit=finished.add,
         )
-    return [done[it.item_id] for it in items if it.item_id in done]
-
-
-def _emit(rows, done, on_batch, progress) -> None:
-    if not rows:
-        return
-    for r in rows:
-        done[r.item_id] = r
-    if on_batch is not None:
-        on_batch(rows)
-    if progress is not None:
-        progress(len(rows))
+    return finished.in_order(items)
 
 
 def _score_benchmark(

@@ -1,10 +1,10 @@
 """The family's one ``Family`` object: what bias-monitor finds through the entry point
 ``truth-statements`` of the ``bias_monitor.families`` group (pyproject.toml).
 
-The metadata is plain data; each capability is a function that builds it on first use
-(bias-monitor calls it when a room needs it), so listing the families imports nothing of
-this package but this module. bias-monitor's core calls these through its typed contract
-(``monitor.contract``) and knows nothing else of this package.
+The metadata is plain data; each capability is a method of ``_Capabilities`` that builds
+it on first use (bias-monitor calls it when a room needs it), so listing the families
+imports nothing of this package but this module. bias-monitor's core calls these through
+its typed contract (``monitor.contract``) and knows nothing else of this package.
 """
 
 from __future__ import annotations
@@ -20,52 +20,49 @@ from monitor.contract.capabilities import (
     Scoring,
     Terminal,
 )
-from monitor.contract.family import Family
+from monitor.contract.family import Builders, Family
 
 FAMILY_NAME = "truth-statements"  # frame.FAMILY_NAME, said here without importing it
 FORMAT = "truth-statements-jsonl"  # items.FORMAT
 
 
-def _items() -> Items:
-    from bias_monitor_statements import items, quality
+class _Capabilities(Builders):
+    """The family's capabilities, each built on first use (``Builders``)."""
 
-    return Items(load=items.load, quality=quality.validate_statements, errata_noun="statements")
+    def items(self) -> Items:
+        from bias_monitor_statements import items, quality
 
+        return Items(load=items.load, quality=quality.validate_statements, errata_noun="statements")
 
-def _metrics() -> Metrics:
-    from bias_monitor_statements import measures, metrics
+    def metrics(self) -> Metrics:
+        from bias_monitor_statements import measures, metrics
 
-    return Metrics(specs=metrics.metric_specs, measures=measures.run_measures)
+        return Metrics(specs=metrics.metric_specs, measures=measures.run_measures)
 
+    def scoring(self) -> Scoring:
+        from bias_monitor_statements import scoring
 
-def _scoring() -> Scoring:
-    from bias_monitor_statements import scoring
+        return Scoring(local=scoring.score_local)
 
-    return Scoring(local=scoring.score_local)
+    def drift(self) -> Drift:
+        from bias_monitor_statements import compare
 
+        return Drift(compare=compare.compare)
 
-def _drift() -> Drift:
-    from bias_monitor_statements import compare
+    def terminal(self) -> Terminal:
+        from bias_monitor_statements import table
 
-    return Drift(compare=compare.compare)
+        return Terminal(cli_table=table.cli_table)
 
+    def report(self) -> Report:
+        from bias_monitor_statements import section
 
-def _terminal() -> Terminal:
-    from bias_monitor_statements import table
+        return Report(section=section.StatementsSection)
 
-    return Terminal(cli_table=table.cli_table)
+    def importers(self) -> Importers:
+        from bias_monitor_statements import import_command
 
-
-def _report() -> Report:
-    from bias_monitor_statements import section
-
-    return Report(section=section.StatementsSection)
-
-
-def _importers() -> Importers:
-    from bias_monitor_statements import import_command
-
-    return Importers(declared=import_command.importers)
+        return Importers(declared=import_command.importers)
 
 
 FAMILY = Family(
@@ -78,13 +75,7 @@ FAMILY = Family(
     headline="balanced_rate",
     outcomes=True,
     formats=(FORMAT,),
-    items=_items,
-    metrics=_metrics,
-    scoring=_scoring,
-    drift=_drift,
-    terminal=_terminal,
-    report=_report,
-    importers=_importers,
+    capabilities=_Capabilities(),
     benchmarks=Path(__file__).with_name("benchmarks.toml"),
     item_noun="statements",
     words="true/false statements",

@@ -15,7 +15,8 @@ chunk whose items are all stored is skipped.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Unpack
 
 from bias_monitor_statements.frame import (
     CONTINUATIONS,
@@ -29,6 +30,10 @@ from monitor.backends.base import CausalLM, TailLogprobs
 from monitor.benchmarks.items import Item
 from monitor.errors import UserInputError
 from monitor.records import ScoreRow
+from monitor.scoring.score import Finished
+
+if TYPE_CHECKING:
+    from monitor.contract.capabilities import LocalOptions
 
 DEFAULT_ITEMS_PER_PASS = 16
 
@@ -58,21 +63,12 @@ def _logprobs(backend: CausalLM, seqs: Sequence[tuple[int, ...]], tails: Sequenc
 
 
 def score_local(
-    backend: object,
-    items: list[Item],
-    metric: str,
-    *,
-    batch_size: int | None = None,
-    progress: Callable[[int], None] | None = None,
-    already_scored: Collection[str] = frozenset(),
-    on_batch: Callable[[list[ScoreRow]], None] | None = None,
-    panel: bool = True,
-    panel_metrics: Sequence[str] = (),
+    backend: object, items: list[Item], metric: str, **options: Unpack[LocalOptions]
 ) -> list[ScoreRow]:
     """Every item not in ``already_scored``, in item order; ``batch_size`` counts
-    sequences per forward pass (two per item). ``panel`` and ``panel_metrics`` are the
-    contract's (another family's metric panel) and unused here."""
-    del panel, panel_metrics
+    sequences per forward pass (two per item). ``options`` are the contract's
+    (``LocalOptions``); its metric panel (``panel``, ``panel_metrics``) is another
+    family's and not read here."""
     if not isinstance(backend, CausalLM):
         raise UserInputError(f"{METRIC} needs a causal LM's log-probabilities")
     if metric != METRIC:
@@ -80,8 +76,9 @@ def score_local(
     bos = backend.bos_token_id
     if bos is None:
         raise UserInputError(f"model {backend.name} has no BOS token; {METRIC} needs one")
-    per_pass = max(1, (batch_size or 2 * DEFAULT_ITEMS_PER_PASS) // 2)
-    done: dict[str, ScoreRow] = {}
+    already_scored = options.get("already_scored", frozenset())
+    per_pass = max(1, (options.get("batch_size") or 2 * DEFAULT_ITEMS_PER_PASS) // 2)
+    finished = Finished(options.get("on_batch"), options.get("progress"))
     for start in range(0, len(items), per_pass):
         chunk = items[start : start + per_pass]
         if all(it.item_id in already_scored for it in chunk):
@@ -100,10 +97,5 @@ def score_local(
                 ll_false=float(sum(float(x) for x in v_false[len(v_false) - n_false :])),
             )
             rows.append(statement_row(it.item_id, it.payload["stance"], answer, (n_true, n_false)))
-        for r in rows:
-            done[r.item_id] = r
-        if on_batch is not None:
-            on_batch(rows)
-        if progress is not None:
-            progress(len(rows))
-    return [done[it.item_id] for it in items if it.item_id in done]
+        finished.add(rows)
+    return finished.in_order(items)

@@ -16,51 +16,49 @@ Each capability is built on first use (``Family``).
 from __future__ import annotations
 
 from monitor.contract import capabilities as cap
-from monitor.contract.family import Family
+from monitor.contract.family import Builders, Family
 from monitor.families.association import NAME
 
 
-def _items() -> cap.Items:
-    from monitor.families.association import items, quality
+class _Capabilities(Builders):
+    """The family's capabilities, each built on first use (``Builders``)."""
 
-    return cap.Items(
-        load=items.load, quality=quality.validate_word_sets, errata_noun="word-set benchmarks"
-    )
+    def items(self) -> cap.Items:
+        from monitor.families.association import items, quality
 
+        return cap.Items(
+            load=items.load, quality=quality.validate_word_sets, errata_noun="word-set benchmarks"
+        )
 
-def _metrics() -> cap.Metrics:
-    from monitor.families.association import metrics
+    def metrics(self) -> cap.Metrics:
+        from monitor.families.association import metrics
 
-    return cap.Metrics(specs=metrics.metric_specs)
+        return cap.Metrics(specs=metrics.metric_specs)
 
+    def scoring(self) -> cap.Scoring:
+        from monitor.families.association import scoring
 
-def _scoring() -> cap.Scoring:
-    from monitor.families.association import scoring
+        return cap.Scoring(driver=scoring.score_snapshot)
 
-    return cap.Scoring(driver=scoring.score_snapshot)
+    def drift(self) -> cap.Drift:
+        from monitor.families.association import compare, table
 
+        return cap.Drift(
+            compare=compare.compare_effect_sizes,
+            lines=table.drift_lines,
+            table=table.drift_table,
+            json=table.drift_json,
+        )
 
-def _drift() -> cap.Drift:
-    from monitor.families.association import compare, table
+    def terminal(self) -> cap.Terminal:
+        from monitor.families.association import table
 
-    return cap.Drift(
-        compare=compare.compare_effect_sizes,
-        lines=table.drift_lines,
-        table=table.drift_table,
-        json=table.drift_json,
-    )
+        return cap.Terminal(cli_table=table.cli_table, item_scores=table.item_scores)
 
+    def report(self) -> cap.Report:
+        from monitor.families.association import section
 
-def _terminal() -> cap.Terminal:
-    from monitor.families.association import table
-
-    return cap.Terminal(cli_table=table.cli_table, item_scores=table.item_scores)
-
-
-def _report() -> cap.Report:
-    from monitor.families.association import section
-
-    return cap.Report(section=section.AssociationSection, build=section.build_section)
+        return cap.Report(section=section.AssociationSection, build=section.build_section)
 
 
 FAMILY = Family(
@@ -73,12 +71,7 @@ FAMILY = Family(
     headline="effect_size",
     outcomes=False,
     formats=("weat-json", "sochindi-weat", "sochindi-seat"),
-    items=_items,
-    metrics=_metrics,
-    scoring=_scoring,
-    drift=_drift,
-    terminal=_terminal,
-    report=_report,
+    capabilities=_Capabilities(),
     kind_default=True,
     show_title="association tests (effect size d, bootstrap intervals)",
     item_noun="terms",

@@ -20,6 +20,7 @@ from typing import ClassVar, Literal
 from jinja2 import Environment
 
 from monitor import fmt
+from monitor.contract.capabilities import ReportScope
 from monitor.families.association import NAME, plots
 from monitor.families.association.compare import EffectComparison as DriftEffect
 from monitor.metrics.registry import METRICS
@@ -49,23 +50,17 @@ def _own(report: ReportInput) -> AssociationSection:
 
 
 def build_section(
-    view: RunReader,
-    comparisons: Sequence[DriftEffect],
-    *,
-    since: datetime | None,
-    flags: dict[tuple[str, str, str], str],
-    new_runs: Sequence[str],
-    with_flips: bool = False,  # the pairs' flipped items; no item of a test "flips"
+    view: RunReader, comparisons: Sequence[DriftEffect], scope: ReportScope
 ) -> AssociationSection:
     """The ``Report.build`` hook: the family's section (each new run's tests, the changes
     in d, d over time)."""
     meta = view.runs(c.new_run_id for c in comparisons)
     return AssociationSection(
-        associations=tuple(association_results(view, list(new_runs))),
+        associations=tuple(association_results(view, list(scope.new_runs))),
         effect_comparisons=tuple(
             effect_model(c, meta[c.new_run_id].snapshot_id) for c in comparisons
         ),
-        effect_trends=tuple(effect_trends(view, since, flags)),
+        effect_trends=tuple(effect_trends(view, scope.since, scope.flags)),
     )
 
 

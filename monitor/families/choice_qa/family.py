@@ -15,64 +15,60 @@ Each capability is built on first use (``Family``): the local scorer loads torch
 from __future__ import annotations
 
 from monitor.contract import capabilities as cap
-from monitor.contract.family import Family
+from monitor.contract.family import Builders, Family
 from monitor.families.choice_qa import NAME
 
 
-def _items() -> cap.Items:
-    from monitor.families.choice_qa import items, quality
+class _Capabilities(Builders):
+    """The family's capabilities, each built on first use (``Builders``)."""
 
-    return cap.Items(
-        load=items.load,
-        quality=quality.validate_choice_questions,
-        errata_noun="choice questions",
-    )
+    def items(self) -> cap.Items:
+        from monitor.families.choice_qa import items, quality
 
+        return cap.Items(
+            load=items.load,
+            quality=quality.validate_choice_questions,
+            errata_noun="choice questions",
+        )
 
-def _metrics() -> cap.Metrics:
-    from monitor.families.choice_qa import measures, metrics
+    def metrics(self) -> cap.Metrics:
+        from monitor.families.choice_qa import measures, metrics
 
-    return cap.Metrics(specs=metrics.metric_specs, measures=measures.run_measures)
+        return cap.Metrics(specs=metrics.metric_specs, measures=measures.run_measures)
 
+    def scoring(self) -> cap.Scoring:
+        from monitor.families.choice_qa import api_choice, scoring
 
-def _scoring() -> cap.Scoring:
-    from monitor.families.choice_qa import api_choice, scoring
+        return cap.Scoring(local=scoring.score_local, api=api_choice.api_scoring)
 
-    return cap.Scoring(local=scoring.score_local, api=api_choice.api_scoring)
+    def drift(self) -> cap.Drift:
+        from monitor.families.choice_qa import compare
 
+        return cap.Drift(compare=compare.compare_choice_qa)
 
-def _drift() -> cap.Drift:
-    from monitor.families.choice_qa import compare
+    def terminal(self) -> cap.Terminal:
+        from monitor.families.choice_qa import table
 
-    return cap.Drift(compare=compare.compare_choice_qa)
+        return cap.Terminal(cli_table=table.cli_table)
 
+    def report(self) -> cap.Report:
+        from monitor.families.choice_qa import section
 
-def _terminal() -> cap.Terminal:
-    from monitor.families.choice_qa import table
+        return cap.Report(section=section.ChoiceSection, build=section.build_section)
 
-    return cap.Terminal(cli_table=table.cli_table)
+    def importers(self) -> cap.Importers:
+        from monitor.families.choice_qa import import_commands
 
+        return cap.Importers(declared=import_commands.importers)
 
-def _report() -> cap.Report:
-    from monitor.families.choice_qa import section
+    def run(self) -> cap.Run:
+        from monitor.families.choice_qa import run_hooks, run_options
 
-    return cap.Report(section=section.ChoiceSection, build=section.build_section)
-
-
-def _importers() -> cap.Importers:
-    from monitor.families.choice_qa import import_commands
-
-    return cap.Importers(declared=import_commands.importers)
-
-
-def _run() -> cap.Run:
-    from monitor.families.choice_qa import run_hooks, run_options
-
-    return cap.Run(
-        options=run_options.ChoiceRunOptions,
-        loader_options=run_hooks.loader_options,
-        check=run_hooks.check,
-    )
+        return cap.Run(
+            options=run_options.ChoiceRunOptions,
+            loader_options=run_hooks.loader_options,
+            check=run_hooks.check,
+        )
 
 
 FAMILY = Family(
@@ -85,14 +81,7 @@ FAMILY = Family(
     headline="bias_ambig",
     outcomes=True,
     formats=("bbq-jsonl", "bharatbbq-csv"),
-    items=_items,
-    metrics=_metrics,
-    scoring=_scoring,
-    drift=_drift,
-    terminal=_terminal,
-    report=_report,
-    importers=_importers,
-    run=_run,
+    capabilities=_Capabilities(),
     sized=True,
     words="choice questions",
 )

@@ -30,9 +30,10 @@ options into different calls. Here whole items are packed into passes:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import TYPE_CHECKING, Unpack
 
 from monitor.backends.base import CausalLM, TailLogprobs
 from monitor.backends.hf_causal import DEFAULT_BATCH_SIZE, TREE_MAX_TOKENS
@@ -46,6 +47,10 @@ from monitor.families.choice_qa.loglik import (
     prompt_text,
 )
 from monitor.records import ScoreRow
+from monitor.scoring.score import Finished, by_benchmark
+
+if TYPE_CHECKING:
+    from monitor.contract.capabilities import LocalOptions
 
 Sequence_ = tuple[int, ...]
 
@@ -145,40 +150,24 @@ def option_logprobs(
     return backend.token_logprobs(seqs, batch_size=batch_size)
 
 
-def _by_benchmark(items: Sequence[Item]) -> Iterator[list[Item]]:
-    groups: dict[str, list[Item]] = {}
-    for it in items:
-        groups.setdefault(it.benchmark, []).append(it)
-    yield from groups.values()
-
-
 def score_local(
-    backend: CausalLM,
-    items: list[Item],
-    metric: str,
-    *,
-    batch_size: int | None = None,
-    progress: Callable[[int], None] | None = None,
-    already_scored: Collection[str] = frozenset(),
-    on_batch: Callable[[list[ScoreRow]], None] | None = None,
-    panel: bool = True,
-    panel_metrics: Sequence[str] = (),
+    backend: CausalLM, items: list[Item], metric: str, **options: Unpack[LocalOptions]
 ) -> list[ScoreRow]:
     """Score every item not in ``already_scored``; rows in item order.
 
-    The signature is the pairs' ``score_items``', so the local driver calls either.
-    ``panel`` and ``panel_metrics`` are accepted and unused: the metric panel is the pair
-    family's.
-    ``batch_size``: sequences per forward pass (three per item), the backend's by default.
+    ``options`` are the contract's (``LocalOptions``); ``panel`` and ``panel_metrics``
+    are not read: the metric panel is the pair family's. ``batch_size``: sequences per
+    forward pass (three per item), the backend's by default.
     """
-    del panel, panel_metrics
     if metric != MC_LOGLIK:
         raise UserInputError(f"the choice-qa family scores local models with {MC_LOGLIK}")
     planner = OptionPlanner(backend)
+    batch_size = options.get("batch_size")
+    already_scored = options.get("already_scored", frozenset())
     max_sequences = max(3, batch_size or getattr(backend, "batch_size", DEFAULT_BATCH_SIZE))
     max_nodes = getattr(backend, "max_batch_tokens", None) or TREE_MAX_TOKENS
-    done: dict[str, ScoreRow] = {}
-    for group in _by_benchmark(items):
+    finished = Finished(options.get("on_batch"), options.get("progress"))
+    for group in by_benchmark(items):
         plans = [planner.plan(it) for it in group]  # stored or not: packs must not vary
         for pack in item_passes(plans, max_sequences, max_nodes):
             pending = [p for p in pack if p.item.item_id not in already_scored]
@@ -187,11 +176,5 @@ def score_local(
             seqs = [s for p in pack for s in p.sequences]
             values = option_logprobs(backend, pack, len(seqs))
             answers = {s: v for s, v in zip(seqs, values, strict=True)}
-            rows = [p.row([answers[s] for s in p.sequences]) for p in pending]
-            for r in rows:
-                done[r.item_id] = r
-            if on_batch is not None:
-                on_batch(rows)
-            if progress is not None:
-                progress(len(rows))
-    return [done[it.item_id] for it in items if it.item_id in done]
+            finished.add([p.row([answers[s] for s in p.sequences]) for p in pending])
+    return finished.in_order(items)

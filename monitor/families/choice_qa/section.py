@@ -9,13 +9,13 @@ name cannot inject markup. Item texts are never shown.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from jinja2 import Environment, StrictUndefined
 
 from monitor import fmt as f
+from monitor.contract.capabilities import ReportScope
 from monitor.families.choice_qa import NAME, charts
 from monitor.readmodel.reader import RunReader
 from monitor.records import FamilyComparison
@@ -74,13 +74,7 @@ class ChoiceSection(FamilySection):
 
 
 def build_section(
-    view: RunReader,
-    comparisons: Sequence[Any],
-    *,
-    since: datetime | None,
-    flags: dict[tuple[str, str, str], str],
-    new_runs: Sequence[str],
-    with_flips: bool = False,
+    view: RunReader, comparisons: Sequence[Any], scope: ReportScope
 ) -> ChoiceSection | None:
     """The ``Report.build`` hook: the compared runs' measures (None where drift compared
     none of the family's runs)."""

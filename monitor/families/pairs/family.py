@@ -15,75 +15,71 @@ of the folder at load time, so the CLI starts without numpy, scipy or the store.
 from __future__ import annotations
 
 from monitor.contract import capabilities as cap
-from monitor.contract.family import Family
+from monitor.contract.family import Builders, Family
 from monitor.families.pairs import NAME
 
 
-def _items() -> cap.Items:
-    from monitor.families.pairs import items, quality
+class _Capabilities(Builders):
+    """The family's capabilities, each built on first use (``Builders``)."""
 
-    return cap.Items(
-        load=items.load,
-        quality=quality.validate_pairs,
-        load_corrected=items.load,
-    )
+    def items(self) -> cap.Items:
+        from monitor.families.pairs import items, quality
 
+        return cap.Items(
+            load=items.load,
+            quality=quality.validate_pairs,
+            load_corrected=items.load,
+        )
 
-def _metrics() -> cap.Metrics:
-    from monitor.families.pairs import measures, metrics
+    def metrics(self) -> cap.Metrics:
+        from monitor.families.pairs import measures, metrics
 
-    return cap.Metrics(specs=metrics.metric_specs, measures=measures.pair_measures)
+        return cap.Metrics(specs=metrics.metric_specs, measures=measures.pair_measures)
 
+    def scoring(self) -> cap.Scoring:
+        from monitor.families.pairs import api_plans, scoring
 
-def _scoring() -> cap.Scoring:
-    from monitor.families.pairs import api_plans, scoring
+        return cap.Scoring(local=scoring.score_items, api=api_plans.score_api)
 
-    return cap.Scoring(local=scoring.score_items, api=api_plans.score_api)
+    def drift(self) -> cap.Drift:
+        from monitor.families.pairs import compare, drift_output
 
+        return cap.Drift(
+            compare=compare.compare_runs,
+            unscored=compare.unscored_axes,
+            explain=compare.explained,
+            lines=drift_output.drift_lines,
+            table=drift_output.drift_table,
+            json=drift_output.drift_json,
+        )
 
-def _drift() -> cap.Drift:
-    from monitor.families.pairs import compare, drift_output
+    def terminal(self) -> cap.Terminal:
+        from monitor.families.pairs import table
 
-    return cap.Drift(
-        compare=compare.compare_runs,
-        unscored=compare.unscored_axes,
-        explain=compare.explained,
-        lines=drift_output.drift_lines,
-        table=drift_output.drift_table,
-        json=drift_output.drift_json,
-    )
+        return cap.Terminal(
+            cli_table=table.cli_table, show_tables=table.show_tables, show_json=table.show_json
+        )
 
+    def report(self) -> cap.Report:
+        from monitor.families.pairs import section
 
-def _terminal() -> cap.Terminal:
-    from monitor.families.pairs import table
+        return cap.Report(section=section.PairsSection, build=section.build_section)
 
-    return cap.Terminal(
-        cli_table=table.cli_table, show_tables=table.show_tables, show_json=table.show_json
-    )
+    def importers(self) -> cap.Importers:
+        from monitor.families.pairs import import_commands
 
+        return cap.Importers(declared=import_commands.importers)
 
-def _report() -> cap.Report:
-    from monitor.families.pairs import section
+    def run(self) -> cap.Run:
+        from monitor.families.pairs import run_hooks, run_options
 
-    return cap.Report(section=section.PairsSection, build=section.build_section)
-
-
-def _importers() -> cap.Importers:
-    from monitor.families.pairs import import_commands
-
-    return cap.Importers(declared=import_commands.importers)
-
-
-def _run() -> cap.Run:
-    from monitor.families.pairs import run_hooks, run_options
-
-    return cap.Run(
-        options=run_options.PairRunOptions,
-        panel=run_hooks.panel,
-        replaces_defaults=run_hooks.replaces_defaults,
-        check=run_hooks.check,
-        add=run_hooks.add,
-    )
+        return cap.Run(
+            options=run_options.PairRunOptions,
+            panel=run_hooks.panel,
+            replaces_defaults=run_hooks.replaces_defaults,
+            check=run_hooks.check,
+            add=run_hooks.add,
+        )
 
 
 FAMILY = Family(
@@ -95,14 +91,7 @@ FAMILY = Family(
     headline="bias_rate",
     outcomes=True,
     formats=("indian-bhed", "crows-pairs", "indic-taxonomy"),
-    items=_items,
-    metrics=_metrics,
-    scoring=_scoring,
-    drift=_drift,
-    terminal=_terminal,
-    report=_report,
+    capabilities=_Capabilities(),
     kind_default=True,
-    importers=_importers,
-    run=_run,
     drift_units="Δ and MDE in percentage points",
 )

@@ -10,8 +10,7 @@ log-probs or sampled answers (``api_plans``, whose ``score_api`` is the family's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from monitor.benchmarks.items import Item
 from monitor.families.pairs.panel_planner import make_panel_planner
@@ -19,44 +18,32 @@ from monitor.families.pairs.planners import make_planner
 from monitor.records import ScoreRow
 from monitor.scoring.score import ScoringStats, score_plans
 
+if TYPE_CHECKING:
+    from monitor.contract.capabilities import LocalOptions
+
 
 def score_items(
     backend: Any,
     items: list[Item],
     metric: str,
     *,
-    batch_size: int | None = None,
-    progress: Callable[[int], None] | None = None,
-    already_scored: Collection[str] = frozenset(),
-    on_batch: Callable[[list[ScoreRow]], None] | None = None,
     chunk_requests: int | None = None,
     stats: ScoringStats | None = None,
-    panel: bool = True,
-    panel_metrics: Sequence[str] = (),
+    **options: Unpack[LocalOptions],
 ) -> list[ScoreRow]:
     """The family's ``score_local`` hook: every item not in ``already_scored`` scored under
-    ``metric``, rows in item order.
+    ``metric``, rows in item order (``options``: the contract's ``LocalOptions``).
 
-    ``progress(n)`` is called after each backend call with the number of items it
-    finished; ``on_batch(rows)`` with those rows, before the next call starts. With
-    ``panel`` (the default) a causal-logprob metric is scored together with the default
-    panel (``cll`` and ``ull``) and ``panel_metrics`` (``run --metrics``, e.g.
+    With ``panel`` (the default) a causal-logprob metric is scored together with the
+    default panel (``cll`` and ``ull``) and ``panel_metrics`` (``run --metrics``, e.g.
     ``cll-reference``) in one pass (``panel_planner``); ``panel=False`` scores the metric
     alone.
     """
     planner = (
-        make_panel_planner(metric, backend, panel_metrics)
-        if panel
+        make_panel_planner(metric, backend, options.get("panel_metrics", ()))
+        if options.get("panel", True)
         else make_planner(metric, backend)
     )
     return score_plans(
-        backend,
-        items,
-        planner,
-        batch_size=batch_size,
-        progress=progress,
-        already_scored=already_scored,
-        on_batch=on_batch,
-        chunk_requests=chunk_requests,
-        stats=stats,
+        backend, items, planner, chunk_requests=chunk_requests, stats=stats, **options
     )

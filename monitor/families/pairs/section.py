@@ -25,6 +25,7 @@ from typing import Any, Literal
 from jinja2 import Environment
 
 from monitor import fmt
+from monitor.contract.capabilities import ReportScope
 from monitor.families.pairs import answer, charts
 from monitor.families.pairs.comparison import AxisComparison
 from monitor.families.pairs.section_history import method_comparisons, repeat_groups
@@ -60,37 +61,29 @@ MAX_ITEM_IDS = 200  # flipped item ids listed per comparison (HTML)
 HTML_SUMMARIES = 40  # comparisons explained in words in the HTML (drifts first)
 
 
-def build_section(
-    view: RunReader,
-    comparisons: Sequence[Any],
-    *,
-    since: datetime | None,
-    flags: dict[tuple[str, str, str], str],
-    new_runs: Sequence[str],
-    with_flips: bool = False,
-) -> PairsSection:
+def build_section(view: RunReader, comparisons: Sequence[Any], scope: ReportScope) -> PairsSection:
     """The ``Report.build`` hook: the pairs' section (``comparisons``, ``contexts``,
-    ``trends``, ``repeat_groups``, ``methods``). ``with_flips``: each comparison lists the
+    ``trends``, ``repeat_groups``, ``methods``). ``scope.with_flips``: each comparison lists the
     ids of the items whose answer moved (``--show-flips``)."""
     axes = [c for c in comparisons if isinstance(c, AxisComparison)]
     meta = view.runs(c.new_run_id for c in axes)
     comps = [
-        comparison_model(c, meta[c.new_run_id].metric, with_flips=with_flips).model_copy(
+        comparison_model(c, meta[c.new_run_id].metric, with_flips=scope.with_flips).model_copy(
             update={"snapshot_id": meta[c.new_run_id].snapshot_id}
         )
         for c in axes
     ]
     compared = [r for c in axes for r in (c.new_run_id, c.baseline_run_id)]
-    series = trends(view, since, flags)
+    series = trends(view, scope.since, scope.flags)
     latest = [t.points[-1].run_id for t in series if t.points]
-    view.prefetch_measures([*compared, *latest, *new_runs])
+    view.prefetch_measures([*compared, *latest, *scope.new_runs])
     contexts = score_contexts_of(view, compared + latest, _controls())
     snapshots = sorted({t.snapshot_id for t in series} | {c.snapshot_id for c in comps})
     return PairsSection(
         comparisons=tuple(comps),
         contexts=tuple(contexts),
         trends=tuple(_with_controls(series, contexts)),
-        repeat_groups=tuple(g for s in snapshots for g in repeat_groups(view, s, since)),
+        repeat_groups=tuple(g for s in snapshots for g in repeat_groups(view, s, scope.since)),
         methods=tuple(method_comparisons(view, series)),
     )
 
