@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from monitor.report.model import ReportInput
+from monitor.report.section import Rendering
 
 Part = Literal["lead", "answer", "block", "appendix"]
 
@@ -27,9 +28,10 @@ def family_parts(
     """Each family's ``part`` in ``fmt``, in the registry's order, empty ones left out.
     ``env``: the HTML renderer's Jinja2 environment; ``max_rows``: the Markdown's row
     budget."""
+    how = Rendering(fmt, max_rows, env)
     out = []
     for section in report.every_section():
-        text = getattr(section, part)(report, fmt=fmt, max_rows=max_rows, env=env)
+        text = getattr(section, part)(report, how)
         if text:
             out.append(text)
     return out

@@ -105,16 +105,21 @@ def records_headline(report: ReportInput, family: str) -> str:
     return f"{where} ({what}): no flagged change in {len(comps)} comparisons."
 
 
-def no_part(
-    report: ReportInput,
-    *,
-    fmt: ReportFormat,
-    max_rows: int,
-    env: Environment | None = None,
-) -> str:
+@dataclass(frozen=True)
+class Rendering:
+    """What the report asks a section's part in: ``fmt`` (Markdown or HTML), ``max_rows``
+    (the Markdown's row budget) and ``env`` (the HTML report's Jinja2 environment:
+    autoescape, its macros; a part extends it with its own folder). Built once per
+    part by ``report.families.family_parts``."""
+
+    fmt: ReportFormat
+    max_rows: int
+    env: Environment | None = None
+
+
+def no_part(report: ReportInput, how: Rendering) -> str:
     """A part of a family's section (``FamilySection.lead`` and the others) that shows
-    nothing: "". ``env``: the HTML report's Jinja2 environment (autoescape, its macros);
-    ``max_rows``: the Markdown's row budget."""
+    nothing: ""."""
     return ""
 
 
@@ -141,7 +146,7 @@ class FamilySection(Frozen):
     # ``lead`` first under the verdict; ``answer`` the family's answer under the report's
     # meta line; ``block`` its detail after every family's answer; ``appendix`` its
     # reference material after what changed between the compared runs. Each is called
-    # as ``part(report, fmt=..., max_rows=..., env=...)`` (``no_part``'s signature): a section
+    # as ``part(report, how)`` (``no_part``'s signature, ``how`` a ``Rendering``): a section
     # overrides one with a method, or with ``staticmethod(f)`` of a function that needs
     # nothing of the section but the report.
     lead = staticmethod(no_part)

@@ -23,7 +23,7 @@ from monitor import fmt as f
 from monitor.records import FamilyComparison
 from monitor.report.markdown import md
 from monitor.report.model import ReportInput
-from monitor.report.section import FamilySection
+from monitor.report.section import FamilySection, Rendering
 
 TITLE = "True/false statements"
 ANCHOR = "truth-statements"
@@ -39,20 +39,13 @@ class StatementsSection(FamilySection):
 
     family = FAMILY_NAME
 
-    def answer(
-        self,
-        report: ReportInput,
-        *,
-        fmt: Literal["markdown", "html"],
-        max_rows: int,
-        env: Environment | None = None,
-    ) -> str:
+    def answer(self, report: ReportInput, how: Rendering) -> str:
         comparisons = report.comparisons_of(self.family)
         if not comparisons:
             return ""
         return report_section(
             comparisons,
-            fmt=fmt,
+            fmt=how.fmt,
             level=report.level,
             snapshot_of={r.run_id: r.snapshot_id for r in report.runs},
         )

@@ -15,9 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import ClassVar, Literal
-
-from jinja2 import Environment
+from typing import ClassVar
 
 from monitor import fmt
 from monitor.contract.capabilities import ReportScope
@@ -37,11 +35,10 @@ from monitor.report.model import (
     ReportInput,
     Trend,
 )
-from monitor.report.section import FamilySection
+from monitor.report.section import FamilySection, Rendering
 
 _HERE = Path(__file__).parent
 _d = plots.d_text  # d with a true minus, as the plots label it
-_FMT = fmt  # the formatters, under a name report_block's ``fmt`` argument does not hide
 
 
 def _own(report: ReportInput) -> AssociationSection:
@@ -267,30 +264,24 @@ def report_verdicts(report: ReportInput) -> list[VerdictRef]:
     ]
 
 
-def report_block(
-    report: ReportInput,
-    *,
-    fmt: Literal["markdown", "html"],
-    max_rows: int,
-    env: Environment | None = None,
-) -> str:
+def report_block(report: ReportInput, how: Rendering) -> str:
     """The section's ``block``: the family's tests where the report places it (after
     the pairs' detail), in Markdown or in HTML, or nothing where the report holds no
-    association test; ``env`` is the report's Jinja2
-    environment (autoescape, its macros), which the HTML part extends with this folder."""
-    if fmt == "markdown":
-        return "\n".join(_associations(report, max_rows))
+    association test (``how``: the format, and for HTML the report's Jinja2 environment,
+    which the part extends with this folder)."""
+    if how.fmt == "markdown":
+        return "\n".join(_associations(report, how.max_rows))
     own = _own(report)
     if not (own.associations or own.effect_comparisons or own.effect_trends):
         return ""  # no association test in this report: no section
     forests = _forest_views(report)
     return render_folder_template(
-        env,
+        how.env,
         _HERE,
         "section.html.j2",
         r=report,
         s=_own(report),
-        fmt=_FMT,
+        fmt=fmt,
         forests=forests,
         forest_rows=[a for f in forests for a in f.rows],
         effect_trends=_effect_trend_views(report),

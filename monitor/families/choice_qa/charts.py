@@ -15,9 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
-
-from jinja2 import Environment
+from typing import Any
 
 from monitor import fmt as f
 from monitor.readmodel.reader import RunReader
@@ -25,6 +23,7 @@ from monitor.records import FamilyComparison
 from monitor.report import charts
 from monitor.report.html import render_folder_template
 from monitor.report.model import MeasureValue, ReportInput
+from monitor.report.section import Rendering
 
 _HERE = Path(__file__).parent
 FAMILY = "choice-qa"
@@ -136,19 +135,12 @@ def pair_charts(report: ReportInput, measures: Sequence[MeasureValue]) -> list[P
     return out
 
 
-def report_block(
-    report: ReportInput,
-    measures: Sequence[MeasureValue],
-    *,
-    fmt: Literal["markdown", "html"],
-    max_rows: int,
-    env: Environment | None = None,
-) -> str:
+def report_block(report: ReportInput, measures: Sequence[MeasureValue], how: Rendering) -> str:
     """The section's ``block``: the charts in the HTML (none in the Markdown, whose
     tables say the same in a PR comment's width); empty without choice-question runs."""
-    if fmt != "html":
+    if how.fmt != "html":
         return ""
     pairs = pair_charts(report, measures)
     if not pairs:
         return ""
-    return render_folder_template(env, _HERE, "charts.html.j2", pairs=pairs, level=report.level)
+    return render_folder_template(how.env, _HERE, "charts.html.j2", pairs=pairs, level=report.level)

@@ -21,7 +21,7 @@ from monitor.readmodel.reader import RunReader
 from monitor.records import FamilyComparison
 from monitor.report.markdown import md
 from monitor.report.model import MeasureValue, ReportInput
-from monitor.report.section import FamilySection
+from monitor.report.section import FamilySection, Rendering
 
 TITLE = "Choice questions (BBQ, BharatBBQ)"
 
@@ -29,20 +29,14 @@ TITLE = "Choice questions (BBQ, BharatBBQ)"
 _HTML = Path(__file__).with_name("section.html.j2")
 
 
-def report_answer(
-    report: ReportInput,
-    *,
-    fmt: Literal["markdown", "html"],
-    max_rows: int,
-    env: Environment | None = None,
-) -> str:
+def report_answer(report: ReportInput, how: Rendering) -> str:
     """The section's ``answer``: the choice questions' comparison tables ("" for none)."""
     comparisons = report.comparisons_of(NAME)
     if not comparisons:
         return ""
     return report_section(
         comparisons,
-        fmt=fmt,
+        fmt=how.fmt,
         level=report.level,
         alpha=report.alpha,
         snapshot_of={r.run_id: r.snapshot_id for r in report.runs},
@@ -62,15 +56,8 @@ class ChoiceSection(FamilySection):
 
     answer = staticmethod(report_answer)
 
-    def block(
-        self,
-        report: ReportInput,
-        *,
-        fmt: Literal["markdown", "html"],
-        max_rows: int,
-        env: Environment | None = None,
-    ) -> str:
-        return charts.report_block(report, self.run_measures, fmt=fmt, max_rows=max_rows, env=env)
+    def block(self, report: ReportInput, how: Rendering) -> str:
+        return charts.report_block(report, self.run_measures, how)
 
 
 def build_section(

@@ -17,9 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
-
-from jinja2 import Environment
 
 from monitor import fmt
 from monitor.families.pairs.section_model import own
@@ -27,9 +24,9 @@ from monitor.report.answer import FLAGS, VerdictRef
 from monitor.report.html import render_folder_template
 from monitor.report.markdown import VERDICT_BADGE, md
 from monitor.report.model import VERDICT_ORDER, Comparison, ReportInput, UnscoredAxis
+from monitor.report.section import Rendering
 
 _HERE = Path(__file__).parent
-_FMT = fmt  # the formatters, under a name report_lead's ``fmt`` argument does not hide
 
 
 @dataclass(frozen=True)
@@ -248,22 +245,16 @@ def report_verdicts(report: ReportInput) -> list[VerdictRef]:
     ]
 
 
-def report_lead(
-    report: ReportInput,
-    *,
-    fmt: Literal["markdown", "html"],
-    max_rows: int,
-    env: Environment | None = None,
-) -> str:
+def report_lead(report: ReportInput, how: Rendering) -> str:
     """The section's ``lead``: per compared pair of runs, the two runs named once
     (snapshot names and run ids in full), then one row per axis; empty when no pair of
-    runs was compared. ``env``: the report's Jinja2 environment, for the HTML."""
-    if fmt == "markdown":
-        return "\n".join(_answer(report, max_rows))
+    runs was compared."""
+    if how.fmt == "markdown":
+        return "\n".join(_answer(report, how.max_rows))
     ps = pairs(report)
     if not ps:
         return ""
-    return render_folder_template(env, _HERE, "answer.html.j2", r=report, fmt=_FMT, pairs=ps)
+    return render_folder_template(how.env, _HERE, "answer.html.j2", r=report, fmt=fmt, pairs=ps)
 
 
 def panel_words(c: Comparison) -> str:

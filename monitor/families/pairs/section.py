@@ -20,9 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
-
-from jinja2 import Environment
+from typing import Any
 
 from monitor import fmt
 from monitor.contract.capabilities import ReportScope
@@ -54,9 +52,9 @@ from monitor.report.model import (
     Trend,
     TrendPoint,
 )
+from monitor.report.section import Rendering
 
 _HERE = Path(__file__).parent
-_FMT = fmt  # the formatters, under a name report_block's ``fmt`` argument does not hide
 MAX_ITEM_IDS = 200  # flipped item ids listed per comparison (HTML)
 HTML_SUMMARIES = 40  # comparisons explained in words in the HTML (drifts first)
 
@@ -343,29 +341,23 @@ def _with_controls(trends: list[Trend], contexts: list[ScoreContext]) -> list[Tr
     return out
 
 
-def report_block(
-    report: ReportInput,
-    *,
-    fmt: Literal["markdown", "html"],
-    max_rows: int,
-    env: Environment | None = None,
-) -> str:
+def report_block(report: ReportInput, how: Rendering) -> str:
     """The section's ``block``: the pairs' detail in Markdown or HTML, after every
     family's answer (an empty string where the report holds no pair results). In Markdown
-    every flag is listed and quiet comparisons fill up to ``max_rows``; ``env`` is the
-    report's Jinja2 environment (autoescape, its macros), extended with this folder."""
-    if fmt == "markdown":
-        return "\n".join(_markdown(report, max_rows))
+    every flag is listed and quiet comparisons fill up to ``how.max_rows``; the HTML extends
+    the report's Jinja2 environment (``how.env``) with this folder."""
+    if how.fmt == "markdown":
+        return "\n".join(_markdown(report, how.max_rows))
     if not (own(report).comparisons or own(report).contexts or own(report).trends):
         return ""  # no pair results in this report (e.g. choice questions only): no section
     comparisons = answer.verdict_comparisons(report)
     return render_folder_template(
-        env,
+        how.env,
         _HERE,
         "section.html.j2",
         r=report,
         s=own(report),
-        fmt=_FMT,
+        fmt=fmt,
         panel_metrics=context_metrics(report),
         fdr=fdr_text(report),
         beside=charts.beside_charts(report),
@@ -382,18 +374,12 @@ def report_block(
     )
 
 
-def report_appendix(
-    report: ReportInput,
-    *,
-    fmt: Literal["markdown", "html"],
-    max_rows: int,
-    env: Environment | None = None,
-) -> str:
+def report_appendix(report: ReportInput, how: Rendering) -> str:
     """The section's ``appendix``: the repeat groups with their noise and the methods
     side by side, reference material the report places after what changed between the
     compared runs (a long history's repeat groups would otherwise push that past the
     Markdown's length limit). Empty when the report has neither."""
-    if fmt == "markdown":
+    if how.fmt == "markdown":
         out: list[str] = []
         for title, lines in (
             ("Repeat groups (noise floors)", _repeat_groups(report)),
@@ -404,7 +390,9 @@ def report_appendix(
         return "\n".join(out)
     if not own(report).repeat_groups and not own(report).methods:
         return ""
-    return render_folder_template(env, _HERE, "appendix.html.j2", r=report, s=own(report), fmt=_FMT)
+    return render_folder_template(
+        how.env, _HERE, "appendix.html.j2", r=report, s=own(report), fmt=fmt
+    )
 
 
 def _markdown(report: ReportInput, max_rows: int) -> list[str]:
