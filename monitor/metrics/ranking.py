@@ -34,6 +34,8 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit, ndtri
 
+from monitor.records import Measure
+
 RIDGE = 0.01
 PAPER_RIDGE = 1.0 / math.log(10.0) ** 2
 ELO_SCALE, ELO_BASE, ELO_INIT = 400.0, 10.0, 1000.0
@@ -105,6 +107,32 @@ class ClusterRate:
     clusters: int
     method: str
     widened: bool = False  # the percentile interval was extended to contain the estimate
+
+    def measure(
+        self,
+        benchmark: str,
+        axis: str,
+        measure: str,
+        *,
+        definition: str,
+        details: dict[str, object],
+        method: str | None = None,
+    ) -> Measure:
+        """The rate as ``measure`` of ``axis``, with its interval (``method``: this rate's
+        own, unless the caller words its clusters otherwise)."""
+        return Measure(
+            benchmark=benchmark,
+            axis=axis,
+            measure=measure,
+            k=self.k,
+            n=self.n,
+            value=self.value,
+            ci_low=self.ci_low,
+            ci_high=self.ci_high,
+            definition=definition,
+            method=self.method if method is None else method,
+            details=details,
+        )
 
 
 def cluster_rate(

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
-from monitor.metrics.forced_choice import Option, group_by_axis, normalise
+from monitor.metrics.forced_choice import Option, choice_row, group_by_axis, normalise
 from monitor.metrics.intervals import rate_measure
 from monitor.records import Measure, Outcome, ScoreRow
 
@@ -148,19 +148,15 @@ def sampling_row(item_id: str, answers: Sequence[tuple[str, Label]]) -> ScoreRow
     outcome, vote = majority_vote(labels)
     c = Counter(labels)
     n = len(labels)
-    ps, pa = c["stereo"] / n, c["anti"] / n
-    no_choice = outcome in ("refusal", "other")
     by_order: dict[str, dict[str, int]] = {}
     for order, label in answers:
         by_order.setdefault(order, dict.fromkeys(LABELS, 0))[label] += 1
-    return ScoreRow(
-        item_id=item_id,
-        metric=SAMPLED_CHOICE,
-        metric_version=SAMPLED_CHOICE_VERSION,
-        outcome=outcome,
-        delta=None if no_choice else ps - pa,
-        prob_stereo=None if no_choice else ps,
-        prob_anti=None if no_choice else pa,
+    return choice_row(
+        item_id,
+        SAMPLED_CHOICE,
+        SAMPLED_CHOICE_VERSION,
+        outcome,
+        (c["stereo"] / n, c["anti"] / n),
         details={
             "vote": vote,
             "counts": {k: c[k] for k in LABELS},

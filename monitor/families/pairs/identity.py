@@ -104,18 +104,11 @@ def _rate(pairs: Sequence[_Pair], seed: int) -> tuple:
 
 def _rate_measure(benchmark: str, subject: str, measure: str, pairs: Sequence[_Pair]) -> Measure:
     r = _rate(pairs, subject_seed(benchmark, subject, measure))
-    lo, hi, method = r.ci_low, r.ci_high, r.method
-    return Measure(
-        benchmark=benchmark,
-        axis=subject,
-        measure=measure,
-        k=r.k,
-        n=r.n,
-        value=r.value,
-        ci_low=lo,
-        ci_high=hi,
+    return r.measure(
+        benchmark,
+        subject,
+        measure,
         definition=DEFINITIONS[measure],
-        method=method,
         details={"clusters": r.clusters, "interval_widened_to_estimate": r.widened},
     )
 

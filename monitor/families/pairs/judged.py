@@ -141,19 +141,13 @@ def judged_measures(
             [n for _, n in pairs],
             seed=subject_seed(bench, axis, ASSOCIATION_SHARE),
         )
-        lo, hi, method = r.ci_low, r.ci_high, r.method.replace("stereotype", "item")
         out.append(
-            Measure(
-                benchmark=bench,
-                axis=axis,
-                measure=ASSOCIATION_SHARE,
-                k=r.k,
-                n=r.n,
-                value=r.value,
-                ci_low=lo,
-                ci_high=hi,
+            r.measure(
+                bench,
+                axis,
+                ASSOCIATION_SHARE,
                 definition=DEFINITION,
-                method=method,
+                method=r.method.replace("stereotype", "item"),
                 details={"clusters": r.clusters},
             )
         )
