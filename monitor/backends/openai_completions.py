@@ -374,15 +374,13 @@ class OpenAICompletionsLM:
             try:
                 values = self._parse_chunk(data, prompts)
             except _Malformed as exc:
-                with self._lock:
-                    self.stats.malformed_responses += 1
-                if attempt + 1 >= attempts:
-                    raise ApiUnavailable(
-                        f"snapshot {self.name}: {self._public}{_ENDPOINT} gave an unusable "
-                        f"answer {attempts} times in a row ({exc})"
-                    ) from None
-                self._emit(f"{self.name}: unusable completions answer ({exc}); retrying")
-                time.sleep(min(8.0, 0.5 * 2**attempt))
+                self._malformed(
+                    attempt,
+                    attempts,
+                    f"{self._public}{_ENDPOINT} gave an unusable answer {attempts} times in a "
+                    f"row ({exc})",
+                    retrying=f"{self.name}: unusable completions answer ({exc}); retrying",
+                )
                 continue
             self._record(data, headers, prompts, time.perf_counter() - started)
             return values
@@ -519,15 +517,26 @@ class OpenAICompletionsLM:
             try:
                 return json.loads(text)
             except ValueError:
-                with self._lock:
-                    self.stats.malformed_responses += 1
-                if attempt + 1 >= attempts:
-                    raise ApiUnavailable(
-                        f"snapshot {self.name}: {public_url(url)} answered with malformed JSON "
-                        f"{attempts} times in a row"
-                    ) from None
-                time.sleep(min(8.0, 0.5 * 2**attempt))
+                self._malformed(
+                    attempt,
+                    attempts,
+                    f"{public_url(url)} answered with malformed JSON {attempts} times in a row",
+                )
         raise AssertionError("unreachable")
+
+    def _malformed(
+        self, attempt: int, attempts: int, given_up: str, *, retrying: str | None = None
+    ) -> None:
+        """A malformed answer, counted: after the last of ``attempts`` the snapshot is
+        unavailable (``given_up`` says why); before it, ``retrying`` is said and the next
+        attempt waits (0.5 s doubling, at most 8 s)."""
+        with self._lock:
+            self.stats.malformed_responses += 1
+        if attempt + 1 >= attempts:
+            raise ApiUnavailable(f"snapshot {self.name}: {given_up}") from None
+        if retrying is not None:
+            self._emit(retrying)
+        time.sleep(min(8.0, 0.5 * 2**attempt))
 
     def _guard(self, call: Callable[[], Any], what: str) -> Any:
         """Run an SDK call; turn its exceptions into one-line errors without the key."""
