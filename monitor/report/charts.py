@@ -53,6 +53,8 @@ class Estimate:
 
 @dataclass(frozen=True)
 class Tick:
+    """One labelled tick of an axis, at ``pos`` px (the report's charts and trend plots)."""
+
     pos: float
     label: str
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from monitor import fmt
+from monitor.report.charts import Tick
 from monitor.report.model import Trend, TrendPoint
 
 WIDTH, HEIGHT = 640, 220
@@ -34,12 +35,6 @@ NOISE_PAD = 8  # px a noise band reaches past its group's first and last run
 
 _DAY_STEPS = (1, 2, 7, 14)
 _MONTH_STEPS = (1, 2, 3, 6, 12)
-
-
-@dataclass(frozen=True)
-class Tick:
-    pos: float
-    label: str
 
 
 @dataclass(frozen=True)
