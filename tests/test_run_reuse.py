@@ -155,3 +155,40 @@ def test_an_unknown_origin_is_a_usage_error(tmp_path: Path):
     assert proc.returncode == 2
     assert "unknown run origin 'trusted'" in proc.stderr
     assert not (tmp_path / "m.duckdb").exists()
+
+
+def test_migration_6_marks_scheduled_runs_as_the_nightlys(tmp_path: Path):
+    """A store written before origins were recorded: its scheduled runs become the
+    nightly's (GitHub schedules run on the default branch only); others stay unmarked."""
+    from datetime import UTC, datetime
+
+    from monitor.jobs.reuse import run_origin
+    from monitor.records import RunRecord
+    from monitor.store import codec, migrate
+    from monitor.store.db import Store
+
+    path = tmp_path / "old.duckdb"
+    with duckdb.connect(str(path)) as con:
+        migrate.apply_migrations(con, "old", upto=5)
+        for run_id, trigger in (("nightly-run", "schedule"), ("pr-run", "pull_request")):
+            record = RunRecord(
+                run_id=run_id, snapshot_id=SNAPSHOT, snapshot_kind="hf-causal",
+                snapshot_revision="r", snapshot_manifest={}, metric="cll", metric_version="3",
+                benchmarks=["bhed-religion"], dataset_versions={}, fingerprint="fp",
+                trigger=trigger, started_at=datetime(2026, 11, 1, tzinfo=UTC),
+                environment={"ci": {"GITHUB_EVENT_NAME": trigger}, "python": "3.11"},
+            )  # fmt: skip
+            params = codec.run_params(record)
+            con.execute(
+                f"INSERT INTO runs ({', '.join(params)}) VALUES ({', '.join('?' * len(params))})",
+                list(params.values()),
+            )
+    store = Store(path)
+    nightly, pr = store.get_run("nightly-run"), store.get_run("pr-run")
+    assert store.schema_version >= 6
+    assert nightly["environment"] == {
+        "ci": {"GITHUB_EVENT_NAME": "schedule", "origin": "nightly"},
+        "python": "3.11",
+    }
+    assert pr["environment"] == {"ci": {"GITHUB_EVENT_NAME": "pull_request"}, "python": "3.11"}
+    assert (run_origin(nightly), run_origin(pr)) == ("nightly", "local")
