@@ -510,6 +510,7 @@ def _bias_check(workspace: Path, **inputs: str) -> dict[str, subprocess.Complete
         "DEVICE": "cpu",
         "FAIL_ON": "regression",
         "ALLOW_SKIPPED": "false",
+        "REUSE": "true",
         "IMAGE": "",
         "BASE_SHA": "",
         "HF_TOKEN": "",

@@ -6,8 +6,8 @@ from them (``monitor.cli.model_options``) and hands the command validated instan
 Python caller builds the same instances for ``monitor.app.run``. Which flags are the
 core's: the model backend's (``BackendOptions``: any kind of snapshot has a device) and
 what any run records or reads (``ScoringOptions``: repeats, metric, seed, trigger,
-resume; errata and controls are the benchmark manifest's, declared for any benchmark in
-``data/benchmarks.toml`` and ``data/errata.toml``, not one family's).
+origin, resume, reuse; errata and controls are the benchmark manifest's, declared for any
+benchmark in ``data/benchmarks.toml`` and ``data/errata.toml``, not one family's).
 """
 
 from __future__ import annotations
@@ -86,6 +86,28 @@ class ScoringOptions(BaseModel):
         description="Also score each benchmark's control set, shown beside its bias rate.",
         json_schema_extra={"flag": "--controls/--no-controls"},
     )
+    origin: str | None = Field(
+        None,
+        description="Where this run is written, recorded with it: nightly, default-branch, "
+        "pull-request, branch or local (default: $MONITOR_RUN_ORIGIN, else from the GitHub "
+        "Actions event, else local). Only nightly and default-branch runs are reused.",
+        json_schema_extra={"flag": "--origin"},
+    )
+    reuse: bool = Field(
+        True,
+        description="On a pull request (--origin pull-request), reuse the snapshot's latest "
+        "complete run when the nightly or the default branch wrote it with the same "
+        "fingerprint, instead of scoring; --no-reuse scores anyway.",
+        json_schema_extra={"flag": "--reuse/--no-reuse"},
+    )
+
+    @field_validator("origin")
+    @classmethod
+    def _origin(cls, value: str | None) -> str | None:
+        # A usage error of the flag (exit 2 naming --origin), before anything is loaded.
+        from monitor.provenance import check_origin
+
+        return None if value is None else check_origin(value)
 
 
 def family_option_models() -> tuple[type[BaseModel], ...]:

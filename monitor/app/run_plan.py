@@ -262,4 +262,17 @@ def _run_options(request: RunRequest, panel: Panel) -> RunOptions:
         errata=scoring.errata,
         panel=panel.scored,
         panel_metrics=panel.metrics,
+        origin=scoring.origin or _detected_origin(),
+        reuse=scoring.reuse,
     )
+
+
+def _detected_origin() -> str:
+    """The run's origin from the environment; a bad ``$MONITOR_RUN_ORIGIN`` is refused
+    as the user's input (exit 2), before the store is opened."""
+    from monitor.provenance import ORIGIN_ENV, detect_origin
+
+    try:
+        return detect_origin()
+    except ValueError as exc:
+        raise UserInputError(f"${ORIGIN_ENV}: {exc}") from exc

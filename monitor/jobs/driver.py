@@ -29,6 +29,7 @@ from monitor.jobs.context import JobContext
 from monitor.jobs.hold import hold_at
 from monitor.jobs.lifecycle import Attempt, OpenRun
 from monitor.jobs.options import RunOutcome
+from monitor.jobs.reuse import find_reusable
 from monitor.records import RunRecord
 
 
@@ -89,9 +90,14 @@ def drive(ctx: JobContext, scoring: KindScoring | RunOutcome) -> list[RunOutcome
     the scoring (the kind could not open its backend) is the only outcome."""
     if isinstance(scoring, RunOutcome):
         return [scoring]
+    first = scoring.repeat(0) if scoring.repeats else None
+    if first is not None and _may_reuse(ctx, scoring):
+        reused = find_reusable(ctx.store, first.new_record(), ctx.on_event)
+        if reused is not None:
+            return [reused]
     outcomes: list[RunOutcome] = []
     for rep in range(scoring.repeats):
-        hooks = scoring.repeat(rep)
+        hooks = first if rep == 0 and first is not None else scoring.repeat(rep)
         run = ctx.lifecycle.open(
             fingerprint=scoring.fingerprint,
             resume=ctx.options.resume,
@@ -124,3 +130,9 @@ def drive(ctx: JobContext, scoring: KindScoring | RunOutcome) -> list[RunOutcome
             )
         )
     return outcomes
+
+
+def _may_reuse(ctx: JobContext, scoring: KindScoring) -> bool:
+    """A pull request's single run may reuse a trusted run of the same measurement
+    (``monitor.jobs.reuse``); ``--repeat N`` asks for N new runs, never a reused one."""
+    return ctx.options.reuse and ctx.options.origin == "pull-request" and scoring.repeats == 1

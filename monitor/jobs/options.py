@@ -30,6 +30,10 @@ class RunOptions:
     # ``Run.panel``): its default metrics, and these on top of them.
     panel: bool = True
     panel_metrics: tuple[str, ...] = ()
+    # Where the run is written (``provenance.RUN_ORIGINS``), and whether a pull request's
+    # run may reuse a trusted run of the same measurement (``monitor.jobs.reuse``).
+    origin: str = "local"
+    reuse: bool = True
 
 
 @dataclass
@@ -37,7 +41,9 @@ class RunOutcome:
     """One snapshot × repeat: either a stored run or a skip with its reason.
 
     ``status``: complete | quarantined | failed | skipped | pending (a Batch API job is
-    still running; rerunning the command ingests it).
+    still running; rerunning the command ingests it) | reused (a pull request's run found
+    the snapshot's latest complete run trusted and of the same measurement, and scored
+    nothing: ``run_id`` is that run's, ``reason`` says where it came from).
     """
 
     snapshot_id: str

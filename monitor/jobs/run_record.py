@@ -155,7 +155,18 @@ def new_run_record(
         device=device,
         dtype=dtype,
         batch_size=batch_size,
-        environment=environment,
+        environment=with_origin(environment, options.origin),
         origin=origin,
         notes=notes,
     )
+
+
+def with_origin(environment: dict[str, Any], origin: str) -> dict[str, Any]:
+    """``environment`` with ``ci.origin``, where the run was written (nightly,
+    default-branch, pull-request, branch): beside the GitHub facts it was read from, so
+    the pull-request check can trust the first two (``monitor.jobs.reuse``). A local run
+    records none: its absence means local, and a local run's record stays as before."""
+    if origin == "local":
+        return environment
+    ci = environment.get("ci")
+    return {**environment, "ci": {**(ci if isinstance(ci, dict) else {}), "origin": origin}}

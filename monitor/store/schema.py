@@ -214,6 +214,21 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (
+        6,
+        "run origins: a scheduled run was written by the nightly, on the default branch",
+        """
+        -- Each run records where it was written in environment.ci.origin (nightly,
+        -- default-branch, pull-request, branch; none: local), and a pull request's check
+        -- reuses only nightly and default-branch runs (monitor.jobs.reuse). Runs stored
+        -- before that recorded only their trigger; GitHub runs a schedule on the default
+        -- branch alone, so those are the nightly's. No column: the origin sits with the
+        -- CI facts it is read from, and exports and merges carry it unchanged.
+        UPDATE runs
+        SET environment = json_merge_patch(environment, '{"ci": {"origin": "nightly"}}')
+        WHERE trigger = 'schedule' AND json_extract_string(environment, '$.ci.origin') IS NULL;
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -33,7 +33,7 @@ from monitor.readmodel.models import (
     ValidationRow,
 )
 from monitor.records import Measure
-from monitor.store import codec, queries, reads
+from monitor.store import codec, queries, reads, reuse
 
 
 class StoreView:
@@ -93,6 +93,10 @@ class StoreView:
 
     def latest_repeat_group(self, snapshot_id: str) -> tuple[str, str] | None:
         return reads.latest_repeat_group(self._con, snapshot_id)
+
+    def latest_complete_run(self, snapshot_id: str, metric: str) -> dict[str, Any] | None:
+        """The snapshot's newest complete run of ``metric``, a row (``store.reuse``)."""
+        return reuse.latest_complete_run(self._con, snapshot_id, metric)
 
     def existing_run_ids(self, run_ids: Iterable[str]) -> set[str]:
         return reads.existing_run_ids(self._con, run_ids)
