@@ -62,3 +62,33 @@ def test_unknown_benchmarks_are_each_named_with_their_suggestions(tmp_path: Path
         "error: unknown benchmark ids 'bhed-cast' (did you mean bhed-caste"
     ), proc.stderr
     assert "'zzzz'; list the ids with bias-monitor data list" in proc.stderr
+
+
+# -- snapshots list: yours first -----------------------------------------------------------
+
+
+def _gpt4o_copy(folder: Path, sid: str) -> None:
+    """A user's snapshot file: the shipped GPT-4o one under an id of theirs (an API
+    snapshot: nothing is downloaded to list it)."""
+    text = (REPO / "snapshots" / "gpt-4o-2024-08-06.toml").read_text()
+    folder.mkdir(exist_ok=True)
+    (folder / f"{sid}.toml").write_text(text.replace('id = "gpt-4o-2024-08-06"', f'id = "{sid}"'))
+
+
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_snapshots_list_shows_your_folder_first(tmp_path: Path, fmt: str) -> None:
+    """As docs/add-your-model.md and the command's help say: your folder's snapshots
+    first (by id), then the shipped ones, whatever the ids' alphabetical order."""
+    import json
+
+    mine = tmp_path / "mine"
+    for sid in ("zz-my-finetune", "zz-another"):
+        _gpt4o_copy(mine, sid)
+    proc = cli("snapshots", "list", "--format", fmt, "--snapshots-dir", str(mine))
+    assert proc.returncode == 0, proc.stderr
+    if fmt == "json":
+        ids = [s["id"] for s in json.loads(proc.stdout)]
+    else:
+        ids = [line for line in proc.stdout.splitlines() if line and not line[0].isspace()]
+    shipped = sorted(p.stem for p in (REPO / "snapshots").glob("*.toml"))
+    assert ids == ["zz-another", "zz-my-finetune", *shipped]
