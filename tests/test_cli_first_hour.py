@@ -92,3 +92,54 @@ def test_snapshots_list_shows_your_folder_first(tmp_path: Path, fmt: str) -> Non
         ids = [line for line in proc.stdout.splitlines() if line and not line[0].isspace()]
     shipped = sorted(p.stem for p in (REPO / "snapshots").glob("*.toml"))
     assert ids == ["zz-another", "zz-my-finetune", *shipped]
+
+
+# -- drift before the baseline has a run ---------------------------------------------------
+
+BASELINE = "smollm2-135m-instruct-q4"
+STUDY = "gpt-4o-caste-study"
+
+
+@pytest.fixture(scope="module")
+def study_store(tmp_path_factory, shared_datasets) -> tuple[Path, dict[str, str]]:
+    """A real store holding one imported GPT-4o caste-study run (the four Indian-BhED
+    axes; no model is loaded) and no run of the shipped baseline snapshot."""
+    root = tmp_path_factory.mktemp("first-hour-store")
+    env = {"MONITOR_DATA_DIR": str(root / "datasets"), "MONITOR_DATA_MIRROR": str(shared_datasets)}
+    april = shared_datasets / "caste-bias" / "results" / "april"
+    proc = cli("import", "caste-bias", str(april), "--snapshot", STUDY, "--date", "2024-04-16",
+               "--db", str(root / "m.duckdb"), **env)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return root, env
+
+
+def _refusal(proc: subprocess.CompletedProcess) -> list[str]:
+    """The command a refusal says to type, as words."""
+    import shlex
+
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    first, _, command = proc.stderr.strip().partition("; score it first: ")
+    assert first == f"error: snapshot {BASELINE!r} has no complete run in the store"
+    return shlex.split(command)
+
+
+def test_drift_without_a_baseline_run_names_the_command_that_makes_one(study_store) -> None:
+    root, env = study_store
+    axes = ["-b", "bhed-caste", "-b", "bhed-religion", "-b", "bhed-gender", "-b", "bhed-race"]
+    # The pull-request comparison: the baseline on the benchmarks the new snapshot has.
+    proc = cli("drift", "-s", STUDY, "--baseline-snapshot", BASELINE, "--db", "m.duckdb",
+               cwd=root, **env)  # fmt: skip
+    assert _refusal(proc) == ["bias-monitor", "run", "-s", BASELINE, *axes, "--db", "m.duckdb"]
+    # With the store from $MONITOR_DB and every stored snapshot as the new side.
+    proc = cli("drift", "--baseline-snapshot", BASELINE, cwd=root,
+               MONITOR_DB=str(root / "m.duckdb"), **env)  # fmt: skip
+    assert _refusal(proc) == ["bias-monitor", "run", "-s", BASELINE, *axes]
+    # A snapshot asked for alone: the default benchmarks.
+    proc = cli("drift", "-s", BASELINE, "--db", "m.duckdb", cwd=root, **env)
+    assert _refusal(proc) == ["bias-monitor", "run", "-s", BASELINE, "--db", "m.duckdb"]
+    # report compares as drift does, and says the same.
+    out = root / "report"
+    proc = cli("report", "-s", STUDY, "--baseline-snapshot", BASELINE, "--db", "m.duckdb",
+               "--out", str(out), cwd=root, **env)  # fmt: skip
+    assert _refusal(proc)[-2:] == ["--db", "m.duckdb"]
+    assert not out.exists()
