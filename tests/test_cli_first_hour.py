@@ -102,14 +102,15 @@ STUDY = "gpt-4o-caste-study"
 
 @pytest.fixture(scope="module")
 def study_store(tmp_path_factory, shared_datasets) -> tuple[Path, dict[str, str]]:
-    """A real store holding one imported GPT-4o caste-study run (the four Indian-BhED
-    axes; no model is loaded) and no run of the shipped baseline snapshot."""
+    """A real store holding the GPT-4o caste study's April and July runs, imported (the
+    four Indian-BhED axes; no model is loaded), and no run of the shipped baseline."""
     root = tmp_path_factory.mktemp("first-hour-store")
     env = {"MONITOR_DATA_DIR": str(root / "datasets"), "MONITOR_DATA_MIRROR": str(shared_datasets)}
-    april = shared_datasets / "caste-bias" / "results" / "april"
-    proc = cli("import", "caste-bias", str(april), "--snapshot", STUDY, "--date", "2024-04-16",
-               "--db", str(root / "m.duckdb"), **env)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
+    for month, day in (("april", "2024-04-16"), ("july", "2024-07-18")):
+        results = shared_datasets / "caste-bias" / "results" / month
+        proc = cli("import", "caste-bias", str(results), "--snapshot", STUDY, "--date", day,
+                   "--db", str(root / "m.duckdb"), **env)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
     return root, env
 
 
@@ -143,3 +144,70 @@ def test_drift_without_a_baseline_run_names_the_command_that_makes_one(study_sto
                "--out", str(out), cwd=root, **env)  # fmt: skip
     assert _refusal(proc)[-2:] == ["--db", "m.duckdb"]
     assert not out.exists()
+
+
+# -- drift --format table-wide at 140 and 80 columns ---------------------------------------
+
+AXES = ("bhed-caste/caste", "bhed-gender/gender", "bhed-race/race", "bhed-religion/religion")
+
+
+def _table(text: str) -> list[str]:
+    """The lines of the wide table: its box, from the top rule to the bottom one."""
+    lines = text.splitlines()
+    top = next(i for i, x in enumerate(lines) if x.startswith("┏"))
+    bottom = next(i for i, x in enumerate(lines) if x.startswith("└"))
+    return lines[top : bottom + 1]
+
+
+def _numbers_whole(rows: list[str]) -> None:
+    """Every cell of a numeric column holds whole numbers: a rate ends in %, a bound in
+    a comma or a bracket; nothing ends in an ellipsis."""
+    import re
+
+    assert not [x for x in rows if "…" in x], rows
+    cells = [c.strip() for x in rows for c in x.split("│")[2:-2] if c.strip()]
+    token = re.compile(
+        r"[+-]?\d+(\.\d+)?%?|\[[+-]?\d+(\.\d+)?,|[+-]?\d+(\.\d+)?\]|±\d+\.\d|\d+/\d+|—"
+    )
+    for cell in cells:
+        for word in cell.split():
+            assert token.fullmatch(word), (word, cell)
+
+
+def test_table_wide_fits_140_columns_with_every_column(study_store) -> None:
+    root, env = study_store
+    proc = cli("drift", "--db", "m.duckdb", "--format", "table-wide", columns=140, cwd=root,
+               **env)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    table = _table(proc.stdout)
+    assert max(len(x) for x in table) <= 140
+    header = " ".join(x for x in table[1:3])
+    for col in ("benchmark/axis", "old", "new", "Δ [95% CI]", "MDE", "b/c", "p(BH)", "verdict"):
+        assert col in header, header
+    rows = [x for x in table if x.startswith("│")]
+    _numbers_whole(rows)
+    # At 140 a rate and its interval, and the change and its interval, stay on one line.
+    caste = next(x for x in rows if "bhed-caste/caste" in x)
+    assert "81.6% [73.0, 87.9]" in caste and "-12.6 [-23.5, -1.3]" in caste, caste
+    assert [a for a in AXES if not any(a in x for x in rows)] == []
+    # The runs are named once, whole, above the table; the reasons follow it.
+    assert "import-gpt-4o-caste-study-20240416-da9b53b1 → import-gpt-4o" in proc.stdout
+    assert "bhed-caste/caste: no significant change: " in proc.stdout
+    assert "left out" not in proc.stdout
+
+
+def test_table_wide_at_80_columns_wraps_and_names_what_it_left_out(study_store) -> None:
+    root, env = study_store
+    proc = cli("drift", "--db", "m.duckdb", "--format", "table-wide", columns=80, cwd=root,
+               **env)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    table = _table(proc.stdout)
+    assert max(len(x) for x in table) <= 80
+    rows = [x for x in table if x.startswith("│")]
+    _numbers_whole(rows)
+    assert [a for a in AXES if not any(a in x for x in rows)] == []
+    assert "(left out at 80 columns: p, b/c, MDE; a wider COLUMNS or --format json shows them)" in (
+        proc.stdout
+    )
+    # No column is squeezed to nothing: each has its rates, p(BH) and the verdict's words.
+    assert sum("%" in x for x in rows) == 4 and sum("significant" in x for x in rows) == 4
