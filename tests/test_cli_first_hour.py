@@ -211,3 +211,37 @@ def test_table_wide_at_80_columns_wraps_and_names_what_it_left_out(study_store) 
     )
     # No column is squeezed to nothing: each has its rates, p(BH) and the verdict's words.
     assert sum("%" in x for x in rows) == 4 and sum("significant" in x for x in rows) == 4
+
+
+# -- run --size mini on the sentence-pair benchmarks ---------------------------------------
+
+
+def test_run_help_says_what_size_mini_keeps_on_pairs() -> None:
+    help_text = " ".join(cli("run", "--help", columns=200).stdout.split())
+    assert "Sentence pairs (bhed-*, crows-pairs): mini keeps 24 whole templates per axis" in (
+        help_text
+    )
+
+
+def test_size_mini_scores_a_seeded_sample_of_whole_pair_templates(tmp_path: Path) -> None:
+    """``--size mini`` was refused on bhed-*; now it scores 24 whole templates of caste,
+    12 and 12 of the two groups its stereotypes name (the real SmolLM2, the real file),
+    records the size with the run and counts the rows it did not draw."""
+    import json
+
+    db = tmp_path / "m.duckdb"
+    env = {"MONITOR_DATA_DIR": str(tmp_path / "datasets"), "MONITOR_DB": str(db)}
+    proc = cli("run", "-s", "smollm2-135m-instruct-q4", "-b", "bhed-caste", "--size", "mini",
+               "--no-controls", "--no-panel", "--format", "json", **env)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (outcome,) = json.loads(proc.stdout)
+    assert outcome["status"] == "complete" and outcome["n_scored"] == 24, outcome
+    [rate] = [m for m in outcome["measures"] if m["measure"] == "bias_rate"]
+    assert rate["n"] <= 24
+    shown = cli("show", outcome["run_id"], "--items", "--format", "json", **env)
+    assert shown.returncode == 0, shown.stderr
+    data = json.loads(shown.stdout)
+    assert len(data["items"]) == 24
+    caste = data["run"]["dataset_versions"]["bhed-caste"]
+    assert caste["sampling"] == {"size": "mini", "seed": 0}  # recorded with its version
+    assert (caste["n_items"], caste["n_not_sampled"], caste["source_rows"]) == (24, 82, 106)

@@ -102,6 +102,7 @@ FAMILY = Family(
     terminal=_terminal,
     report=_report,
     kind_default=True,
+    sized=True,  # run --size mini on sentence pairs (families/pairs/sizes.py)
     importers=_importers,
     run=_run,
     drift_units="Δ and MDE in percentage points",
