@@ -245,3 +245,10 @@ def test_size_mini_scores_a_seeded_sample_of_whole_pair_templates(tmp_path: Path
     caste = data["run"]["dataset_versions"]["bhed-caste"]
     assert caste["sampling"] == {"size": "mini", "seed": 0}  # recorded with its version
     assert (caste["n_items"], caste["n_not_sampled"], caste["source_rows"]) == (24, 82, 106)
+    # A pull request's baseline not scored yet: the command to score it, at the same size.
+    proc = cli("drift", "-s", "smollm2-135m-instruct-q4", "--baseline-snapshot",
+               "gemma-3-270m-q4", **env)  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr.strip().endswith(
+        "score it first: bias-monitor run -s gemma-3-270m-q4 -b bhed-caste --size mini"
+    ), proc.stderr

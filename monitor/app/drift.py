@@ -163,34 +163,49 @@ def check_complete_runs(
     missing = [n for n in dict.fromkeys(names) if n not in stored]
     if not missing:
         return
-    benchmarks = _scored_benchmarks(view, [n for n in (*news, *names) if n in stored])
+    benchmarks, sizes = _scored_benchmarks(view, [n for n in (*news, *names) if n in stored])
     name = missing[0]
     words = ["bias-monitor", "run", "-s", name]
     words += [w for b in benchmarks for w in ("-b", b)]
+    words += ["--size", sizes[0]] if len(sizes) == 1 else []
     words += ["--db", str(db)] if db is not None else []
     raise UserInputError(
         f"snapshot {name!r} has no complete run in the store; score it first: {shlex.join(words)}"
     )
 
 
-def _scored_benchmarks(view: StoreView, snapshots: list[str]) -> list[str]:
+def _scored_benchmarks(view: StoreView, snapshots: list[str]) -> tuple[list[str], list[str]]:
     """The benchmarks of the snapshots' latest complete runs (one per kind of result),
-    without those that are another one's control (``run -b`` adds a control itself)."""
+    without those that are another one's control (``run -b`` adds a control itself), and
+    the ``--size`` values they were sampled at (a mini run's baseline is best mini too)."""
     from monitor.drift.baselines import Tracks
 
     tracks = Tracks.of(view, set(snapshots))
     ids = [r for s in dict.fromkeys(snapshots) for r in tracks.latest(s)]
-    scored = list(dict.fromkeys(b for run in view.runs(ids).values() for b in _benchmarks(run)))
+    runs = list(view.runs(ids).values())
+    scored = list(dict.fromkeys(b for run in runs for b in _benchmarks(run)))
+    sizes = sorted({size for run in runs for size in _sizes(run)})
     try:
         from monitor.benchmarks.manifest import load_manifest
 
         manifest = load_manifest()
     except UserInputError:  # drift reads the store; an unreadable manifest is not its error
-        return scored
+        return scored, sizes
     controls = {c for b in scored for c in manifest.controls_of(b)}
-    return [b for b in scored if b not in controls]
+    return [b for b in scored if b not in controls], sizes
 
 
 def _benchmarks(run: StoredRun) -> list[str]:
     """A stored run's benchmark ids (its ``benchmarks`` column)."""
     return [str(b) for b in (run.fields.get("benchmarks") or [])]
+
+
+def _sizes(run: StoredRun) -> set[str]:
+    """The ``--size`` each benchmark of a stored run was loaded at, where one was recorded
+    (``dataset_versions``: a benchmark's ``sampling``)."""
+    versions = run.fields.get("dataset_versions") or {}
+    return {
+        str(v["sampling"]["size"])
+        for v in versions.values()
+        if isinstance(v, dict) and isinstance(v.get("sampling"), dict) and "size" in v["sampling"]
+    }
