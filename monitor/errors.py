@@ -7,6 +7,9 @@ clear line instead of a traceback.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class MonitorError(Exception):
     """Base for errors that should reach the user as one line, not a traceback."""
@@ -40,3 +43,16 @@ class SnapshotUnavailable(MonitorError):
     """
 
     exit_code = 3
+
+
+def closest(name: str, known: Iterable[str], n: int = 1) -> list[str]:
+    """Up to ``n`` known names a mistyped ``name`` most likely meant, for a "did you mean"
+    (a typo is the usual cause of an unknown id): those it is the start of first, then
+    the closest by ``difflib``'s ratio (0.6 or better). Unknown snapshots and benchmarks
+    share it, so both suggest alike."""
+    ids = sorted(set(known))
+    found = [k for k in ids if k.startswith(name)][:n]
+    for k in difflib.get_close_matches(name, ids, n=n, cutoff=0.6):
+        if len(found) < n and k not in found:
+            found.append(k)
+    return found

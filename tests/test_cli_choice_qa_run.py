@@ -147,10 +147,17 @@ def test_choice_questions_and_pairs_in_one_command_are_refused(monitor_env: Path
     assert not (monitor_env / "monitor.duckdb").exists()
 
 
-def test_size_without_choice_questions_is_refused(monitor_env: Path) -> None:
-    proc = cli("run", "-b", "bhed-caste", "--size", "mini")
+def test_size_without_a_sized_benchmark_is_refused(monitor_env: Path) -> None:
+    # Sentence pairs take --size too since issue 46 (tests/test_cli_first_hour.py); an
+    # association test and the Indic-Bias taxonomy (sized entries of its own) do not.
+    proc = cli("run", "-b", "en-weat1", "--size", "mini")
     assert proc.returncode == 2
-    assert "--size applies to choice-qa benchmarks; not to bhed-caste" in proc.stderr
+    assert "--size applies to pair-outcome, choice-qa benchmarks; not to en-weat1" in proc.stderr
+    taxonomy = cli("run", "-b", "indic-taxonomy-ci", "--size", "mini")
+    assert taxonomy.returncode == 2
+    assert "--size mini applies to sentence-pair files, not to indic-taxonomy-ci" in (
+        taxonomy.stderr
+    )
     bad = cli(*COMMAND[:-1], "huge")
     assert bad.returncode == 2 and "unknown --size" in bad.stderr
 

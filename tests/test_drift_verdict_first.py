@@ -276,10 +276,10 @@ def test_report_data_has_flags_controls_and_unscored_axes(fewer_axes: Path, tmp_
 
 def test_table_wide_keeps_the_full_table(fewer_axes: Path) -> None:
     wide = cli(fewer_axes, *PR, "--format", "table-wide", columns=400).stdout
-    for header in ("new run", "baseline", "benchmark/axis", "p(BH)", "b/c", "verdict"):
+    for header in ("benchmark/axis", "old", "new", "MDE", "p(BH)", "b/c", "verdict"):
         assert header in wide
-    assert wide.count(NEW_RUN) >= 2  # every row names its runs
-    assert "BH-adjusted p" in wide  # the verdict's reason
+    assert wide.count(NEW_RUN) >= 2  # the table's title names its runs (and the lines after)
+    assert "BH-adjusted p" in wide  # the verdict's reason, under the table
 
 
 def test_a_bad_format_is_one_line(fewer_axes: Path) -> None:

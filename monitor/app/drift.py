@@ -3,8 +3,10 @@ flagged change matches the ``--fail-on`` gate. Rendering is the caller's."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -14,6 +16,9 @@ from monitor.drift.session import DriftResult
 from monitor.errors import UserInputError
 from monitor.jobs.options import EventSink
 from monitor.store.view import StoreView
+
+if TYPE_CHECKING:
+    from monitor.readmodel.models import StoredRun
 
 
 class DriftSelection(BaseModel):
@@ -89,14 +94,21 @@ class DriftOutcome:
         return any(FAIL_ON[self.fail_on](c) for c in self.result.comparisons)
 
 
-def compare(view: StoreView, selection: DriftSelection) -> DriftResult:
+def compare(view: StoreView, selection: DriftSelection, db: Path | None = None) -> DriftResult:
     """Drift's result for ``selection`` over an open read of the store (``report`` builds
-    its input from the same read)."""
+    its input from the same read); ``db``, the store as the user named it, goes into the
+    command that scores a missing baseline."""
     from monitor.drift.session import run_drift, select_pairs
 
     snapshots = selection.snapshots or ()
     baseline_snapshot = [selection.baseline_snapshot] if selection.baseline_snapshot else []
     check_snapshot_names(view, [*snapshots, *baseline_snapshot])
+    # The new runs' snapshots: --run's (--snapshot is then not read, as in
+    # ``select_pairs``), else --snapshot's, else every snapshot with a complete run.
+    news = [view.resolve_run(r).snapshot_id for r in selection.runs or ()]
+    if not news and not snapshots and baseline_snapshot:
+        news = view.snapshots_with_complete_runs()
+    check_complete_runs(view, [*(() if news else snapshots), *baseline_snapshot], news, db)
     pairs = select_pairs(
         view,
         run_ids=selection.runs or (),
@@ -112,7 +124,7 @@ def drift(request: DriftRequest, on_event: EventSink = lambda _msg: None) -> Dri
     if request.fail_on not in FAIL_ON:
         raise UserInputError(f"--fail-on {request.fail_on!r}: use regression, robust, any or never")
     with open_reader(request.db, on_event).read() as view:
-        result = compare(view, request.selection)
+        result = compare(view, request.selection, request.db)
         ids = (r for p in result.pairs for r in (p.new_run_id, p.baseline_run_id) if r)
         snapshot_of = {rid: r.snapshot_id for rid, r in view.runs(ids).items()}
     return DriftOutcome(result=result, snapshot_of=snapshot_of, fail_on=request.fail_on)
@@ -135,3 +147,65 @@ def check_snapshot_names(view: StoreView, names: list[str]) -> None:
     for name in missing:
         if name not in files:
             raise UserInputError(unknown_snapshot(name, stored | files))
+
+
+def check_complete_runs(
+    view: StoreView, names: Sequence[str], news: Sequence[str], db: Path | None
+) -> None:
+    """Refuse a named snapshot that has no complete run yet (the usual first-hour case:
+    a pull request's baseline not scored in this store) with the exact command that
+    scores it: on the benchmarks the other snapshots named (``names``, and those of the
+    ``--run`` runs, ``news``) were scored on, so the two can be compared (controls left
+    out: ``run`` adds them), else on the defaults."""
+    import shlex
+
+    stored = set(view.snapshots_with_complete_runs())
+    missing = [n for n in dict.fromkeys(names) if n not in stored]
+    if not missing:
+        return
+    benchmarks, sizes = _scored_benchmarks(view, [n for n in (*news, *names) if n in stored])
+    name = missing[0]
+    words = ["bias-monitor", "run", "-s", name]
+    words += [w for b in benchmarks for w in ("-b", b)]
+    words += ["--size", sizes[0]] if len(sizes) == 1 else []
+    words += ["--db", str(db)] if db is not None else []
+    raise UserInputError(
+        f"snapshot {name!r} has no complete run in the store; score it first: {shlex.join(words)}"
+    )
+
+
+def _scored_benchmarks(view: StoreView, snapshots: list[str]) -> tuple[list[str], list[str]]:
+    """The benchmarks of the snapshots' latest complete runs (one per kind of result),
+    without those that are another one's control (``run -b`` adds a control itself), and
+    the ``--size`` values they were sampled at (a mini run's baseline is best mini too)."""
+    from monitor.drift.baselines import Tracks
+
+    tracks = Tracks.of(view, set(snapshots))
+    ids = [r for s in dict.fromkeys(snapshots) for r in tracks.latest(s)]
+    runs = list(view.runs(ids).values())
+    scored = list(dict.fromkeys(b for run in runs for b in _benchmarks(run)))
+    sizes = sorted({size for run in runs for size in _sizes(run)})
+    try:
+        from monitor.benchmarks.manifest import load_manifest
+
+        manifest = load_manifest()
+    except UserInputError:  # drift reads the store; an unreadable manifest is not its error
+        return scored, sizes
+    controls = {c for b in scored for c in manifest.controls_of(b)}
+    return [b for b in scored if b not in controls], sizes
+
+
+def _benchmarks(run: StoredRun) -> list[str]:
+    """A stored run's benchmark ids (its ``benchmarks`` column)."""
+    return [str(b) for b in (run.fields.get("benchmarks") or [])]
+
+
+def _sizes(run: StoredRun) -> set[str]:
+    """The ``--size`` each benchmark of a stored run was loaded at, where one was recorded
+    (``dataset_versions``: a benchmark's ``sampling``)."""
+    versions = run.fields.get("dataset_versions") or {}
+    return {
+        str(v["sampling"]["size"])
+        for v in versions.values()
+        if isinstance(v, dict) and isinstance(v.get("sampling"), dict) and "size" in v["sampling"]
+    }

@@ -37,7 +37,7 @@ def report(request: ReportRequest, on_event: EventSink = lambda _msg: None) -> d
 
     selection = request.selection
     with open_reader(request.db, on_event).read() as view:
-        result = compare(view, selection)
+        result = compare(view, selection, request.db)
         # -s / --run: only the snapshots asked for and their baselines' (not every
         # snapshot's trends and rates in context).
         scope = set(selection.snapshots or ()) if selection.snapshots or selection.runs else None

@@ -28,7 +28,7 @@ from pydantic import (
 
 from monitor import paths
 from monitor.contract.registry import families, formats
-from monitor.errors import UserInputError
+from monitor.errors import UserInputError, closest
 
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 GitCommit = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")]
@@ -190,9 +190,7 @@ class BenchmarkManifest(_Strict):
             unknown = [i for i in ids if i not in self.benchmarks]
             if unknown:
                 raise UserInputError(
-                    f"unknown benchmark id(s) {', '.join(repr(u) for u in unknown)}; "
-                    f"known ids: {', '.join(self.benchmarks)}"
-                    + (f"; groups: {', '.join(groups)}" if groups else "")
+                    unknown_benchmarks(unknown, list(self.benchmarks), list(groups))
                 )
             chosen = list(ids)
         if controls:
@@ -203,6 +201,26 @@ class BenchmarkManifest(_Strict):
         """The control benchmarks scored beside ``benchmark`` (none for an unknown id)."""
         spec = self.benchmarks.get(benchmark)
         return spec.controls if spec is not None else ()
+
+
+# Suggestions per unknown id: a typo has one or two likely targets; a list of every id
+# (over a hundred, most of them association tests) on one line helps nobody.
+SUGGESTIONS = 5
+
+
+def unknown_benchmarks(unknown: list[str], ids: list[str], groups: list[str]) -> str:
+    """The one-line message for names that are neither a manifest id nor a group: each
+    with at most ``SUGGESTIONS`` close ids or groups (the snapshots' "did you mean",
+    ``closest``), then where the ids are listed, and the groups (a few)."""
+    named = []
+    for name in unknown:
+        close = closest(name, [*ids, *groups], n=SUGGESTIONS)
+        named.append(f"{name!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
+    noun = "id" if len(unknown) == 1 else "ids"
+    return (
+        f"unknown benchmark {noun} {', '.join(named)}; list the ids with bias-monitor data list"
+        + (f"; groups: {', '.join(groups)}" if groups else "")
+    )
 
 
 def default_manifest_path() -> Path:

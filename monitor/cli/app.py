@@ -60,6 +60,43 @@ DbOption = Annotated[
     typer.Option("--db", help="DuckDB file (default: $MONITOR_DB or results/monitor.duckdb)."),
 ]
 
+
+def package_version() -> str:
+    """The installed distribution's version (what ``pip`` and a release tag name); the
+    package's own ``__version__`` when it runs from a checkout that is not installed.
+    The release workflow refuses a tag other than ``v`` + this version."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("bias-monitor")
+    except importlib.metadata.PackageNotFoundError:
+        from monitor import __version__
+
+        return __version__
+
+
+def _print_version(value: bool) -> None:
+    """``--version``: print the version and stop, before any command is parsed."""
+    if value:
+        print(f"bias-monitor {package_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """The options before the command: ``--version``."""
+
+
 app.add_typer(commands_data.app, name="data")
 app.add_typer(commands_db.runs_app, name="runs")
 app.add_typer(commands_db.db_app, name="db")

@@ -15,6 +15,7 @@ from monitor.terminal.output import Format, err, out, print_json, progress_bars
 
 if TYPE_CHECKING:
     from monitor.contract.family import Family
+    from monitor.snapshots.model import Snapshot
 
 snapshots_app = typer.Typer(help="Pinned model snapshots (snapshots/*.toml).", no_args_is_help=True)
 
@@ -277,7 +278,7 @@ def snapshots_list(
     from monitor.snapshots.registry import load_snapshots
 
     use_snapshots_dir(snapshots_dir)
-    snaps = load_snapshots()
+    snaps = _yours_first(load_snapshots())
     warn_stored_credentials(snaps.values(), lambda m: err.print(m))
 
     def metrics(s) -> list[str]:
@@ -311,6 +312,21 @@ def snapshots_list(
                 s.revision_label,
                 str(s.file.parent) if s.file else "",
             )
-            for s in sorted(snaps.values(), key=lambda s: s.id)
+            for s in snaps.values()
         ],
     )
+
+
+def _yours_first(snaps: dict[str, Snapshot]) -> dict[str, Snapshot]:
+    """The snapshots in the order they are looked up: the user's folder first, then the
+    shipped one (``paths.snapshot_search_path``), each by id; what ``snapshots list``
+    shows, so that a user's own models are not lost among the shipped baselines."""
+    from monitor.paths import snapshot_search_path
+
+    folders = [f.resolve() for f in snapshot_search_path()]
+
+    def rank(s: Snapshot) -> tuple[int, str]:
+        folder = s.file.parent.resolve() if s.file else None
+        return (folders.index(folder) if folder in folders else len(folders), s.id)
+
+    return {s.id: s for s in sorted(snaps.values(), key=rank)}

@@ -8,7 +8,6 @@ out of the nightly run.
 
 from __future__ import annotations
 
-import difflib
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -16,7 +15,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from monitor import paths
-from monitor.errors import UserInputError
+from monitor.errors import UserInputError, closest
 from monitor.snapshots.model import Snapshot
 
 
@@ -138,10 +137,7 @@ def get_snapshot(snapshot_id: str, snapshots: Mapping[str, Snapshot]) -> Snapsho
 def unknown_snapshot(snapshot_id: str, known: Iterable[str]) -> str:
     """The one-line message for an id no snapshot file has: what to do, and the closest
     known id when there is one (a typo is the usual cause)."""
-    ids = sorted(known)
-    close = [k for k in ids if k.startswith(snapshot_id)][:1] or difflib.get_close_matches(
-        snapshot_id, ids, n=1, cutoff=0.6
-    )
+    close = closest(snapshot_id, known)
     hint = f" (did you mean {close[0]}?)" if close else ""
     return (
         f"unknown snapshot {snapshot_id!r}{hint}; add one with bias-monitor snapshots add "

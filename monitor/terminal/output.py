@@ -42,6 +42,15 @@ class SafeConsole(Console):
     def print(self, *objects: Any, **kwargs: Any) -> None:
         super().print(*(safe_text(o) if isinstance(o, str) else o for o in objects), **kwargs)
 
+    def print_at(self, renderable: Any, width: int) -> None:
+        """``renderable`` laid out ``width`` columns wide, even when that is wider than the
+        console (``print(width=...)`` never exceeds it): a table whose numbers would
+        otherwise be cut runs past the edge instead (``monitor.terminal.fit``)."""
+        from rich.segment import Segment, Segments
+
+        lines = self.render_lines(renderable, self.options.update(width=width), pad=False)
+        self.print(Segments([s for line in lines for s in (*line, Segment.line())]), end="")
+
 
 class SafeTable(Table):
     """A table whose title and cells are made safe as they are added."""

@@ -22,7 +22,9 @@ class ChoiceRunOptions(BaseModel):
         None,
         description="Choice-question benchmarks (bbq-*, bharatbbq-*): mini (a few whole "
         "templates per category, both contexts and polarities), default (a few hundred "
-        "items per category) or full (every row).",
+        "items per category) or full (every row). Sentence pairs (bhed-*, crows-pairs): "
+        "mini keeps 24 whole templates per axis, taken in turns from the identities the "
+        "stereotypes name (a quick look); default and full, every row.",
         json_schema_extra={"flag": "--size"},
     )
     translations: Path | None = Field(

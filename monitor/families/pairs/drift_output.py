@@ -20,7 +20,6 @@ from typing import Any
 from monitor.drift.robustness import NOT_VALID, Robustness, robustness_json
 from monitor.fmt import interval, pct, pvalue
 from monitor.terminal.lines import named_run, pp, provenance_lines, wrap
-from monitor.terminal.output import SafeTable as Table
 from monitor.terminal.output import out
 
 MIN_LABEL = 6  # an axis label is never abbreviated below this many characters
@@ -275,51 +274,39 @@ def drift_lines(
 def drift_table(
     comparisons: Sequence[Any], level: str, *, drift: Any = None, show_flips: bool = False
 ) -> None:
-    """The ``drift_table`` hook (``--format table-wide``): one row per compared axis with
-    counts, p-values and the verdict's reason; then each comparison in plain words, and
+    """The ``drift_table`` hook (``--format table-wide``): per compared pair of runs (named
+    in its title, whole) one row per axis with the rates, Δ, MDE, counts, p-values and the
+    verdict, laid out to the output width without cutting a number (``fitted_table``:
+    cells wrap between words; at a narrow width the raw p, then b/c, then the MDE are
+    left out and named); then each verdict's reason, each comparison in plain words, and
     with ``show_flips`` the ids of the items that flipped."""
     if not comparisons:
         return
-    table = Table(
-        title=f"drift (paired exact McNemar; p(BH) over all tests shown; {level} intervals)",
-        title_justify="left",
-    )
-    for col in (
-        "new run",
-        "baseline",
-        "benchmark/axis",
-        "old",
-        "new",
-        f"Δ [{level} CI]",
-        "MDE",
-        "b/c",
-        "p",
-        "p(BH)",
-        "verdict",
-    ):
-        whole = col in ("new run", "baseline")  # ids are shown whole, on one line
-        width = max((len(c.new_run_id) for c in comparisons), default=0)
-        table.add_column(col, no_wrap=whole, min_width=width if whole else None)
-    for c in comparisons:
-        d = c.paired
-        low, high = c.delta_ci_clustered or (d.ci_low, d.ci_high)  # clusters widen it
-        delta = "—" if d.delta is None else f"{100 * d.delta:+.1f} {interval((low, high))}"
-        table.add_row(
-            c.new_run_id,
-            c.baseline_run_id,
-            f"{c.benchmark}/{c.axis}",
-            f"{pct(c.rate_old.value)} {interval((c.rate_old.ci_low, c.rate_old.ci_high))}",
-            f"{pct(c.rate_new.value)} {interval((c.rate_new.ci_low, c.rate_new.ci_high))}",
-            delta,
-            "—"
-            if c.detectable is None or c.detectable.mde is None
-            else f"±{100 * c.detectable.mde:.1f}",
-            f"{c.b}/{c.c}",
-            pvalue(c.p_value),
-            pvalue(c.p_adjusted),
-            f"{c.verdict.label}: {c.verdict.reason}",
+    from monitor.terminal.fit import fitted_table
+    from monitor.terminal.lines import by_pair
+    from monitor.terminal.output import output_width
+
+    width = output_width()
+    out.print(f"drift (paired exact McNemar; p(BH) over all tests shown; {level} intervals)")
+    headers = ("benchmark/axis", "old", "new", f"Δ [{level} CI]", "MDE", "b/c", "p", "p(BH)")
+    for (new, base), mine in by_pair(comparisons).items():
+        fitted = fitted_table(
+            f"{base} → {new}",
+            (*headers, "verdict"),
+            [_table_row(c) for c in mine],
+            width,
+            right=headers[1:],
+            droppable=("p", "b/c", "MDE"),
         )
-    out.print(table)
+        out.print_at(fitted.table, fitted.width)
+        if fitted.dropped:
+            out.print(
+                f"(left out at {width} columns: {', '.join(fitted.dropped)}; a wider COLUMNS "
+                "or --format json shows them)",
+                markup=False,
+            )
+    for c in comparisons:  # the reason: long sentences, which in a cell squeeze the rest
+        out.print(f"{c.benchmark}/{c.axis}: {c.verdict.label}: {c.verdict.reason}", markup=False)
     for c in comparisons:
         if c.summary:
             out.print(
@@ -334,6 +321,25 @@ def drift_table(
             if c.b or c.c:
                 out.print(f"{c.benchmark}/{c.axis} to anti: {', '.join(c.flipped_to_anti)}")
                 out.print(f"{c.benchmark}/{c.axis} to stereo: {', '.join(c.flipped_to_stereo)}")
+
+
+def _table_row(c: Any) -> list[str]:
+    """One comparison's cells of the wide table, as the terminal shows its numbers."""
+    d = c.paired
+    low, high = c.delta_ci_clustered or (d.ci_low, d.ci_high)  # clusters widen it
+    return [
+        f"{c.benchmark}/{c.axis}",
+        f"{pct(c.rate_old.value)} {interval((c.rate_old.ci_low, c.rate_old.ci_high))}",
+        f"{pct(c.rate_new.value)} {interval((c.rate_new.ci_low, c.rate_new.ci_high))}",
+        "—" if d.delta is None else f"{100 * d.delta:+.1f} {interval((low, high))}",
+        "—"
+        if c.detectable is None or c.detectable.mde is None
+        else f"±{100 * c.detectable.mde:.1f}",
+        f"{c.b}/{c.c}",
+        pvalue(c.p_value),
+        pvalue(c.p_adjusted),
+        c.verdict.label,
+    ]
 
 
 def drift_json(

@@ -93,5 +93,6 @@ FAMILY = Family(
     formats=("indian-bhed", "crows-pairs", "indic-taxonomy"),
     capabilities=_Capabilities(),
     kind_default=True,
+    sized=True,  # run --size mini on sentence pairs (families/pairs/sizes.py)
     drift_units="Δ and MDE in percentage points",
 )

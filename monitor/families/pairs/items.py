@@ -40,10 +40,17 @@ def load(
     data_dir: Path | None = None,
 ) -> LoadedBenchmark:
     """The family's ``load`` hook: a pinned pair file with ``errata`` applied (None: the
-    raw file). ``options`` (``load_benchmarks``' own, e.g. a choice-question size) do
-    not apply to pairs, whose options come from the manifest entry only."""
+    raw file). Of ``options`` (``load_benchmarks``' own) a sentence-pair file takes
+    ``size`` (``run --size``: ``mini`` keeps whole templates per axis, ``sizes``); the
+    others (a translation of choice questions) are not the pairs'."""
     name = f"{spec.id} ({spec.path})"
+    size = str((options or {}).get("size", "full"))
     if spec.format == "indic-taxonomy":
+        if size == "mini":
+            raise UserInputError(
+                f"--size mini applies to sentence-pair files, not to {spec.id}; the taxonomy "
+                "has sized entries of its own (indic-taxonomy-ci, indic-taxonomy-mini)"
+            )
         return _load_taxonomy(spec, data, version, data_dir, name)
     unknown = sorted(set(spec.options) - CSV_OPTIONS.get(spec.format, frozenset()))
     if unknown:
@@ -63,7 +70,7 @@ def load(
         # A normalisation of the input like an erratum: the raw file (errata none) keeps it.
         strip_sentences=bool(spec.options.get("strip_sentences")) and errata is not None,
     )
-    return LoadedBenchmark.of_entry(
+    loaded = LoadedBenchmark.of_entry(
         spec,
         version,
         parsed,
@@ -71,6 +78,30 @@ def load(
         language=spec.language,
         reference_rows=parsed.reference_rows,
         sampling=dict(spec.options),
+    )
+    return _sized(loaded, size, spec.options.get("seed", 0), name)
+
+
+def _sized(loaded: LoadedBenchmark, size: str, seed: Any, name: str) -> LoadedBenchmark:
+    """``loaded`` at ``size``: every item (``full``, ``default``: unchanged, unrecorded),
+    or the ``mini`` sample, recorded with its seed, the rows left out ``not_sampled``."""
+    from dataclasses import replace
+
+    from monitor.families.pairs.sizes import SIZES, mini_sample
+
+    if size not in SIZES:
+        raise UserInputError(f"{name}: size {size!r} is not one of {', '.join(SIZES)}")
+    if size != "mini":
+        return loaded
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise UserInputError(f"{name}: seed must be an integer")
+    kept = mini_sample(loaded.items, seed)
+    rows = {i.source_row for i in kept}
+    return replace(
+        loaded,
+        items=kept,
+        not_sampled=sorted({i.source_row for i in loaded.items} - rows),
+        sampling={**loaded.sampling, "size": size, "seed": seed},
     )
 
 
