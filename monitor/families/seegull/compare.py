@@ -35,7 +35,7 @@ from monitor.drift.provenance_diff import diff_runs
 from monitor.drift.stats import count_flips, mcnemar_exact, paired_difference
 from monitor.drift.verdicts import MIN_ITEM_OVERLAP, comparability
 from monitor.families.seegull.frames import FAMILY_NAME
-from monitor.families.seegull.measures import ALL, HEADLINE
+from monitor.families.seegull.measures import HEADLINE
 from monitor.readmodel.models import AxisOutcomes, StoredRun
 from monitor.records import ComparisonVerdict, FamilyComparison
 from monitor.store.view import StoreView
@@ -162,7 +162,7 @@ def compare(
             FamilyComparison(
                 family=FAMILY_NAME,
                 benchmark=benchmark,
-                axis=ALL,
+                axis=benchmark,  # one language per benchmark: drift's line names it
                 measure=MEASURE,
                 scope=f"SeeGULL items of {benchmark}",
                 new_run_id=new_run_id,
