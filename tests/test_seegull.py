@@ -155,6 +155,5 @@ def test_gemma_mini_run_drift_and_report(monitor_env: Path) -> None:
     html = (folder / "report.html").read_text(encoding="utf-8")
     assert '<h3 id="seegull">SeeGULL stereotypes in Indian languages</h3>' in html
     data = json.loads((folder / "report.json").read_text(encoding="utf-8"))
-    assert [c["verdict"] for c in data["family_comparisons"] if c["family"] == "seegull"] == [
-        "regression"
-    ]
+    verdicts = [c["verdict"] for c in data["family_comparisons"] if c["family"] == "seegull"]
+    assert [v["label"] for v in verdicts] == ["regression"]
