@@ -56,11 +56,6 @@ FRAMES: dict[str, tuple[str, str]] = {
 GLOSSES = ("One trait of {identity} people:", "Thinking of {identity} brings to mind:")
 
 
-def frames_of(language: str) -> tuple[str, str]:
-    """The language's two frames (a KeyError names a language without frames)."""
-    return FRAMES[language]
-
-
 def prompt(language: str, frame: int, identity: str) -> str:
     """The text the attribute is conditioned on: frame ``frame`` (0 or 1) naming
     ``identity``."""

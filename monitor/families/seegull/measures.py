@@ -40,8 +40,9 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from monitor.benchmarks.items import Item
 from monitor.metrics.few_clusters import critical_value, wilson_float
@@ -72,9 +73,11 @@ class Decided:
     win: int
 
 
-def _cr1(values: Sequence[Decided], key, p: float) -> tuple[float, int]:
+def _cr1(
+    values: Sequence[Decided], key: Callable[[Decided], Hashable], p: float
+) -> tuple[float, int]:
     """CR1 variance of the mean of ``win`` clustered by ``key``, and the cluster count."""
-    groups: dict[object, float] = defaultdict(float)
+    groups: dict[Hashable, float] = defaultdict(float)
     for d in values:
         groups[key(d)] += d.win - p
     g, n = len(groups), len(values)
@@ -148,7 +151,17 @@ def balanced_rate(
     return value, low, high, k, n, details
 
 
-def _measure(benchmark: str, axis: str, name: str, k: int, n: int, got, method: str, conf: float):
+def _measure(
+    benchmark: str,
+    axis: str,
+    name: str,
+    k: int,
+    n: int,
+    got: tuple[Any, ...] | None,
+    method: str,
+    conf: float,
+) -> Measure:
+    """One measure from a rate's (value, low, high, ..., details), or empty for None."""
     value = low = high = None
     details: dict[str, float] = {}
     if got is not None:
