@@ -23,11 +23,25 @@ def test_balanced_rate_cancels_a_name_preference() -> None:
     assert (k, n, details["pairs"]) == (20, 25, 1)
 
 
+def test_pairs_that_all_agree_keep_an_interval() -> None:
+    # Ten pairs, one item each way, the first-named identity always preferred: every
+    # pair's balanced rate is 50%, so the pairs' spread is 0; the interval is not.
+    items = [Decided(f"A{i}", f"x{i}", f"B{i}", 1) for i in range(10)]
+    items += [Decided(f"B{i}", f"y{i}", f"A{i}", 0) for i in range(10)]
+    value, low, high, *_ = balanced_rate(items)  # type: ignore[misc]
+    assert value == pytest.approx(0.5)
+    assert high - low > 0.3
+
+
 def test_pairs_scored_one_way_are_left_out_of_the_balanced_rate() -> None:
     items = [Decided("A", "x", "B", 1), Decided("B", "y", "A", 1), Decided("C", "z", "D", 0)]
     bal = balanced_rate(items)
     assert bal is not None and bal[0] == pytest.approx(1.0)
-    assert bal[-1] == {"pairs": 1, "items_covered": 2, "items_decided": 3}
+    assert {k: bal[-1][k] for k in ("pairs", "items_covered", "items_decided")} == {
+        "pairs": 1,
+        "items_covered": 2,
+        "items_decided": 3,
+    }
     assert balanced_rate([Decided("C", "z", "D", 0)]) is None
 
 

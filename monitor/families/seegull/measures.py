@@ -33,12 +33,13 @@ clusters − 1 degrees of freedom (``monitor.metrics.few_clusters``, as the choi
 questions' mini runs do). C is not a clustering dimension: contrasts are drawn per
 stereotype, and clustering on S and a already holds every item of a stereotype together.
 The balanced rate's interval is cluster-robust over identity pairs: the CR1 variance of
-the weighted mean of the pairs' balanced rates, t with pairs − 1 df, clipped to [0, 1].
+the weighted mean of the pairs' balanced rates, as an effective sample size within
+[pairs, items] (never more than the items: pairs that all agree leave the binomial
+width), and Wilson with t on pairs − 1 df.
 """
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -60,7 +61,7 @@ DEFINITIONS = {
     "both ways, weighted by their decided items",
 }
 TWO_WAY = "two-way cluster-robust (identity, attribute) effective-n Wilson, t with clusters - 1 df"
-PAIR_CLUSTERS = "cluster-robust over identity pairs, t with pairs - 1 df"
+PAIR_CLUSTERS = "cluster-robust over identity pairs, effective-n Wilson, t with pairs - 1 df"
 
 
 @dataclass(frozen=True)
@@ -137,17 +138,25 @@ def balanced_rate(
     total = sum(weights)
     value = sum(w * r for w, r in zip(weights, rates, strict=True)) / total
     g = len(rates)
-    if g >= 2:
-        var = (
-            g
-            / (g - 1)
-            * sum((w / total) ** 2 * (r - value) ** 2 for w, r in zip(weights, rates, strict=True))
-        )
-        half = critical_value(g, confidence) * math.sqrt(var)
-        low, high = max(0.0, value - half), min(1.0, value + half)
-    else:
-        low, high = 0.0, 1.0  # one pair: no spread to estimate
-    details = {"pairs": g, "items_covered": n, "items_decided": len(values)}
+    var = (
+        g
+        / (g - 1)
+        * sum((w / total) ** 2 * (r - value) ** 2 for w, r in zip(weights, rates, strict=True))
+        if g >= 2
+        else 0.0
+    )
+    # As an effective sample size (within [pairs, items]), so that pairs that all agree
+    # (every pair at 50%: one item each way and a pure name preference) still leave the
+    # interval its binomial width instead of none.
+    var_iid = value * (1 - value) / n
+    n_eff = float(n) if var <= var_iid else max(float(g), value * (1 - value) / var)
+    low, high = wilson_float(value, n_eff, critical_value(g, confidence))
+    details = {
+        "pairs": g,
+        "items_covered": n,
+        "items_decided": len(values),
+        "n_effective": round(n_eff, 2),
+    }
     return value, low, high, k, n, details
 
 
