@@ -81,12 +81,14 @@ docs: $(BIN)/.docs-installed
 # The monitor against lm-evaluation-harness (installed once into its own venv under
 # $(MONITOR_CACHE_DIR)/bench), interleaved: CLL on Indian-BhED (with the default run,
 # cll + ull, against cll alone, and the full panel's agreement checks), then the BBQ round
-# (mc-loglik vs lm-eval multiple choice on BharatBBQ mini); bench_scoring.py and
-# bench_store_writes.py (the store's write batching) are by hand. Both rounds run even
-# when the first misses its goal; make then fails with the first one's status.
+# (mc-loglik vs lm-eval multiple choice on BharatBBQ mini), then the SeeGULL round
+# (seegull-attribute-ll vs lm-eval loglikelihood on SeeGULL Hindi and Tamil mini, Gemma 3
+# 270M); bench_scoring.py and bench_store_writes.py (the store's write batching) are by
+# hand. Every round runs even when an earlier one misses its goal; make then fails.
 bench: install
 	$(BIN)/python bench/bench_vs_lm_eval.py; status=$$?; \
-	$(BIN)/python bench/bench_bbq.py && exit $$status
+	$(BIN)/python bench/bench_bbq.py || status=1; \
+	$(BIN)/python bench/bench_seegull.py && exit $$status
 
 # drift and report on a generated year of nightly runs (20 snapshots, 20.1M score rows;
 # the store is generated once, ~30 min on 2 cores, and cached under .monitor-cache/bench).

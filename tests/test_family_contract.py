@@ -395,8 +395,8 @@ def test_no_family_installed_says_how_to_install(monkeypatch):
 
 def test_the_registry_order_keeps_the_pairs_first():
     """The order of report parts, drift output and a kind's metrics (cll first for a
-    causal LM)."""
-    assert [f.name for f in registry.families()] == [
+    causal LM); a family of the default rank (seegull) comes after the three."""
+    assert [f.name for f in registry.families()][:3] == [
         "pair-outcome",
         "association-test",
         "choice-qa",

@@ -68,7 +68,7 @@ DRIVER_REQUESTS = {
 # the registered families' metrics need (``KindSpec.offers``, ``MetricSpec.needs``), in
 # the registry's order; these were the hand-written lists before the match.
 KIND_METRICS = {
-    "hf-causal": ("cll", "cll-reference", "ull", "mc-loglik"),
+    "hf-causal": ("cll", "cll-reference", "ull", "mc-loglik", "seegull-attribute-ll"),
     "hf-mlm": ("aul",),
     "openai-completions": ("cll", "cll-reference", "ull"),
     "openai-chat": ("forced-choice", "sampled-choice", "mc-letter", "mc-letter-sampled"),
