@@ -12,47 +12,45 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from monitor.contract.capabilities import Drift, Items, Metrics, Report, Scoring, Terminal
-from monitor.contract.family import Family
+from monitor.contract import capabilities as cap
+from monitor.contract.family import Builders, Family
 
 FAMILY_NAME = "seegull"  # frames.FAMILY_NAME, said here without importing it
 FORMAT = "seegull-stereotypes-csv"  # items.FORMAT
 
 
-def _items() -> Items:
-    from monitor.families.seegull import items, quality
+class _Capabilities(Builders):
+    """The family's capabilities, each built on first use (``Builders``)."""
 
-    return Items(load=items.load, quality=quality.validate_seegull, errata_noun="rows")
+    def items(self) -> cap.Items:
+        from monitor.families.seegull import items, quality
 
+        return cap.Items(load=items.load, quality=quality.validate_seegull, errata_noun="rows")
 
-def _metrics() -> Metrics:
-    from monitor.families.seegull import measures, metrics
+    def metrics(self) -> cap.Metrics:
+        from monitor.families.seegull import measures, metrics
 
-    return Metrics(specs=metrics.metric_specs, measures=measures.run_measures)
+        return cap.Metrics(specs=metrics.metric_specs, measures=measures.run_measures)
 
+    def scoring(self) -> cap.Scoring:
+        from monitor.families.seegull import scoring
 
-def _scoring() -> Scoring:
-    from monitor.families.seegull import scoring
+        return cap.Scoring(local=scoring.score_local)
 
-    return Scoring(local=scoring.score_local)
+    def drift(self) -> cap.Drift:
+        from monitor.families.seegull import compare
 
+        return cap.Drift(compare=compare.compare)
 
-def _drift() -> Drift:
-    from monitor.families.seegull import compare
+    def terminal(self) -> cap.Terminal:
+        from monitor.families.seegull import table
 
-    return Drift(compare=compare.compare)
+        return cap.Terminal(cli_table=table.cli_table)
 
+    def report(self) -> cap.Report:
+        from monitor.families.seegull import section
 
-def _terminal() -> Terminal:
-    from monitor.families.seegull import table
-
-    return Terminal(cli_table=table.cli_table)
-
-
-def _report() -> Report:
-    from monitor.families.seegull import section
-
-    return Report(section=section.SeegullSection)
+        return cap.Report(section=section.SeegullSection)
 
 
 FAMILY = Family(
@@ -66,12 +64,7 @@ FAMILY = Family(
     headline="stereo_rate",
     outcomes=True,
     formats=(FORMAT,),
-    items=_items,
-    metrics=_metrics,
-    scoring=_scoring,
-    drift=_drift,
-    terminal=_terminal,
-    report=_report,
+    capabilities=_Capabilities(),
     benchmarks=Path(__file__).with_name("benchmarks.toml"),
     item_noun="stereotype contrasts",
     words="SeeGULL stereotypes",

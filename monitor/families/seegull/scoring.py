@@ -15,7 +15,8 @@ skipped.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Unpack
 
 from monitor.backends.base import CausalLM, TailLogprobs
 from monitor.benchmarks.items import Item
@@ -23,6 +24,9 @@ from monitor.errors import UserInputError
 from monitor.families.seegull.frames import METRIC, METRIC_VERSION, continuation, outcome, prompt
 from monitor.families.seegull.items import KIND
 from monitor.records import ScoreRow
+
+if TYPE_CHECKING:
+    from monitor.contract.capabilities import LocalOptions
 
 DEFAULT_ITEMS_PER_PASS = 16
 Seq = tuple[tuple[int, ...], int]  # token ids, continuation length
@@ -78,21 +82,15 @@ def item_row(item_id: str, lls: Sequence[float], n_tokens: Sequence[int]) -> Sco
 
 
 def score_local(
-    backend: object,
-    items: list[Item],
-    metric: str,
-    *,
-    batch_size: int | None = None,
-    progress: Callable[[int], None] | None = None,
-    already_scored: Collection[str] = frozenset(),
-    on_batch: Callable[[list[ScoreRow]], None] | None = None,
-    panel: bool = True,
-    panel_metrics: Sequence[str] = (),
+    backend: object, items: list[Item], metric: str, **options: Unpack[LocalOptions]
 ) -> list[ScoreRow]:
-    """Every item not in ``already_scored``, in item order; ``batch_size`` counts
-    sequences per forward pass (four per item). ``panel`` and ``panel_metrics`` are the
-    contract's (another family's metric panel) and unused here."""
-    del panel, panel_metrics
+    """Every item not in ``already_scored``, in item order. ``options`` are the contract's
+    (``LocalOptions``): ``batch_size`` counts sequences per forward pass (four per item);
+    ``panel`` and ``panel_metrics`` (another family's metric panel) are not read."""
+    batch_size = options.get("batch_size")
+    progress = options.get("progress")
+    already_scored = options.get("already_scored", frozenset())
+    on_batch = options.get("on_batch")
     if not isinstance(backend, CausalLM):
         raise UserInputError(f"{METRIC} needs a causal LM's log-probabilities")
     if metric != METRIC:

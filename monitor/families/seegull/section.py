@@ -23,7 +23,7 @@ from monitor.families.seegull.frames import FAMILY_NAME, REVIEW_NOTE
 from monitor.records import FamilyComparison
 from monitor.report.markdown import md
 from monitor.report.model import ReportInput
-from monitor.report.section import FamilySection
+from monitor.report.section import FamilySection, Rendering
 
 TITLE = "SeeGULL stereotypes in Indian languages"
 ANCHOR = "seegull"
@@ -41,20 +41,13 @@ class SeegullSection(FamilySection):
 
     family = FAMILY_NAME
 
-    def answer(
-        self,
-        report: ReportInput,
-        *,
-        fmt: Literal["markdown", "html"],
-        max_rows: int,
-        env: Environment | None = None,
-    ) -> str:
+    def answer(self, report: ReportInput, how: Rendering) -> str:
         comparisons = report.comparisons_of(self.family)
         if not comparisons:
             return ""
         return report_section(
             comparisons,
-            fmt=fmt,
+            fmt=how.fmt,
             level=report.level,
             snapshot_of={r.run_id: r.snapshot_id for r in report.runs},
         )
