@@ -93,10 +93,10 @@ def _write_snapshot(folder: Path, sha: str) -> None:
     )
 
 
-@pytest.fixture
-def toy(tmp_path: Path, shared_datasets: Path, session_cache: Path):
+def toy_home(tmp_path: Path, shared_datasets: Path, session_cache: Path) -> dict[str, str]:
     """A home with the project's manifest plus one toy word-set benchmark, a mirror that
-    holds it beside the real files, a vector folder and a snapshot folder."""
+    holds it beside the real files, a vector folder and a snapshot folder: the variables
+    that point ``bias-monitor`` at them (a real run of ``toy-vectors`` takes seconds)."""
     home, mirror, vectors, snaps = (tmp_path / d for d in ("home", "mirror", "vec", "snaps"))
     for d in (home / "data", mirror / "toy", vectors, snaps):
         d.mkdir(parents=True)
@@ -116,17 +116,25 @@ def toy(tmp_path: Path, shared_datasets: Path, session_cache: Path):
     (home / "data" / "benchmarks.toml").write_text(manifest, encoding="utf-8")
     shutil.copy(REPO / "data" / "errata.toml", home / "data" / "errata.toml")
     _write_snapshot(snaps, _write_vectors(vectors, VECTORS))
-    env = {
-        **os.environ,
+    return {
         "MONITOR_HOME": str(home),
         "MONITOR_SNAPSHOTS_DIR": str(snaps),
         "MONITOR_VECTORS_DIR": str(vectors),
         "MONITOR_DATA_MIRROR": str(mirror),
         "MONITOR_DATA_DIR": str(tmp_path / "datasets"),
         "MONITOR_CACHE_DIR": str(session_cache),
+    }
+
+
+@pytest.fixture
+def toy(tmp_path: Path, shared_datasets: Path, session_cache: Path):
+    """``toy_home``'s folders, with a store of the test's own."""
+    env = {
+        **os.environ,
+        **toy_home(tmp_path, shared_datasets, session_cache),
         "MONITOR_DB": str(tmp_path / "monitor.duckdb"),
     }
-    return tmp_path, env, vectors, snaps
+    return tmp_path, env, tmp_path / "vec", tmp_path / "snaps"
 
 
 def cli(env, *args, check=True):
