@@ -93,10 +93,10 @@ def _write_snapshot(folder: Path, sha: str) -> None:
     )
 
 
-@pytest.fixture
-def toy(tmp_path: Path, shared_datasets: Path, session_cache: Path):
+def toy_home(tmp_path: Path, shared_datasets: Path, session_cache: Path) -> dict[str, str]:
     """A home with the project's manifest plus one toy word-set benchmark, a mirror that
-    holds it beside the real files, a vector folder and a snapshot folder."""
+    holds it beside the real files, a vector folder and a snapshot folder: the variables
+    that point ``bias-monitor`` at them (a real run of ``toy-vectors`` takes seconds)."""
     home, mirror, vectors, snaps = (tmp_path / d for d in ("home", "mirror", "vec", "snaps"))
     for d in (home / "data", mirror / "toy", vectors, snaps):
         d.mkdir(parents=True)
@@ -116,17 +116,25 @@ def toy(tmp_path: Path, shared_datasets: Path, session_cache: Path):
     (home / "data" / "benchmarks.toml").write_text(manifest, encoding="utf-8")
     shutil.copy(REPO / "data" / "errata.toml", home / "data" / "errata.toml")
     _write_snapshot(snaps, _write_vectors(vectors, VECTORS))
-    env = {
-        **os.environ,
+    return {
         "MONITOR_HOME": str(home),
         "MONITOR_SNAPSHOTS_DIR": str(snaps),
         "MONITOR_VECTORS_DIR": str(vectors),
         "MONITOR_DATA_MIRROR": str(mirror),
         "MONITOR_DATA_DIR": str(tmp_path / "datasets"),
         "MONITOR_CACHE_DIR": str(session_cache),
+    }
+
+
+@pytest.fixture
+def toy(tmp_path: Path, shared_datasets: Path, session_cache: Path):
+    """``toy_home``'s folders, with a store of the test's own."""
+    env = {
+        **os.environ,
+        **toy_home(tmp_path, shared_datasets, session_cache),
         "MONITOR_DB": str(tmp_path / "monitor.duckdb"),
     }
-    return tmp_path, env, vectors, snaps
+    return tmp_path, env, tmp_path / "vec", tmp_path / "snaps"
 
 
 def cli(env, *args, check=True):
@@ -330,3 +338,44 @@ def test_a_wrong_or_missing_vector_file_is_refused(toy):
     assert gone.returncode == 3 and "MONITOR_VECTORS_DIR" in gone.stderr + gone.stdout
     pairs = cli(env, "run", "-s", "toy-vectors", "-b", "bhed-caste", check=False)
     assert pairs.returncode == 2 and "word-set" in pairs.stderr
+
+
+def _wide_rows(text: str) -> list[str]:
+    """The rows of the wide table's box (between its top and bottom rules)."""
+    lines = text.splitlines()
+    top = next(i for i, x in enumerate(lines) if x.startswith("┏"))
+    bottom = next(i for i, x in enumerate(lines) if x.startswith("└"))
+    return lines[top : bottom + 1]
+
+
+@pytest.mark.parametrize("columns", [140, 80])
+def test_table_wide_keeps_every_number_whole(toy, columns):
+    """``drift --format table-wide`` on association runs, laid out to the width as the pair
+    table is (``monitor.terminal.fit``): it cut run ids and d to "20261…" and "+0…"."""
+    _tmp, env, vectors, snaps = toy
+    [old] = json.loads(
+        cli(env, "run", "-s", "toy-vectors", "-b", "toy-weat", "--format", "json").stdout
+    )
+    moved = {**VECTORS, "zan": [0.9, 0.3, 0.0], "tul": [0.8, 0.5, 0.2]}
+    _write_snapshot(snaps, _write_vectors(vectors, moved))
+    [new] = json.loads(
+        cli(env, "run", "-s", "toy-vectors", "-b", "toy-weat", "--format", "json").stdout
+    )
+    [c] = json.loads(cli(env, "drift", "--format", "json").stdout)["association_tests"]
+    text = cli({**env, "COLUMNS": str(columns)}, "drift", "--format", "table-wide").stdout
+    table = _wide_rows(text)
+    assert max(len(x) for x in table) <= columns and "…" not in text, text
+    # The compared runs, whole, above the table; the verdict's reason under it.
+    assert f"{old['run_id']} → {new['run_id']}" in " ".join(text.split()), text
+    assert f"toy-weat/toy1: {c['verdict']}: {c['reason']}" in " ".join(text.split()), text
+    [row] = [x for x in table if "toy-weat/toy1" in x]
+    minus = str.maketrans("-", "\u2212")
+    lo, hi = (f"{v:+.2f}".translate(minus) for v in c["delta_ci"])
+    for number in (f"{c['d_old']:+.3f}", f"{c['d_new']:+.3f}", f"{c['delta']:+.3f}"):
+        assert number.translate(minus) in row, (number, row)
+    # The interval may wrap under Δd at 80 columns, between its bounds, never inside one.
+    cells = " ".join(" ".join(x.split("│")) for x in table).split()
+    assert f"[{lo}," in cells and f"{hi}]" in cells, table
+    assert c["verdict"].split()[0] in row and "p(BH)" in " ".join(table), row
+    if columns == 140:
+        assert "left out" not in text and f"[{lo}, {hi}]" in row, text

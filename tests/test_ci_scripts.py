@@ -679,3 +679,142 @@ def test_the_weekly_report_job_scores_the_reference_metric_and_the_nightly_does_
         check=True,
     ).stdout
     assert all(opt in helped for opt in args if opt.startswith("--"))
+
+
+# -- the nightly's origin, through its scoring container -----------------------------------
+
+# The container engine as the nightly's scoring step calls it (`scripts/container run`),
+# standing in for docker on a machine without it: the image's entrypoint (`bias-monitor`,
+# the real one) runs in an environment of only the variables passed with -e, as in a
+# container, the mounted host folders in place of their container paths (/data, /mirror).
+ENGINE = """#!{python}
+import json, os, subprocess, sys
+args = sys.argv[1:]
+if args[:2] == ["image", "inspect"]:
+    print("sha256:" + "0" * 64)
+    sys.exit(0)
+assert args[0] == "run", args
+env, mounts, i = {{"PATH": os.environ["PATH"], "PYTHONPATH": {pythonpath!r}}}, {{}}, 1
+while args[i].startswith("-"):
+    flag = args[i]
+    if flag == "--rm":
+        i += 1
+        continue
+    value, i = args[i + 1], i + 2
+    if flag == "-e":
+        name, has, given = value.partition("=")
+        env[name] = given if has else os.environ[name]
+    elif flag == "-v" and value.startswith("/"):
+        host, inside = value.split(":")[:2]
+        mounts[inside] = host
+def host(text):
+    for inside, path in mounts.items():
+        if text == inside or text.startswith(inside + "/"):
+            return path + text[len(inside):]
+    return text
+env = {{k: host(v) for k, v in env.items()}}
+command = [host(a) for a in args[i + 1:]]
+with open({log!r}, "a") as f:
+    f.write(json.dumps({{"env": env, "command": command}}) + "\\n")
+sys.exit(subprocess.run([sys.executable, "-m", "monitor", *command], env=env).returncode)
+"""
+
+
+@pytest.fixture
+def toy_home(tmp_path, shared_datasets, session_cache):
+    """The association tests' toy word set and static vectors: a real run in seconds."""
+    from test_association_cli import toy_home as make
+
+    return tmp_path, make(tmp_path, shared_datasets, session_cache)
+
+
+def _nightly_score_step(root: Path, engine: Path) -> Path:
+    """A repository whose one workflow is the nightly's triggers, its workflow-wide
+    environment and its container scoring step, verbatim, with scripts/container."""
+    import yaml
+
+    nightly = _yaml(REPO / ".github" / "workflows" / "nightly.yml")
+    job = nightly["jobs"]["score-local"]
+    [step] = [
+        s for s in job["steps"] if s.get("name") == "Score ${{ matrix.snapshot }} in the container"
+    ]
+    repo = root / "repo"
+    (repo / ".github" / "workflows").mkdir(parents=True)
+    (repo / "scripts").mkdir()
+    shutil.copy(REPO / "scripts" / "container", repo / "scripts" / "container")
+    workflow = {
+        "name": "nightly",
+        "on": nightly[True],
+        "env": nightly["env"],
+        "jobs": {
+            "score": {
+                "runs-on": "ubuntu-latest",
+                # In place of the checkout (act runs a host job in a folder of its own).
+                "defaults": {"run": {"working-directory": str(repo)}},
+                "env": {
+                    "SNAPSHOT": "toy-vectors",
+                    "MONITOR_DEVICE": "cpu",
+                    "CONTAINER_ENGINE": str(engine),
+                },
+                "steps": [{"name": "score", "run": step["run"]}],
+            }
+        },
+    }
+    (repo / ".github" / "workflows" / "nightly.yml").write_text(yaml.safe_dump(workflow))
+    git = ["git", "-C", str(repo), "-c", "user.email=t@example.org", "-c", "user.name=t"]
+    run([*git[:3], "init", "-q", "-b", "main"])
+    run([*git, "add", "."])
+    run([*git, "commit", "-qm", "nightly"])
+    return repo
+
+
+@pytest.mark.skipif(not (BIN / "act").exists(), reason="act is installed with the test extras")
+def test_a_nightly_started_by_hand_on_the_default_branch_records_origin_nightly(toy_home):
+    """A scheduled night records ``nightly``; one started by hand (workflow_dispatch) on
+    the default branch recorded ``branch`` (the container has no event payload to tell
+    the default branch by) and so was never reused by a pull request: the workflow now
+    says where the run is written, and scripts/container passes it through. Under act, the
+    nightly's own step, a real run of the toy vectors in the stand-in container."""
+    root, toy_env = toy_home
+    log = root / "engine.jsonl"
+    engine = root / "engine"
+    engine.write_text(
+        ENGINE.format(python=sys.executable, pythonpath=str(REPO), log=str(log)),
+        encoding="utf-8",
+    )
+    engine.chmod(0o755)
+    repo = _nightly_score_step(root, engine)
+    passed = " ".join(k for k in toy_env if k != "MONITOR_DATA_MIRROR")
+    origins = {}
+    for name, event, payload in (
+        ("schedule", "schedule", {}),
+        ("by hand on main", "workflow_dispatch", {}),
+        ("by hand on a branch", "workflow_dispatch", {"ref": "refs/heads/feature"}),
+    ):
+        path = root / f"{name}.json"
+        path.write_text(json.dumps({**payload, "repository": {"default_branch": "main"}}))
+        flags = [f"--env={k}={v}" for k, v in {**toy_env, "CONTAINER_PASS_ENV": passed}.items()]
+        proc = run(
+            [BIN / "act", event, "-e", path, "-P", "ubuntu-latest=-self-hosted",
+             "--var", "MONITOR_BENCHMARKS=toy-weat", *flags],
+            cwd=repo,
+        )  # fmt: skip
+        assert "Job succeeded" in proc.stdout + proc.stderr, proc.stdout[-3000:]
+        call = json.loads(log.read_text().splitlines()[-1])
+        db = call["command"][call["command"].index("--db") + 1]
+        import duckdb
+
+        con = duckdb.connect(db, read_only=True)
+        try:
+            origins[name] = con.execute(
+                "SELECT json_extract_string(environment, '$.ci.origin') FROM runs "
+                "ORDER BY started_at DESC LIMIT 1"
+            ).fetchone()[0]
+        finally:
+            con.close()
+        Path(db).unlink()
+    assert origins == {
+        "schedule": "nightly",
+        "by hand on main": "nightly",
+        "by hand on a branch": "branch",
+    }

@@ -102,6 +102,11 @@ def test_a_pull_request_reuses_the_default_branch_run_until_told_to_score(store:
     assert f"{SNAPSHOT}: reused run {baseline} (from default-branch, " in proc.stderr
     assert {m["measure"] for m in outcome["measures"]} >= {"bias_rate"}
     assert outcome["n_scored"] == 121
+    # The terminal table's line leads with the answer: which run, not "scored 121 items".
+    table = cli(store, *RUN[:-2], env=pr).stdout
+    [line] = [x for x in table.splitlines() if "121 items" in x]
+    assert line.startswith(f"{outcome['reason']}: 121 items, not scored again; excluded "), line
+    assert "scored 121" not in table and stored(store) == [(baseline, "default-branch")]
 
     # --no-reuse scores anyway; that run is the pull request's own, and the next pull
     # request's run does not trust it: the latest complete run is now untrusted, so it scores.

@@ -247,9 +247,16 @@ def _print_counts(o, counts: _Counts, unit: str, note: str = "") -> None:
     """The line under every run's table, whatever its family: what was scored, how many
     source rows were left out and why (the denominator a reader needs), then any quality
     failure. Under a sample (``--size mini``, a per-identity variant) the exclusions are
-    counted over the whole files, so the line says so and how many rows were not drawn."""
+    counted over the whole files, so the line says so and how many rows were not drawn.
+    A reused run (``--reuse``, status ``reused``) was scored by an earlier run, not this
+    one: the line leads with which run, whose and when, as the pull-request summary does."""
+    done = (
+        f"{o.reason}: {o.n_scored} {unit}, not scored again"
+        if o.status == "reused"
+        else f"scored {o.n_scored} {unit}"
+    )
     out.print(
-        f"scored {o.n_scored} {unit}; excluded {o.n_excluded} source rows"
+        f"{done}; excluded {o.n_excluded} source rows"
         + (f"; resumed with {o.resumed_from} already stored" if o.resumed_from else "")
         + note
     )

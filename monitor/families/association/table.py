@@ -125,45 +125,59 @@ def effect_comparison_json(c: Any) -> dict[str, Any]:
 def drift_table(
     comparisons: Iterable[Any], level: str, *, drift: Any = None, show_flips: bool = False
 ) -> None:
-    """The ``drift_table`` hook (``--format table-wide``): one row per compared test."""
-    from monitor.terminal.output import SafeTable as Table
+    """The ``drift_table`` hook (``--format table-wide``): per compared pair of runs (named
+    in its title, whole) one row per test with d old and new, Δd with its interval, the
+    MDE, p, p(BH) and the verdict, laid out to the output width without cutting a number
+    (``fitted_table``: cells wrap between words; at a narrow width the raw p, then the MDE
+    are left out and named); then each verdict's reason, whose sentences in a cell
+    squeezed the rest (run ids and numbers came out as "20261…" and "+0…")."""
+    from monitor.terminal.fit import fitted_table
+    from monitor.terminal.lines import by_pair
+    from monitor.terminal.output import output_width
 
     rows = list(comparisons)
     if not rows:
         return
-    table = Table(
-        title=f"association tests: change in d (paired bootstrap; p(BH) over all tests shown; "
+    width = output_width()
+    out.print(
+        f"association tests: change in d (paired bootstrap; p(BH) over all tests shown; "
         f"{level} intervals)",
-        title_justify="left",
+        markup=False,
     )
-    for col in (
-        "new run",
-        "baseline",
-        "benchmark/test",
-        "d old",
-        "d new",
-        f"Δd [{level} CI]",
-        "MDE",
-        "p",
-        "p(BH)",
-        "verdict",
-    ):
-        table.add_column(col)
-    for c in rows:
-        ci = "—" if c.ci_low is None else f"[{num(c.ci_low, 2)}, {num(c.ci_high, 2)}]"
-        table.add_row(
-            c.new_run_id,
-            c.baseline_run_id,
-            f"{c.benchmark}/{c.axis}",
-            num(c.d_old),
-            num(c.d_new),
-            f"{num(c.delta)} {ci}",
-            mde_text(c.mde),
-            pvalue(c.p_value),
-            pvalue(c.p_adjusted),
-            f"{c.verdict.label}: {c.verdict.reason}",
+    headers = ("benchmark/test", "d old", "d new", f"Δd [{level} CI]", "MDE", "p", "p(BH)")
+    for (new, base), mine in by_pair(rows).items():
+        fitted = fitted_table(
+            f"{base} → {new}",
+            (*headers, "verdict"),
+            [_table_row(c) for c in mine],
+            width,
+            right=headers[1:],
+            droppable=("p", "MDE"),
         )
-    out.print(table)
+        out.print_at(fitted.table, fitted.width)
+        if fitted.dropped:
+            out.print(
+                f"(left out at {width} columns: {', '.join(fitted.dropped)}; a wider COLUMNS "
+                "or --format json shows them)",
+                markup=False,
+            )
+    for c in rows:
+        out.print(f"{c.benchmark}/{c.axis}: {c.verdict.label}: {c.verdict.reason}", markup=False)
+
+
+def _table_row(c: Any) -> list[str]:
+    """One comparison's cells of the wide table, as the other outputs print d."""
+    ci = "—" if c.ci_low is None else f"[{num(c.ci_low, 2)}, {num(c.ci_high, 2)}]"
+    return [
+        f"{c.benchmark}/{c.axis}",
+        num(c.d_old),
+        num(c.d_new),
+        f"{num(c.delta)} {ci}",
+        mde_text(c.mde),
+        pvalue(c.p_value),
+        pvalue(c.p_adjusted),
+        c.verdict.label,
+    ]
 
 
 def drift_lines(
