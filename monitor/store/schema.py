@@ -6,7 +6,17 @@ versions a database file has, so an old file is upgraded in place on open.
 
 from __future__ import annotations
 
-MIGRATIONS: list[tuple[int, str, str]] = [
+from collections.abc import Callable
+
+import duckdb
+
+from monitor.store import details
+
+# A migration is DDL text, or a function for one that must read the store first (7 moves
+# data whose columns depend on which families are installed).
+Migration = str | Callable[[duckdb.DuckDBPyConnection], None]
+
+MIGRATIONS: list[tuple[int, str, Migration]] = [
     (
         1,
         "runs, items, scores, exclusions, axis measures, validations",
@@ -213,6 +223,22 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             PRIMARY KEY (run_id, item_id)
         );
         """,
+    ),
+    (
+        6,
+        # Placeholder on the records branch: the reuse branch's migration 6 (run origins)
+        # takes this number when the branches are merged.
+        "reserved (run origins)",
+        "",
+    ),
+    (
+        7,
+        "generic core records: family columns move to the families' detail tables",
+        # items keep identity, kind, payload, template (the cluster key drift and the
+        # choice questions share) and errata; scores keep outcome, delta and details.
+        # The pair columns move to pair_items / pair_scores, which the pair family
+        # declares (monitor.contract.detail); see details.move_to_detail_tables.
+        details.move_to_detail_tables,
     ),
 ]
 

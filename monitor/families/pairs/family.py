@@ -17,6 +17,7 @@ from __future__ import annotations
 from monitor.contract import capabilities as cap
 from monitor.contract.family import Family
 from monitor.families.pairs import NAME
+from monitor.families.pairs.details import DETAIL_TABLES
 
 
 def _items() -> cap.Items:
@@ -105,4 +106,5 @@ FAMILY = Family(
     importers=_importers,
     run=_run,
     drift_units="Δ and MDE in percentage points",
+    detail_tables=DETAIL_TABLES,
 )
