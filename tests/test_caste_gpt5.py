@@ -64,7 +64,7 @@ def test_per_item_shares_and_the_rule_are_stored(imported):
             "SELECT prob_stereo, prob_anti, json_extract_string(details, '$.rule'), "
             "CAST(json_extract(details, '$.prob_other') AS DOUBLE), "
             "CAST(json_extract(details, '$.num_samples') AS INTEGER), outcome "
-            "FROM scores WHERE run_id = ?",
+            "FROM scores LEFT JOIN pair_scores USING (run_id, item_id) WHERE run_id = ?",
             [runs["claude-sonnet-4"]],
         ).fetchall()
         measures = dict(

@@ -230,7 +230,7 @@ def test_april_to_july_with_noise_mde_and_what_changed(history, report):
 
     # No benchmark sentence reaches a report.
     with duckdb.connect(env["MONITOR_DB"], read_only=True) as con:
-        texts = [r[0] for r in con.execute("SELECT text_stereo FROM items").fetchall()]
+        texts = [r[0] for r in con.execute("SELECT text_stereo FROM pair_items").fetchall()]
     assert texts and not any(t in md or t in report["html"] for t in texts)
 
 

@@ -84,7 +84,7 @@ def test_april_july_drift_and_report(study_db: Path, tmp_path: Path) -> None:
     assert data["schema_version"] == 2 and len(data["trends"]) == 4
     # No benchmark sentence reaches a report.
     con = duckdb.connect(str(study_db), read_only=True)
-    texts = [r[0] for r in con.execute("SELECT text_stereo FROM items").fetchall()]
+    texts = [r[0] for r in con.execute("SELECT text_stereo FROM pair_items").fetchall()]
     con.close()
     assert texts and not any(t in md or t in html for t in texts)
 
@@ -101,8 +101,8 @@ def test_corrupted_run_is_quarantined_and_left_out_of_trends(study_db: Path, tmp
     july = next(r["run_id"] for r in runs if r["started_at"].startswith("2024-07"))
     con = duckdb.connect(str(study_db))
     con.execute(
-        "UPDATE scores SET prob_stereo = 1.7 WHERE run_id = ? AND item_id = "
-        "(SELECT min(item_id) FROM scores WHERE run_id = ? AND prob_stereo IS NOT NULL)",
+        "UPDATE pair_scores SET prob_stereo = 1.7 WHERE run_id = ? AND item_id = "
+        "(SELECT min(item_id) FROM pair_scores WHERE run_id = ? AND prob_stereo IS NOT NULL)",
         [july, july],
     )
     con.close()

@@ -298,8 +298,10 @@ def test_kill_minus_nine_then_resume(monitor_env: Path) -> None:
     differing = con.execute(
         """
         SELECT count(*) FROM scores a JOIN scores b USING (item_id)
+        JOIN pair_scores pa ON pa.run_id = a.run_id AND pa.item_id = a.item_id
+        JOIN pair_scores pb ON pb.run_id = b.run_id AND pb.item_id = b.item_id
         WHERE a.run_id = ? AND b.run_id = ?
-          AND (a.lp_stereo <> b.lp_stereo OR a.lp_anti <> b.lp_anti OR a.delta <> b.delta)
+          AND (pa.lp_stereo <> pb.lp_stereo OR pa.lp_anti <> pb.lp_anti OR a.delta <> b.delta)
         """,
         [run_id, fresh[0]["run_id"]],
     ).fetchone()[0]

@@ -236,8 +236,8 @@ def test_run_records_and_scores(imported):
     assert run["environment"]["import"]["source_commit"].startswith("bcb0c49f1a1f")
     # A score keeps the raw row fields (never the sentence) and exp(logprob) as prob.
     rows = con.execute(
-        "SELECT score_stereo, prob_stereo, details FROM scores "
-        "WHERE run_id = ? AND prob_stereo IS NOT NULL",
+        "SELECT score_stereo, prob_stereo, details FROM scores JOIN pair_scores "
+        "USING (run_id, item_id) WHERE run_id = ? AND prob_stereo IS NOT NULL",
         [july],
     ).fetchall()
     lp, prob, details = rows[0]

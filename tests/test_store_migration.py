@@ -330,3 +330,147 @@ def test_an_old_export_merges_into_a_new_store(released, tmp_path):
     assert dumped["old-api"]["run"] == old["run"]
     _same_items(old["items"], dumped["old-api"]["items"])
     _same_measures(old["measures"], dumped["old-api"]["measures"])
+
+
+# --- schema 7: generic core records ------------------------------------------------------
+#
+# The release before issue 45's generic records (schema 5: pair columns in items/scores)
+# writes a store through its CLI: two months of the GPT-4o caste study (pairs, with
+# log-probabilities) and the published BBQ / BharatBBQ predictions (choice questions, no
+# pair columns). The current code opens it, moves the pair columns into the pair family's
+# detail tables, and every figure `show`, `drift` and `report` give must read the same.
+BEFORE_GENERIC_RECORDS = "662459da731fe391a728f5a6dbf4a18f3222b194"
+BBQ_PREDICTIONS = ("bharatbbq/Example_Predictions/Age_examples.csv", "bharatbbq")
+UNIFIEDQA_PREDICTIONS = ("bbq/results/UnifiedQA/preds_Sexual_orientation.jsonl", "bbq")
+BBQ_PAIR = ("--snapshot", "gemma-bharatbbq-paper", "--baseline-snapshot", "llama-bharatbbq-paper")
+
+
+def _outputs(code: Path, env: dict[str, str], cwd: Path, out: Path) -> dict[str, object]:
+    """What a user reads of the store: runs, each run's `show` (JSON with its items, and
+    the table), `drift` and `report` as JSON, for the caste study and the BBQ pair."""
+    cli = lambda *a: _cli(code, env, cwd, *a)  # noqa: E731
+    runs = json.loads(cli("runs", "list", "--format", "json"))
+    shown: dict[str, object] = {}
+    for run in runs:
+        rid = run["run_id"]
+        shown[rid] = json.loads(cli("show", rid, "--items", "--format", "json"))
+        shown[f"{rid}.txt"] = cli("show", rid)
+    reports = {}
+    for name, args in (("caste", ("-s", SNAPSHOT)), ("bbq", BBQ_PAIR)):
+        folder = out / name
+        cli("report", *args, "--out", str(folder))
+        reports[name] = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    return {
+        "runs": runs,
+        "shown": shown,
+        "drift": json.loads(cli("drift", "-s", SNAPSHOT, "--format", "json")),
+        "drift_bbq": json.loads(cli("drift", *BBQ_PAIR, "--format", "json")),
+        "reports": reports,
+    }
+
+
+def _timeless(value: object) -> object:
+    """``value`` without the moments a command stamps on its own output."""
+    if isinstance(value, dict):
+        return {k: _timeless(v) for k, v in value.items() if k != "generated_at"}
+    if isinstance(value, list):
+        return [_timeless(v) for v in value]
+    return value
+
+
+@pytest.fixture(scope="module")
+def before_generic(tmp_path_factory, shared_datasets) -> dict:
+    """A store written by the release before generic records, and what its CLI showed."""
+    base = tmp_path_factory.mktemp("before-generic")
+    tree = base / "code"
+    tree.mkdir()
+    archive = subprocess.run(
+        [
+            "git",
+            "-C",
+            str(REPO),
+            "archive",
+            "--format=tar",
+            BEFORE_GENERIC_RECORDS,
+            "monitor",
+            "data",
+            "snapshots",
+        ],
+        capture_output=True,
+        check=True,
+    ).stdout
+    with tarfile.open(fileobj=BytesIO(archive)) as tar:
+        tar.extractall(tree, filter="data")
+    db = base / "old.duckdb"
+    env = {
+        **os.environ,
+        "MONITOR_DB": str(db),
+        "MONITOR_DATA_DIR": str(base / "datasets"),
+        "MONITOR_DATA_MIRROR": str(shared_datasets),
+        "NO_COLOR": "1",
+        "COLUMNS": "100",
+    }
+    env.pop("MONITOR_HOME", None)
+    env.pop("MONITOR_SNAPSHOTS_DIR", None)
+    results = shared_datasets / "caste-bias" / "results"
+    for month, day in (("april", "2024-04-16"), ("july", "2024-07-18")):
+        _cli(
+            tree,
+            env,
+            base,
+            "import",
+            "caste-bias",
+            str(results / month),
+            "--snapshot",
+            SNAPSHOT,
+            "--date",
+            day,
+        )
+    for path, command in (BBQ_PREDICTIONS, UNIFIEDQA_PREDICTIONS):
+        _cli(tree, env, base, "import", command, str(shared_datasets / path))
+    with duckdb.connect(str(db), read_only=True) as con:
+        version = con.execute("SELECT max(version) FROM schema_migrations").fetchone()[0]
+        pair_columns = con.execute(
+            "SELECT count(*) FROM information_schema.columns "
+            "WHERE table_name = 'scores' AND column_name = 'lp_stereo'"
+        ).fetchone()[0]
+    old = _outputs(tree, env, base, base / "old-reports")
+    return {
+        "db": db,
+        "env": env,
+        "cwd": base,
+        "version": version,
+        "old": old,
+        "pair_columns": pair_columns,
+    }
+
+
+def test_a_store_before_generic_records_migrates_and_reads_the_same(before_generic):
+    assert before_generic["version"] == 5 and before_generic["pair_columns"] == 1
+    old = before_generic["old"]
+    assert len(old["runs"]) >= 4 and old["reports"]["caste"] and old["drift"]["comparisons"]
+    env, cwd = before_generic["env"], before_generic["cwd"]
+    new = _outputs(REPO, env, cwd, cwd / "new-reports")  # the first command migrates
+    with duckdb.connect(str(before_generic["db"]), read_only=True) as con:
+        versions = [v for (v,) in con.execute("SELECT version FROM schema_migrations").fetchall()]
+        score_columns = {
+            c
+            for (c,) in con.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = 'scores'"
+            ).fetchall()
+        }
+        moved = dict(
+            con.execute(
+                "SELECT s.metric, count(p.prob_stereo) FROM scores s "
+                "LEFT JOIN pair_scores p USING (run_id, item_id) GROUP BY 1"
+            ).fetchall()
+        )
+        kinds = dict(con.execute("SELECT kind, count(*) FROM items GROUP BY kind").fetchall())
+        pair_items = con.execute("SELECT count(*) FROM pair_items").fetchone()[0]
+    assert versions[-1] == schema.SCHEMA_VERSION == 7
+    assert "lp_stereo" not in score_columns and "outcome" in score_columns
+    # The caste study's forced-choice probabilities moved; the choice questions' rows had
+    # no pair numbers and have no detail rows.
+    assert moved["forced-choice-top20-imported"] > 0 and moved["mc-imported"] == 0
+    assert pair_items == kinds["pair"] and kinds.get("choice-question", 0) > 0
+    assert _timeless(new) == _timeless(old)

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
+    from monitor.contract.detail import DetailTable
     from monitor.records import MeasureKind
 
 
@@ -126,6 +127,9 @@ class Family:
     drift_units: str = ""
     words: str = ""
     rank: int = 100
+    # Columns beyond the store's generic items/scores, in tables of the family's own
+    # (``monitor.contract.detail``), which the store creates and migrates on open.
+    detail_tables: tuple[DetailTable, ...] = ()
     # Set from ``capabilities``, each built once, on the first call.
     items: Callable[[], Items] = field(init=False)
     metrics: Callable[[], Metrics] = field(init=False)

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import fields
 from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
 
 from monitor.benchmarks.items import Exclusion, Item
+from monitor.contract.detail import DetailColumn, Extends
 from monitor.records import Measure, RunRecord, ScoreRow
 from monitor.redaction import redact, redact_json
+from monitor.store import details
 
 JSON_COLUMNS = frozenset(
     {"snapshot_manifest", "dataset_versions", "environment", "details", "results", "payload"}
@@ -27,49 +30,71 @@ _STRS = pa.list_(pa.string())
 _F64 = pa.float64()
 _I32 = pa.int32()
 
-ITEM_SCHEMA = pa.schema(
-    [
-        ("item_id", _STR),
-        ("benchmark", _STR),
-        ("benchmark_version", _STR),
-        ("axis", _STR),
-        ("region", _STR),
-        ("source_row", _I32),
-        ("direction", _STR),
-        ("text_stereo", _STR),
-        ("text_anti", _STR),
-        ("targets_stereo", _STRS),
-        ("targets_anti", _STRS),
-        ("template", _STR),
-        ("raw_stereo_cell", _STR),
-        ("raw_anti_cell", _STR),
-        ("errata", _STRS),
-        ("kind", _STR),
-        ("payload", _STR),
-    ]
-)
+# The core columns a write carries (``scored_at`` is set by the store). A family's
+# declared detail columns follow them (``item_schema``/``score_schema``), and the store
+# splits the batch into the core table and the family's (``details.insert``).
+CORE_ITEM_FIELDS = [
+    ("item_id", _STR),
+    ("benchmark", _STR),
+    ("benchmark_version", _STR),
+    ("axis", _STR),
+    ("region", _STR),
+    ("source_row", _I32),
+    ("template", _STR),
+    ("errata", _STRS),
+    ("kind", _STR),
+    ("payload", _STR),
+]
 
-SCORE_SCHEMA = pa.schema(
-    [
-        ("run_id", _STR),
-        ("item_id", _STR),
-        ("metric", _STR),
-        ("metric_version", _STR),
-        ("outcome", _STR),
-        ("delta", _F64),
-        ("score_stereo", _F64),
-        ("score_anti", _F64),
-        ("lp_stereo", _F64),
-        ("lp_anti", _F64),
-        ("prior_stereo", _F64),
-        ("prior_anti", _F64),
-        ("prob_stereo", _F64),
-        ("prob_anti", _F64),
-        ("n_tokens_stereo", _I32),
-        ("n_tokens_anti", _I32),
-        ("details", _STR),
-    ]
-)
+CORE_SCORE_FIELDS = [
+    ("run_id", _STR),
+    ("item_id", _STR),
+    ("metric", _STR),
+    ("metric_version", _STR),
+    ("outcome", _STR),
+    ("delta", _F64),
+    ("details", _STR),
+]
+
+# DuckDB type of a declared detail column -> how a batch carries it.
+ARROW_TYPES: dict[str, pa.DataType] = {
+    "VARCHAR": _STR,
+    "VARCHAR[]": _STRS,
+    "DOUBLE": _F64,
+    "INTEGER": _I32,
+    "BIGINT": pa.int64(),
+    "BOOLEAN": pa.bool_(),
+    "JSON": _STR,
+}
+
+
+def _wide_schema(core: list[tuple[str, pa.DataType]], extends: Extends) -> pa.Schema:
+    extra = [(c.name, ARROW_TYPES[c.type]) for c in details.detail_columns(extends)]
+    return pa.schema(core + extra)
+
+
+def item_schema() -> pa.Schema:
+    """A batch of items: the core columns, then every installed family's item columns."""
+    return _wide_schema(CORE_ITEM_FIELDS, "items")
+
+
+def score_schema() -> pa.Schema:
+    """A batch of scores: the core columns, then every installed family's score columns."""
+    return _wide_schema(CORE_SCORE_FIELDS, "scores")
+
+
+def _detail_value(record: Any, bag: Mapping[str, Any], column: DetailColumn) -> Any:
+    """A declared column's value: the record's attribute of that name, else the key of
+    that name in its payload/details (how a plug-in family without its own record type
+    fills its table), else the column's default."""
+    if hasattr(record, column.name):
+        value = getattr(record, column.name)
+    else:
+        value = bag.get(column.name, column.default)
+    if column.type == "JSON" and value is not None:
+        return dumps(value)
+    return list(value) if isinstance(value, tuple) else value
+
 
 EXCLUSION_SCHEMA = pa.schema(
     [
@@ -206,6 +231,8 @@ def run_params(run: RunRecord) -> dict[str, Any]:
 
 
 def items_table(items: Iterable[Item]) -> pa.Table:
+    """Items as one wide batch: core columns, then each family's declared columns."""
+    extra = details.detail_columns("items")
     rows = [
         {
             "item_id": it.item_id,
@@ -214,24 +241,20 @@ def items_table(items: Iterable[Item]) -> pa.Table:
             "axis": it.axis,
             "region": it.region,
             "source_row": it.source_row,
-            "direction": it.direction,
-            "text_stereo": it.text_stereo,
-            "text_anti": it.text_anti,
-            "targets_stereo": list(it.targets_stereo),
-            "targets_anti": list(it.targets_anti),
             "template": it.template,
-            "raw_stereo_cell": it.raw_stereo_cell,
-            "raw_anti_cell": it.raw_anti_cell,
             "errata": list(it.errata),
             "kind": it.kind,
             "payload": dumps(it.payload) if it.payload else None,
+            **{c.name: _detail_value(it, it.payload, c) for c in extra},
         }
         for it in items
     ]
-    return redacted(pa.Table.from_pylist(rows, schema=ITEM_SCHEMA))
+    return redacted(pa.Table.from_pylist(rows, schema=item_schema()))
 
 
 def scores_table(run_id: str, rows: Sequence[ScoreRow]) -> pa.Table:
+    """Score rows as one wide batch: core columns, then each family's declared columns."""
+    extra = details.detail_columns("scores")
     data = [
         {
             "run_id": run_id,
@@ -240,21 +263,12 @@ def scores_table(run_id: str, rows: Sequence[ScoreRow]) -> pa.Table:
             "metric_version": r.metric_version,
             "outcome": r.outcome,
             "delta": r.delta,
-            "score_stereo": r.score_stereo,
-            "score_anti": r.score_anti,
-            "lp_stereo": r.lp_stereo,
-            "lp_anti": r.lp_anti,
-            "prior_stereo": r.prior_stereo,
-            "prior_anti": r.prior_anti,
-            "prob_stereo": r.prob_stereo,
-            "prob_anti": r.prob_anti,
-            "n_tokens_stereo": r.n_tokens_stereo,
-            "n_tokens_anti": r.n_tokens_anti,
             "details": dumps(r.details),
+            **{c.name: _detail_value(r, r.details, c) for c in extra},
         }
         for r in rows
     ]
-    return redacted(pa.Table.from_pylist(data, schema=SCORE_SCHEMA))
+    return redacted(pa.Table.from_pylist(data, schema=score_schema()))
 
 
 def exclusions_table(run_id: str, exclusions: Sequence[Exclusion]) -> pa.Table:
@@ -307,26 +321,22 @@ def decode_rows(table: pa.Table) -> list[dict[str, Any]]:
     return rows
 
 
+_ITEM_FIELDS = frozenset(f.name for f in fields(Item))
+_SCORE_FIELDS = frozenset(f.name for f in fields(ScoreRow))
+
+
+def _record_values(row: Mapping[str, Any], names: frozenset[str]) -> dict[str, Any]:
+    """A wide row's columns that are the record's fields (lists back to tuples); the
+    columns of a family whose values live in payload/details are not fields and drop."""
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in row.items() if k in names}
+
+
 def item_from_row(row: dict[str, Any]) -> Item:
-    return Item(
-        item_id=row["item_id"],
-        benchmark=row["benchmark"],
-        axis=row["axis"],
-        region=row["region"],
-        benchmark_version=row["benchmark_version"],
-        source_row=row["source_row"],
-        text_stereo=row["text_stereo"],
-        text_anti=row["text_anti"],
-        targets_stereo=tuple(row["targets_stereo"]),
-        targets_anti=tuple(row["targets_anti"]),
-        template=row["template"],
-        raw_stereo_cell=row["raw_stereo_cell"],
-        raw_anti_cell=row["raw_anti_cell"],
-        errata=tuple(row["errata"]),
-        direction=row["direction"],
-        kind=row.get("kind") or "pair",
-        payload=row.get("payload") or {},
-    )
+    """A stored item (a wide row, JSON already parsed) back into the record written."""
+    values = _record_values(row, _ITEM_FIELDS)
+    values["kind"] = row.get("kind") or "pair"
+    values["payload"] = row.get("payload") or {}
+    return Item(**values)
 
 
 def measure_from_row(row: dict[str, Any]) -> Measure:
@@ -350,22 +360,7 @@ def measure_from_row(row: dict[str, Any]) -> Measure:
 
 
 def score_from_row(row: dict[str, Any]) -> ScoreRow:
-    """A stored score (JSON already parsed) back into the record scoring wrote."""
-    return ScoreRow(
-        item_id=row["item_id"],
-        metric=row["metric"],
-        metric_version=row["metric_version"],
-        outcome=row["outcome"],
-        delta=row["delta"],
-        score_stereo=row["score_stereo"],
-        score_anti=row["score_anti"],
-        lp_stereo=row["lp_stereo"],
-        lp_anti=row["lp_anti"],
-        prior_stereo=row["prior_stereo"],
-        prior_anti=row["prior_anti"],
-        prob_stereo=row["prob_stereo"],
-        prob_anti=row["prob_anti"],
-        n_tokens_stereo=row["n_tokens_stereo"],
-        n_tokens_anti=row["n_tokens_anti"],
-        details=row["details"] or {},
-    )
+    """A stored score (a wide row, JSON already parsed) back into the record scoring wrote."""
+    values = _record_values(row, _SCORE_FIELDS)
+    values["details"] = row.get("details") or {}
+    return ScoreRow(**values)

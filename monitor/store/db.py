@@ -43,11 +43,12 @@ import pyarrow as pa
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
 
 from monitor.benchmarks.items import Exclusion, Item
+from monitor.contract.detail import Extends
 from monitor.errors import UserInputError
 from monitor.paths import default_db_path
 from monitor.records import Measure, RunRecord, RunStatus, ScoreRow
 from monitor.redaction import redact_json
-from monitor.store import codec, leases, migrate, queries, sql
+from monitor.store import codec, details, leases, migrate, queries, sql
 from monitor.store.view import StoreView
 
 STATUSES: tuple[str, ...] = get_args(RunStatus)
@@ -92,6 +93,14 @@ def _writable(path: Path) -> bool:
         return False
     probe.unlink(missing_ok=True)
     return True
+
+
+def _insert(
+    con: duckdb.DuckDBPyConnection, extends: Extends, table: pa.Table, scored_at: Any = None
+) -> int:
+    """A wide batch registered as ``_new_<extends>`` into the core table and the families'
+    detail tables (``details.insert``); returns how many core rows were new."""
+    return details.insert(con, extends, f"_new_{extends}", table.schema.names, scored_at=scored_at)
 
 
 def check_writable(path: Path) -> None:
@@ -140,6 +149,7 @@ class Store:
         self._in_transaction = False
         self._lock = threading.RLock()
         self._check_version = check_version
+        self._current = True  # read-only opens learn whether the file needs an upgrade
         self.schema_version = self._prepare()
 
     @classmethod
@@ -163,7 +173,7 @@ class Store:
         probe = cls(target, read_only=True, check_version=False)
         version = probe.schema_version
         migrate.check_not_newer(version, label)
-        if version == migrate.latest_version():
+        if probe._current:
             return probe
         if _writable(target):
             return cls(target)
@@ -273,8 +283,9 @@ class Store:
                 raise UserInputError(f"database {self.path} does not exist")
             with self._connect() as con:
                 version = migrate.installed_version(con, label)
+                self._current = migrate.is_current(con, label)
             migrate.check_not_newer(version, label)
-            if self._check_version and version < migrate.latest_version():
+            if self._check_version and not self._current:
                 raise UserInputError(
                     f"{label} has schema version {version} and needs an upgrade to "
                     f"{migrate.latest_version()}; open it once without read-only"
@@ -286,8 +297,9 @@ class Store:
             # Look before writing: a newer or foreign file must be refused untouched.
             with self._connect() as con:
                 version = migrate.installed_version(con, label)
+                current = migrate.is_current(con, label)
             migrate.check_not_newer(version, label)
-            if version == migrate.latest_version():
+            if current:
                 return version
             with self._connect(read_only=False) as con:
                 migrate.apply_migrations(con, label)
@@ -419,30 +431,27 @@ class Store:
                     f"run {run.run_id!r} is already in the store; nothing was written"
                 )
             con.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", list(params.values()))
-            for view, table, sql_text in (
-                (
-                    "_new_items",
-                    item_table,
-                    "INSERT INTO items BY NAME SELECT * FROM _new_items ON CONFLICT DO NOTHING",
-                ),
+            moment = codec.utc(scored_at or run.started_at)
+            for view, table, write in (
+                ("_new_items", item_table, lambda: _insert(con, "items", item_table)),
                 (
                     "_new_scores",
                     score_table,
-                    "INSERT INTO scores BY NAME SELECT *, "
-                    "CAST(? AS TIMESTAMPTZ) AS scored_at FROM _new_scores",
+                    lambda: _insert(con, "scores", score_table, scored_at=moment),
                 ),
                 (
                     "_new_exclusions",
                     exclusion_table,
-                    "INSERT INTO exclusions BY NAME SELECT * FROM _new_exclusions",
+                    lambda: con.execute(
+                        "INSERT INTO exclusions BY NAME SELECT * FROM _new_exclusions"
+                    ),
                 ),
             ):
                 if table.num_rows == 0:
                     continue
                 con.register(view, table)
                 try:
-                    params_ = [codec.utc(scored_at or run.started_at)] if "?" in sql_text else []
-                    con.execute(sql_text, params_)
+                    write()
                 finally:
                     con.unregister(view)
 
@@ -454,9 +463,7 @@ class Store:
         _check_unique(table, ["item_id"], "items")
         with self._transaction() as con:
             con.register("_new_items", table)
-            inserted = sql.scalar(
-                con, "INSERT INTO items BY NAME SELECT * FROM _new_items ON CONFLICT DO NOTHING"
-            )
+            inserted = _insert(con, "items", table)
             con.unregister("_new_items")
         return int(inserted)
 
@@ -482,11 +489,7 @@ class Store:
                     f"{missing} score rows for run {run_id} reference items not in the store; "
                     "store them with upsert_items first"
                 )
-            inserted = sql.scalar(
-                con,
-                "INSERT INTO scores BY NAME SELECT *, current_timestamp AS scored_at "
-                "FROM _new_scores ON CONFLICT DO NOTHING",
-            )
+            inserted = _insert(con, "scores", table)
             con.unregister("_new_scores")
         return int(inserted)
 

@@ -24,7 +24,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from monitor.errors import DataIntegrityError, UserInputError
-from monitor.store import queries
+from monitor.store import details, queries
 from monitor.store.db import Store
 
 EXPORT_FORMAT = "bias-monitor-run-export"
@@ -34,12 +34,15 @@ MANIFEST_NAME = "manifest.json"
 # Table -> the run's rows, in a fixed order so that exporting twice gives the same rows.
 EXPORT_QUERIES: dict[str, str] = {
     "runs": "SELECT * FROM runs WHERE run_id = $run_id",
+    # items and scores as wide rows (core columns, then every family's detail columns),
+    # so a shard is one self-contained file per record whatever tables the store splits
+    # them into; merge splits them again (``details.insert``).
     "items": (
-        "SELECT * FROM items WHERE item_id IN "
+        "SELECT * FROM {items} WHERE item_id IN "
         "(SELECT item_id FROM scores WHERE run_id = $run_id "
         "UNION SELECT item_id FROM api_requests WHERE run_id = $run_id) ORDER BY item_id"
     ),
-    "scores": "SELECT * FROM scores WHERE run_id = $run_id ORDER BY item_id",
+    "scores": "SELECT * FROM {scores} WHERE run_id = $run_id ORDER BY item_id",
     "exclusions": (
         "SELECT * FROM exclusions WHERE run_id = $run_id ORDER BY benchmark, source_row"
     ),
@@ -98,6 +101,8 @@ def export_run(store: Store, run_id: str, out_dir: Path, *, overwrite: bool = Fa
         tables: dict[str, dict[str, Any]] = {}
         try:
             for name, sql in EXPORT_QUERIES.items():
+                sql = sql.replace("{items}", details.wide("items"))
+                sql = sql.replace("{scores}", details.wide("scores"))
                 file = partial / f"{name}.parquet"
                 con.execute(
                     f"COPY ({sql}) TO $file (FORMAT parquet, COMPRESSION zstd)",

@@ -35,7 +35,7 @@ import pyarrow as pa
 from monitor.display import safe_text
 from monitor.errors import DataIntegrityError, UserInputError
 from monitor.records import RUN_ID, SNAPSHOT_ID
-from monitor.store import codec, migrate, sql
+from monitor.store import codec, details, migrate, sql
 from monitor.store.db import Store
 from monitor.store.export import EXPORT_TABLES, is_export_folder, verify_export
 
@@ -128,6 +128,7 @@ def merge(store: Store, sources: Sequence[Path]) -> MergeReport:
             for table, data in shard.tables.items():
                 con.register(_shard_name(index, table), data)
         columns = {t: _columns(con, t) for t in MERGE_TABLES}
+        shard_columns = [{t: d.schema.names for t, d in shard.tables.items()} for shard in shards]
 
         # Pass 1: decide everything, write nothing.
         pending: dict[str, int] = {}  # run id -> index of the shard that brings it
@@ -178,13 +179,21 @@ def merge(store: Store, sources: Sequence[Path]) -> MergeReport:
             ours = _relation_namer(index)
             con.begin()
             try:
-                source_report.items_added = sql.scalar(
-                    con,
-                    f"INSERT INTO items BY NAME SELECT * FROM {ours('items')} "
-                    "ON CONFLICT DO NOTHING",
+                source_report.items_added = details.insert(
+                    con, "items", ours("items"), shard_columns[index]["items"]
                 )
                 if source_report.runs_added:
                     for table in RUN_TABLES:
+                        if table == "scores":
+                            details.insert(
+                                con,
+                                "scores",
+                                ours(table),
+                                shard_columns[index][table],
+                                where="list_contains(?, s.run_id)",
+                                params=[source_report.runs_added],
+                            )
+                            continue
                         con.execute(
                             f"INSERT INTO {table} BY NAME SELECT * FROM {ours(table)} "
                             "WHERE list_contains(?, run_id)",
@@ -233,9 +242,10 @@ def _load_shard(path: Path, kind: SourceKind, store: Store) -> _Shard:
             if file is None:
                 return  # an older export format without this table: it stays empty
             try:
-                stage.execute(
-                    f"INSERT INTO {table} BY NAME SELECT * FROM read_parquet(?)", [str(file)]
-                )
+                data = stage.sql(
+                    "SELECT * FROM read_parquet($f)", params={"f": str(file)}
+                ).to_arrow_table()
+                _fill(stage, table, data, verified.schema_version, f"export file {file}")
             except duckdb.Error as exc:
                 raise DataIntegrityError(
                     f"export file {file} does not fit table {table}: {exc}"
@@ -266,10 +276,9 @@ def _load_shard(path: Path, kind: SourceKind, store: Store) -> _Shard:
             def load(stage: duckdb.DuckDBPyConnection, table: str) -> None:
                 if table not in present:
                     raise DataIntegrityError(f"shard {path} lacks table {table}")
-                data = src.sql(f"SELECT * FROM {table}").to_arrow_table()
-                stage.register("_src", data)
-                stage.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _src")
-                stage.unregister("_src")
+                relation = _relation(table, version)
+                data = src.sql(f"SELECT * FROM {relation}").to_arrow_table()
+                _fill(stage, table, data, version, f"shard {path}")
 
             tables = _stage(path, version, load)
         finally:
@@ -294,11 +303,46 @@ def _stage(
         migrate.apply_migrations(stage, label)
         # Shards written by any version pass the store's one redaction point as well.
         return {
-            t: codec.redacted(stage.sql(f"SELECT * FROM {t}").to_arrow_table())
+            t: codec.redacted(
+                stage.sql(
+                    f"SELECT * FROM {_relation(t, migrate.latest_version())}"
+                ).to_arrow_table()
+            )
             for t in MERGE_TABLES
         }
     finally:
         stage.close()
+
+
+def _relation(table: str, version: int) -> str:
+    """What to read a table's rows from in a store at ``version``: since schema 7 items
+    and scores are wide rows, the core table joined with the families' detail tables."""
+    if version >= migrate.DETAIL_TABLES_SINCE and table in details.CORE_COLUMNS:
+        return details.wide(table)  # type: ignore[arg-type]
+    return table
+
+
+def _fill(
+    stage: duckdb.DuckDBPyConnection, table: str, data: pa.Table, version: int, where: str
+) -> None:
+    """Write a shard's rows of ``table`` into the staging copy at the shard's version;
+    wide items/scores (schema 7 on) are split into core and detail tables, and a column
+    no installed family declares is refused rather than dropped."""
+    stage.register("_src", data)
+    try:
+        if version >= migrate.DETAIL_TABLES_SINCE and table in details.CORE_COLUMNS:
+            known = set(details.columns(stage, table))  # type: ignore[arg-type]
+            unknown = [c for c in data.schema.names if c not in known]
+            if unknown:
+                raise DataIntegrityError(
+                    f"{where}: {table} has columns no installed family declares "
+                    f"({', '.join(unknown)}); install the family that wrote them"
+                )
+            details.insert(stage, table, "_src", data.schema.names)  # type: ignore[arg-type]
+        else:
+            stage.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _src")
+    finally:
+        stage.unregister("_src")
 
 
 def _check_references(shard: _Shard) -> None:
@@ -344,10 +388,12 @@ def _relation_namer(index: int) -> Namer:
 
 
 def _target_namer(table: str) -> str:
-    return table
+    return _relation(table, migrate.latest_version())
 
 
 def _columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
+    if table in details.CORE_COLUMNS:
+        return details.columns(con, table)  # type: ignore[arg-type]
     rows = con.execute(
         "SELECT column_name FROM information_schema.columns WHERE table_catalog = "
         "current_database() AND table_schema = 'main' AND table_name = ? "
@@ -398,9 +444,10 @@ def _differing_tables(
 def _changed_items(con: duckdb.DuckDBPyConnection, columns: list[str], ours: Namer) -> int:
     select = ", ".join(f's."{c}"' for c in columns)
     stored = ", ".join(f'i."{c}"' for c in columns)
+    wide = details.wide("items")
     n = sql.scalar(
         con,
-        f"SELECT count(*) FROM (SELECT {select} FROM {ours('items')} s SEMI JOIN items i "
-        f"USING (item_id) EXCEPT SELECT {stored} FROM items i)",
+        f"SELECT count(*) FROM (SELECT {select} FROM {ours('items')} s SEMI JOIN {wide} i "
+        f"USING (item_id) EXCEPT SELECT {stored} FROM {wide} i)",
     )
     return int(n)

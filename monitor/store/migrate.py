@@ -10,9 +10,11 @@ from __future__ import annotations
 import duckdb
 
 from monitor.errors import UserInputError
-from monitor.store import schema, sql
+from monitor.store import details, schema, sql
 
 MIGRATIONS_TABLE = "schema_migrations"
+# The core schema from which families' detail tables exist (``details.ensure``).
+DETAIL_TABLES_SINCE = 7
 
 _CREATE_MIGRATIONS_TABLE = f"""
 CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} (
@@ -85,13 +87,26 @@ def apply_migrations(
         if pending:
             con.execute(_CREATE_MIGRATIONS_TABLE)
         for version, description, ddl in pending:
-            con.execute(ddl)
+            if callable(ddl):
+                ddl(con)
+            elif ddl.strip():
+                con.execute(ddl)
             con.execute(
                 f"INSERT INTO {MIGRATIONS_TABLE} VALUES (?, ?, current_timestamp)",
                 [version, description],
             )
+        if target >= DETAIL_TABLES_SINCE:
+            details.ensure(con, label)
     except BaseException:
         con.rollback()
         raise
     con.commit()
     return [version for version, _, _ in pending]
+
+
+def is_current(con: duckdb.DuckDBPyConnection, label: str) -> bool:
+    """Whether the file needs nothing: the newest core schema, and every installed
+    family's detail tables at their newest versions (a newly installed family's tables
+    are created on the next writable open)."""
+    version = installed_version(con, label)
+    return version == latest_version() and details.current(con)

@@ -16,7 +16,7 @@ import pyarrow as pa
 from monitor.benchmarks.items import Item
 from monitor.errors import UserInputError
 from monitor.records import ScoreRow
-from monitor.store import codec, sql
+from monitor.store import codec, details, sql
 
 RESUMABLE_STATUSES = ("running", "interrupted", "failed")
 
@@ -131,7 +131,9 @@ def axis_measures_of(
 
 def scores_table(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     """Arrow, for the paired statistics; ``details`` stays a JSON string here."""
-    return fetch_table(con, "SELECT * FROM scores WHERE run_id = ? ORDER BY item_id", [run_id])
+    return fetch_table(
+        con, f"SELECT * FROM {details.wide('scores')} WHERE run_id = ? ORDER BY item_id", [run_id]
+    )
 
 
 def scores(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any]]:
@@ -157,8 +159,8 @@ def item_scores(
         con,
         "SELECT s.item_id, i.benchmark, i.source_row, i.axis, s.outcome, s.delta, "
         f"s.score_stereo, s.score_anti{panel}{texts} "
-        "FROM scores s JOIN items i USING (item_id) WHERE s.run_id = ? "
-        "ORDER BY i.benchmark, i.source_row, s.item_id",
+        f"FROM {details.wide('scores')} s JOIN {details.wide('items')} i USING (item_id) "
+        "WHERE s.run_id = ? ORDER BY i.benchmark, i.source_row, s.item_id",
         [run_id],
     )
 
@@ -185,7 +187,13 @@ def items(con: duckdb.DuckDBPyConnection, item_ids: Iterable[str]) -> dict[str, 
     if not ids:
         return {}
     rows = fetch_dicts(
-        con, "SELECT * FROM items WHERE list_contains(?, item_id) ORDER BY item_id", [ids]
+        con,
+        # Joined to the ids rather than filtered by list_contains: the join's key filter
+        # reaches the core and the detail tables' scans alike (drift asks this hundreds
+        # of times a session).
+        f"SELECT w.* FROM (SELECT unnest(?) AS item_id) k JOIN {details.wide('items')} w "
+        "ON w.item_id = k.item_id ORDER BY w.item_id",
+        [ids],
     )
     return {row["item_id"]: codec.item_from_row(row) for row in rows}
 

@@ -29,6 +29,7 @@ from monitor.readmodel.models import (
     ValidationRow,
 )
 from monitor.records import SCORE_FLOATS, UNDECIDED_OUTCOMES
+from monitor.store import details
 
 RUN_JSON_COLUMNS = ("snapshot_manifest", "dataset_versions", "environment")
 # JSON columns whose text a snapshot's runs repeat night after night (its manifest, the
@@ -522,7 +523,7 @@ def result_frames(con: duckdb.DuckDBPyConnection, run_id: str) -> ResultFrames:
                i.region AS item_region, i.kind AS item_kind,
                CAST(i.payload AS VARCHAR) AS item_payload,
                CAST(s.details AS VARCHAR) AS details
-        FROM scores s
+        FROM {details.wide("scores")} s
         JOIN runs r ON r.run_id = s.run_id
         LEFT JOIN items i ON i.item_id = s.item_id
         WHERE s.run_id = ?

@@ -6,7 +6,17 @@ versions a database file has, so an old file is upgraded in place on open.
 
 from __future__ import annotations
 
-MIGRATIONS: list[tuple[int, str, str]] = [
+from collections.abc import Callable
+
+import duckdb
+
+from monitor.store import details
+
+# A migration is DDL text, or a function for one that must read the store first (7 moves
+# data whose columns depend on which families are installed).
+Migration = str | Callable[[duckdb.DuckDBPyConnection], None]
+
+MIGRATIONS: list[tuple[int, str, Migration]] = [
     (
         1,
         "runs, items, scores, exclusions, axis measures, validations",
@@ -228,6 +238,15 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         SET environment = json_merge_patch(environment, '{"ci": {"origin": "nightly"}}')
         WHERE trigger = 'schedule' AND json_extract_string(environment, '$.ci.origin') IS NULL;
         """,
+    ),
+    (
+        7,
+        "generic core records: family columns move to the families' detail tables",
+        # items keep identity, kind, payload, template (the cluster key drift and the
+        # choice questions share) and errata; scores keep outcome, delta and details.
+        # The pair columns move to pair_items / pair_scores, which the pair family
+        # declares (monitor.contract.detail); see details.move_to_detail_tables.
+        details.move_to_detail_tables,
     ),
 ]
 

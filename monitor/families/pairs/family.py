@@ -17,6 +17,7 @@ from __future__ import annotations
 from monitor.contract import capabilities as cap
 from monitor.contract.family import Builders, Family
 from monitor.families.pairs import NAME
+from monitor.families.pairs.details import DETAIL_TABLES
 
 
 class _Capabilities(Builders):
@@ -95,4 +96,5 @@ FAMILY = Family(
     kind_default=True,
     sized=True,  # run --size mini on sentence pairs (families/pairs/sizes.py)
     drift_units="Δ and MDE in percentage points",
+    detail_tables=DETAIL_TABLES,
 )

@@ -1,0 +1,102 @@
+"""Generic core records and the families' detail tables (issue 45 item 5), on real DuckDB
+files: the pairs' columns live in ``pair_items``/``pair_scores``, rows of other kinds get
+no detail row and read back as written, and a family's own migrations run on open."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import duckdb
+import pytest
+from test_store_support import make_items, make_run, make_score
+
+from monitor.benchmarks.items import Item
+from monitor.contract import registry
+from monitor.contract.detail import AddColumn, DetailColumn, DetailMigration
+from monitor.errors import UserInputError
+from monitor.records import ScoreRow
+from monitor.store import details
+from monitor.store.db import Store
+
+
+def _columns(path, table: str) -> list[str]:
+    with duckdb.connect(str(path), read_only=True) as con:
+        return details.table_columns(con, table)
+
+
+def _rows(path, query: str) -> list[tuple]:
+    with duckdb.connect(str(path), read_only=True) as con:
+        return con.execute(query).fetchall()
+
+
+def test_core_tables_are_generic_and_the_pairs_columns_are_the_pair_familys(tmp_path):
+    path = tmp_path / "m.duckdb"
+    Store(path)
+    assert _columns(path, "items") == list(details.CORE_COLUMNS["items"])
+    assert _columns(path, "scores") == list(details.CORE_COLUMNS["scores"])
+    assert _columns(path, "pair_scores")[:2] == ["run_id", "item_id"]
+    assert "lp_stereo" in _columns(path, "pair_scores")
+    assert "text_stereo" in _columns(path, "pair_items")
+    assert _rows(path, "SELECT name, family, extends, version FROM detail_tables ORDER BY 1") == [
+        ("pair_items", "pair-outcome", "items", 1),
+        ("pair_scores", "pair-outcome", "scores", 1),
+    ]
+
+
+def test_every_kind_of_row_reads_back_as_it_was_written(tmp_path):
+    """A pair (detail row), a word-set term whose direction is None (a detail row holding
+    only that), and a choice question with nothing beyond the defaults (no detail row)."""
+    path = tmp_path / "m.duckdb"
+    store = Store(path)
+    pair = make_items(1)[0]
+    term = Item("term-1", "weat", "weat-1", "us", "v1", 0, direction=None, kind="word-set-term",
+                payload={"role": "X"})  # type: ignore[arg-type]  # fmt: skip
+    question = Item("q-1", "bbq", "age", "us", "v1", 1, template="7", kind="choice-question",
+                    payload={"options": ["a", "b", "c"]})  # fmt: skip
+    run = make_run("r1")
+    rows = [
+        make_score(pair),
+        ScoreRow(term.item_id, "weat", "1", "other", 0.25, details={"role": "X"}),
+        ScoreRow(question.item_id, "mc-loglik", "1", "target", None, details={"ll": [-1.0]}),
+    ]
+    store.record_run(run, items=[pair, term, question], scores=rows, exclusions=[])
+    assert store.items([pair.item_id, term.item_id, question.item_id]) == {
+        i.item_id: i for i in (pair, term, question)
+    }
+    assert store.score_rows("r1") == sorted(rows, key=lambda r: r.item_id)
+    assert _rows(path, "SELECT item_id, direction, text_stereo FROM pair_items ORDER BY 1") == [
+        (pair.item_id, "stereo", pair.text_stereo),
+        ("term-1", None, None),
+    ]
+    assert _rows(path, "SELECT item_id FROM pair_scores") == [(pair.item_id,)]
+    assert store.add_scores("r1", rows) == 0  # a resent batch: nothing new, nowhere
+
+
+def _pairs_with(monkeypatch, *tables):
+    pairs = registry.get_family("pair-outcome")
+    changed = dataclasses.replace(pairs, detail_tables=tables)
+    families = {f.name: (changed if f.name == "pair-outcome" else f) for f in registry.families()}
+    monkeypatch.setattr(registry, "_families", lambda: families)
+
+
+def test_a_familys_own_migration_runs_on_open_and_a_newer_table_is_refused(tmp_path, monkeypatch):
+    path = tmp_path / "m.duckdb"
+    store = Store(path)
+    pair = make_items(1)[0]
+    store.record_run(make_run("r1"), items=[pair], scores=[make_score(pair)], exclusions=[])
+    pair_items, pair_scores = registry.get_family("pair-outcome").detail_tables
+    flag = DetailColumn("checked", "BOOLEAN", False)
+    newer = dataclasses.replace(
+        pair_scores,
+        columns=(*pair_scores.columns, flag),
+        migrations=(DetailMigration(2, "a flag", (AddColumn(flag),)),),
+    )
+    _pairs_with(monkeypatch, pair_items, newer)
+    reopened = Store(path)  # migrates the family's table, keeps its rows
+    assert "checked" in _columns(path, "pair_scores")
+    assert _rows(path, "SELECT version FROM detail_tables WHERE name = 'pair_scores'") == [(2,)]
+    assert _rows(path, "SELECT count(*), bool_and(NOT checked) FROM pair_scores") == [(1, True)]
+    assert [r.lp_stereo for r in reopened.score_rows("r1")] == [make_score(pair).lp_stereo]
+    monkeypatch.undo()
+    with pytest.raises(UserInputError, match="pair_scores has version 2, newer than"):
+        Store(path)
