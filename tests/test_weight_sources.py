@@ -272,3 +272,22 @@ def test_a_private_hub_repository_is_pinned_at_a_commit_and_read_from_the_cache(
     skipped = cli(online, "run", "-s", "private-tune", *QUICK)
     assert skipped.returncode == 3, skipped.stderr
     assert "the repo is gated; set HF_TOKEN to a token that has access" in skipped.stderr
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("https://user:secret@models.example.com/tune.gguf", "without user:password@"),
+        ("ftp://models.example.com/tune.gguf", "must be an http:// or https:// address"),
+    ],
+)
+def test_an_address_with_credentials_or_another_scheme_is_refused(repo, url, problem):
+    (repo["snaps"] / "tune.toml").write_text(
+        'id = "tune"\nkind = "hf-causal"\ndisplay_name = "tune"\n\n[source]\ntype = "url"\n'
+        f'url = "{url}"\nsha256 = "{"0" * 64}"\nconverted_digest = "sha256:{"1" * 64}"\n'
+    )
+    listed = cli(repo["env"], "snapshots", "list")
+    assert listed.returncode == 2
+    line = one_error(listed)
+    assert "source.url.url" in line and problem in line
+    assert "secret" not in listed.stderr

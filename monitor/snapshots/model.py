@@ -249,7 +249,7 @@ class UrlSource(_Strict):
     sha256: Sha256
     format: Literal["gguf"] = "gguf"
     converted_digest: FolderDigest
-    token_env: str | None = None
+    token_env: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] | None = None
 
 
 class EmbeddingSettings(_Strict):

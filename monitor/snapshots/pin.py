@@ -37,6 +37,8 @@ this room only pins what it wrote."""
 
 # Kinds a folder can be pinned as (the ones whose loaders read a from_pretrained folder).
 LOCAL_KINDS = tuple(k.name for k in KINDS.values() if "local-dir" in k.sources)
+# Kinds a GGUF can be pinned as: the loaders that take a causal LM's folder.
+GGUF_KINDS = ("hf-causal", "causal-lm-embeddings")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -189,15 +191,16 @@ def pin(
                 f"{shown_url(target)}: give --sha256 HEX, the file's sha256 (an address "
                 "alone pins nothing: what it serves can change)"
             )
-        if kind is not None and kind != "hf-causal":
-            raise UserInputError("an address is pinned as a GGUF causal LM: --kind hf-causal")
+        if kind is not None and kind not in GGUF_KINDS:
+            raise UserInputError(f"a GGUF is a causal LM: --kind {' or '.join(GGUF_KINDS)}")
         name = PurePosixPath(shown_url(target)).name
         sid = snapshot_id or sanitise_id(name.removesuffix(".gguf") or "weights")
         from monitor import paths
 
         cache = Path(cache_dir) if cache_dir is not None else paths.cache_root()
         path = download_url(sid, target, sha256, cache, emit)
-        kind, converted = _converted(path, sha256, convert)
+        detected, converted = _converted(path, sha256, convert)
+        kind = kind or detected
         body = (
             f'[source]\ntype = "url"\nurl = {_toml_string(target)}\nsha256 = "{sha256}"\n'
             f'format = "gguf"\nconverted_digest = "{converted}"\n'
@@ -206,8 +209,8 @@ def pin(
     elif folder.is_file() and folder.suffix.lower() == ".gguf":
         if revision is not None:
             raise UserInputError("--revision is for a hub repo id, not a file")
-        if kind is not None and kind != "hf-causal":
-            raise UserInputError("a GGUF file is pinned as a causal LM: --kind hf-causal")
+        if kind is not None and kind not in GGUF_KINDS:
+            raise UserInputError(f"a GGUF is a causal LM: --kind {' or '.join(GGUF_KINDS)}")
         from monitor.snapshots.local_dir import hash_file
 
         sid = snapshot_id or sanitise_id(folder.resolve().name.removesuffix(".gguf"))
@@ -215,7 +218,8 @@ def pin(
         _, file_sha = hash_file(folder)
         if sha256 is not None and sha256 != file_sha:
             raise UserInputError(f"{folder} has sha256 {file_sha}, not the --sha256 given")
-        kind, converted = _converted(folder, file_sha, convert)
+        detected, converted = _converted(folder, file_sha, convert)
+        kind = kind or detected
         path_text = _relative(folder, snapshots_dir)
         body = (
             f'[source]\ntype = "gguf-file"\npath = {_toml_string(path_text)}\n'

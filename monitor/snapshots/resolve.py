@@ -589,8 +589,8 @@ def fetch_url(
 
 def conversion_digest(folder: Path, *, leave_out: str) -> str:
     """The ``local-dir`` digest of a GGUF's converted folder, without the conversion's own
-    record ``leave_out`` (it holds the probe's timing-free facts but also tool versions
-    that say how, not what)."""
+    record ``leave_out``: the record says how the folder was made (tool versions, the
+    probe's difference), the other files are what is loaded."""
     return digest_of(f for f in _digest_lines(folder) if f.rel != leave_out)
 
 
