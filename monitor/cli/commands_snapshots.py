@@ -29,50 +29,58 @@ def use_snapshots_dir(folder: Path | None) -> None:
         os.environ["MONITOR_SNAPSHOTS_DIR"] = str(folder)
 
 
+TargetArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="PATH|FILE.gguf|URL|HUB_ID",
+        help="A model folder saved with save_pretrained (safetensors), a GGUF file, an "
+        "http(s) address of a GGUF (with --sha256), or a hub repo id ORG/NAME.",
+    ),
+]
+IdOpt = Annotated[
+    str | None,
+    typer.Option("--id", help="Snapshot id (default: from the folder or repo name)."),
+]
+KindOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--kind",
+        help="hf-causal, hf-mlm, sentence-transformers or causal-lm-embeddings "
+        "(default: read from the folder's config).",
+    ),
+]
+RevisionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--revision",
+        help="Hub repo only: the 40-hex commit id to pin (default: the one the local "
+        "Hugging Face cache holds for main).",
+    ),
+]
+Sha256Opt = Annotated[
+    str | None,
+    typer.Option(
+        "--sha256",
+        help="Address only (required): the file's sha256; the download must have it.",
+    ),
+]
+GatedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--gated",
+        help="Hub repo only: private or gated; a download then needs HF_TOKEN (the run "
+        "says so instead of trying without it).",
+    ),
+]
+
+
 def add(
-    target: Annotated[
-        str,
-        typer.Argument(
-            metavar="PATH|FILE.gguf|URL|HUB_ID",
-            help="A model folder saved with save_pretrained (safetensors), a GGUF file, an "
-            "http(s) address of a GGUF (with --sha256), or a hub repo id ORG/NAME.",
-        ),
-    ],
-    snapshot_id: Annotated[
-        str | None,
-        typer.Option("--id", help="Snapshot id (default: from the folder or repo name)."),
-    ] = None,
-    kind: Annotated[
-        str | None,
-        typer.Option(
-            "--kind",
-            help="hf-causal, hf-mlm, sentence-transformers or causal-lm-embeddings "
-            "(default: read from the folder's config).",
-        ),
-    ] = None,
-    revision: Annotated[
-        str | None,
-        typer.Option(
-            "--revision",
-            help="Hub repo only: the 40-hex commit id to pin (default: the one the local "
-            "Hugging Face cache holds for main).",
-        ),
-    ] = None,
-    sha256: Annotated[
-        str | None,
-        typer.Option(
-            "--sha256",
-            help="Address only (required): the file's sha256; the download must have it.",
-        ),
-    ] = None,
-    gated: Annotated[
-        bool,
-        typer.Option(
-            "--gated",
-            help="Hub repo only: private or gated; a download then needs HF_TOKEN (the run "
-            "says so instead of trying without it).",
-        ),
-    ] = False,
+    target: TargetArg,
+    snapshot_id: IdOpt = None,
+    kind: KindOpt = None,
+    revision: RevisionOpt = None,
+    sha256: Sha256Opt = None,
+    gated: GatedOpt = False,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
     snapshots_dir: SnapshotsDirOpt = None,
 ) -> None:
