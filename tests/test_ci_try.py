@@ -79,3 +79,13 @@ def test_a_repository_without_a_caller_is_told_what_to_give(tmp_path):
         "error: give --workflow FILE: ci try runs one workflow that uses bias-monitor's "
         "check, and .github/workflows/ has none"
     )
+
+
+def test_a_work_folder_it_did_not_make_is_never_emptied(tmp_path):
+    repo = consumer(tmp_path)
+    work = tmp_path / "mine"
+    work.mkdir()
+    (work / "keep.txt").write_text("mine\n")
+    proc = cli("ci", "try", "--print", "--work", str(work), cwd=repo)
+    assert proc.returncode == 2 and "is not empty and was not made by ci try" in proc.stderr
+    assert (work / "keep.txt").read_text() == "mine\n"

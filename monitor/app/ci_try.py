@@ -43,6 +43,8 @@ _PUBLISHED = re.compile(
 _PINNED_ACTION = re.compile(r"uses:\s*([A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+@[0-9a-f]{40})")
 LOCAL_WORKFLOW = "bias-monitor-try.yml"
 LOCAL_ACTION = "bias-monitor-try"
+MARK = ".bias-monitor-ci-try"
+"""Written into the work folder: only a folder that has it is emptied by the next try."""
 
 
 @dataclass(frozen=True)
@@ -132,8 +134,14 @@ def plan(
     base_sha, head_sha = _git(repo, "rev-parse", base), _git(repo, "rev-parse", "HEAD")
 
     copy, out = work / "repo", work / "out"
+    mark = work / MARK
+    if work.exists() and any(work.iterdir()) and not mark.is_file():
+        raise UserInputError(
+            f"--work {work} is not empty and was not made by ci try; give an empty or new folder"
+        )
     shutil.rmtree(work, ignore_errors=True)
     out.mkdir(parents=True)
+    mark.write_text("made by bias-monitor ci try; emptied by the next one\n")
     ignore = shutil.ignore_patterns("results", ".bias-check-base")
     shutil.copytree(repo, copy, symlinks=True, ignore=ignore)
     workflows = copy / ".github" / "workflows"
