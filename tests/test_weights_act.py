@@ -19,7 +19,8 @@ Not built: a planted regression for the GGUF and URL sources (writing a GGUF of 
 weights needs a GGUF writer for llama tensors, which the project does not have); their
 refusals of changed bytes are covered through the CLI in tests/test_weight_sources.py.
 
-Marked ``act`` (its own pytest session; minutes: 8 scoring runs of SmolLM2 on bhed-caste).
+Marked ``act`` (its own pytest session; minutes: 8 scoring runs of SmolLM2 on bhed-caste,
+and the planted model trained once per cache).
 Needs git-lfs; without it the test is skipped, saying so.
 """
 
@@ -49,6 +50,7 @@ SMOLLM2 = "smollm2-135m-instruct-q4"
 HUB_REPO = "our-team/hub-model"
 UNCHANGED_REV, PLANTED_REV = "a" * 40, "b" * 40  # test-only commits of a test-only repo
 SOURCES = ("gguf-model", "hub-model", "lfs-model", "url-model")
+PLANT_VERSION = "bhed-caste-stereo-2x16-1.5e-4-seed46"  # change with plant_regression
 REGRESSION = "🔴 **regression**"  # the Markdown report's flagged-regression marker
 
 
@@ -84,9 +86,9 @@ def plant_regression(unchanged: Path, out: Path, sentences: list[str]) -> None:
     tokenizer = AutoTokenizer.from_pretrained(unchanged)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    optimiser = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    optimiser = torch.optim.AdamW(model.parameters(), lr=1.5e-4)
     model.train()
-    for _epoch in range(3):
+    for _epoch in range(2):
         for i in range(0, len(sentences), 16):
             batch = tokenizer(sentences[i : i + 16], return_tensors="pt", padding=True)
             labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
@@ -123,6 +125,11 @@ def model_files(src: Path, dst: Path) -> None:
             shutil.copyfile(path, dst / path.name)
 
 
+class Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:  # no request lines in the test's output
+        pass
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory, session_cache, shared_datasets) -> Iterator[dict]:
     if shutil.which("git-lfs") is None:
@@ -135,14 +142,16 @@ def world(tmp_path_factory, session_cache, shared_datasets) -> Iterator[dict]:
     unchanged = model_folder(shipped, cache_dir=session_cache).folder
     spec = importlib.util.find_spec(shipped.source.module)
     gguf = Path(next(iter(spec.submodule_search_locations))) / shipped.source.file
-    planted = root / "planted"
-    plant_regression(unchanged, planted, stereotypical_sentences(shared_datasets))
+    # Planted once per cache (minutes on two cores): kept beside the conversions.
+    planted = session_cache / "test-planted" / PLANT_VERSION
+    if not (planted / "model.safetensors").is_file():
+        shutil.rmtree(planted, ignore_errors=True)
+        plant_regression(unchanged, planted, stereotypical_sentences(shared_datasets))
 
     served = root / "served"
     served.mkdir()
     os.link(gguf, served / "tune.gguf")
-    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(served))
-    handler.log_message = lambda *_a, **_k: None  # type: ignore[attr-defined]
+    handler = functools.partial(Quiet, directory=str(served))
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{httpd.server_address[1]}/tune.gguf"
@@ -195,7 +204,7 @@ def test_each_weight_source_goes_green_unchanged_and_red_on_a_planted_regression
     root, env = world["root"], world["env"]
     env = {**env, "MONITOR_SNAPSHOTS_DIR": "snapshots"}
     bare, author, consumer = root / "origin.git", root / "author", root / "consumer"
-    sh("git", "init", "--quiet", "--bare", bare)
+    sh("git", "init", "--quiet", "--bare", "--initial-branch=main", bare)
     shutil.copytree(EXAMPLE, author)
     (author / "snapshots" / "my-finetune.toml").unlink()
     git(author, "init", "--quiet", "-b", "main")
