@@ -224,7 +224,8 @@ def test_each_weight_source_goes_green_unchanged_and_red_on_a_planted_regression
     sh("git", "clone", "--quiet", f"file://{bare}", consumer)
     weights = consumer / "models" / "lfs-model" / "model.safetensors"
     assert weights.stat().st_size > 1 << 20, "the clone holds LFS pointers, not the weights"
-    assert "lfs" in git(consumer, "lfs", "ls-files")  # stored with LFS, not as git objects
+    stored = git(consumer, "lfs", "ls-files", "--name-only").split()
+    assert "models/lfs-model/model.safetensors" in stored  # with LFS, not as git objects
 
     green = ci_try(env, consumer, root / "green")
     log = green.stdout + green.stderr
