@@ -91,7 +91,7 @@ class KindSpec:
         return metric
 
 
-_LOCAL_WEIGHTS = ("hf-hub", "pypi", "local-dir")
+_LOCAL_WEIGHTS = ("hf-hub", "pypi", "local-dir", "gguf-file", "url")
 # A local causal LM scores texts' tokens and continuations after a shared prefix; a served
 # one (/v1/completions prompt log-probs) the texts' tokens only.
 _CAUSAL: tuple[BackendCapability, ...] = ("token-logprobs", "continuation-logliks")

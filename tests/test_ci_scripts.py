@@ -818,3 +818,40 @@ def test_a_nightly_started_by_hand_on_the_default_branch_records_origin_nightly(
         "by hand on main": "nightly",
         "by hand on a branch": "branch",
     }
+
+
+def test_the_summary_tells_a_refused_snapshot_from_one_that_could_not_be_had(tmp_path):
+    """Issue 46: a snapshot whose folder is not on the runner is refused (exit 2), yet the
+    summary said it "cannot be had" (the wording for exit 3). Now a refusal is named as such
+    with its one-line reason, and a snapshot whose weights cannot be had here keeps its own
+    line; the step fails with the refusal's exit 2."""
+    moved = (
+        'id = "moved-folder"\nkind = "hf-causal"\ndisplay_name = "moved"\n\n'
+        '[source]\ntype = "local-dir"\npath = "../../my-gemma"\n'
+        f'digest = "sha256:{"1" * 64}"\n'
+    )
+    unreachable = (REPO / "snapshots" / "gpt2.toml").read_text()
+    unreachable = unreachable.replace('id = "gpt2"', 'id = "unreachable-model"').replace(
+        "607a30d783dfa663caf39e06633721c8d4cfcd7e", "0" * 40
+    )
+    workspace = _consumer_workspace(
+        tmp_path, {"moved-folder.toml": moved, "unreachable-model.toml": unreachable}
+    )
+    (workspace / "snapshots" / "my-finetune.toml").unlink()
+    steps = _bias_check(workspace)
+    score = steps[CHECK_STEPS[1]]
+    assert score.returncode == 2, score.stdout + score.stderr
+    assert "::error title=refused::moved-folder: bias-monitor run refused it (exit 2): " in (
+        score.stdout
+    )
+    summary = (workspace / "results" / "bias-check" / "summary.md").read_text()
+    lines = summary.splitlines()
+    refused = [x for x in lines if x.startswith("**moved-folder was refused** (exit 2): `")]
+    assert len(refused) == 1, summary
+    assert "snapshot moved-folder: folder ../../my-gemma does not exist" in refused[0]
+    assert refused[0].endswith("`") and refused[0].count("`") == 2
+    assert "**moved-folder was not scored**" not in summary
+    assert (
+        "**unreachable-model was not scored** on this runner (its weights or key cannot be "
+        "had here; see the log)."
+    ) in lines

@@ -16,7 +16,12 @@ from monitor import paths
 from monitor.backends import gguf_cache
 from monitor.errors import SnapshotUnavailable, UserInputError
 from monitor.snapshots.model import Snapshot
-from monitor.snapshots.resolve import EventSink, ResolvedWeights, resolve_weights
+from monitor.snapshots.resolve import (
+    EventSink,
+    ResolvedWeights,
+    check_conversion,
+    resolve_weights,
+)
 
 DTYPES = ("float32", "bfloat16", "float16")
 
@@ -60,6 +65,7 @@ def model_folder(
     folder = gguf_cache.ensure_converted(
         weights.gguf_file, weights.weights_sha256 or "", cache / "models", on_event=on_event
     )
+    check_conversion(weights, folder, leave_out=gguf_cache.MARKER)
     tools = gguf_cache.conversion_info(folder).get("converted_with", {})
     note = f"dequantised from GGUF {weights.gguf_file.name} to float32 with " + ", ".join(
         f"{k} {v}" for k, v in sorted(tools.items())

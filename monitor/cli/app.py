@@ -22,6 +22,7 @@ from typing import Annotated
 import typer
 
 from monitor.cli import (
+    commands_ci,
     commands_data,
     commands_db,
     commands_drift,
@@ -117,6 +118,7 @@ app.command("report", cls=commands_drift.REPORT_COMMAND)(commands_drift.report)
 with contextlib.suppress(FamilyRegistryError):
     commands_import.register_family_imports()
 app.add_typer(commands_import.import_app, name="import")
+app.add_typer(commands_ci.app, name="ci")
 
 
 GC_YOUNG_THRESHOLD = 50_000

@@ -193,6 +193,65 @@ class LocalDirSource(_Strict):
         return value
 
 
+class GgufFileSource(_Strict):
+    """A GGUF file the user brings (a quantised export, or what a trainer wrote),
+    pinned by two digests.
+
+    ``sha256`` is the GGUF file's own; the run verifies it before anything reads the
+    file. transformers cannot ``save_pretrained`` a GGUF-loaded model, so the monitor
+    converts it once (``monitor.backends.gguf_cache``, cached by ``sha256``) and
+    ``converted_digest`` pins that conversion's folder (the ``local-dir`` rule, without the
+    conversion's own record): a run whose conversion comes out different (another
+    transformers, a damaged cache) is refused rather than scoring other weights.
+    ``path`` is absolute or relative to the snapshot file's folder, like ``local-dir``.
+    """
+
+    type: Literal["gguf-file"]
+    path: str
+    sha256: Sha256
+    converted_digest: FolderDigest
+
+    @field_validator("path")
+    @classmethod
+    def _non_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("path must name a GGUF file")
+        return value
+
+
+_URL = re.compile(r"^https?://[^/@\s]+(/[^\s#]*)?$")
+
+
+def _plain_url(value: str) -> str:
+    """An http(s) URL with no credentials in it: the URL is written to the snapshot file
+    and shown in reports. A token belongs in a variable (``token_env``)."""
+    if not _URL.fullmatch(value):
+        raise ValueError(
+            "url must be an http:// or https:// address without user:password@, spaces "
+            "or a #fragment"
+        )
+    return value
+
+
+class UrlSource(_Strict):
+    """Weights downloaded from an address (a release asset, an artifact store, a bucket's
+    HTTPS endpoint), pinned by the sha256 of the downloaded bytes.
+
+    The file is downloaded once into the cache under its sha256 and verified before it is
+    kept; a download with another digest is refused in one line. ``format = "gguf"``: the
+    file is a GGUF, converted once like a ``gguf-file`` and checked against
+    ``converted_digest``. ``token_env`` names a variable holding a bearer token sent with
+    the request (never stored).
+    """
+
+    type: Literal["url"]
+    url: Annotated[str, AfterValidator(_plain_url)]
+    sha256: Sha256
+    format: Literal["gguf"] = "gguf"
+    converted_digest: FolderDigest
+    token_env: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] | None = None
+
+
 class EmbeddingSettings(_Strict):
     """How an embedding snapshot turns a term into a vector. Part of the snapshot, so a
     change is a new snapshot or shows in the provenance diff.
@@ -267,7 +326,13 @@ class Snapshot(_Strict):
     kind: str  # a key of monitor.kinds.KINDS, which says what the kind means
     display_name: str
     source: Annotated[
-        HubSource | PypiSource | ApiSource | LocalFileSource | LocalDirSource,
+        HubSource
+        | PypiSource
+        | ApiSource
+        | LocalFileSource
+        | LocalDirSource
+        | GgufFileSource
+        | UrlSource,
         Field(discriminator="type"),
     ]
     api: ApiSettings | None = None
@@ -323,9 +388,10 @@ class Snapshot(_Strict):
         return self
 
     def local_dir(self) -> Path:
-        """A ``local-dir`` source's folder: absolute, or relative to the snapshot file."""
+        """A ``local-dir`` source's folder (a ``gguf-file`` source's file): absolute, or
+        relative to the snapshot file."""
         src = self.source
-        if not isinstance(src, LocalDirSource):
+        if not isinstance(src, LocalDirSource | GgufFileSource):
             raise ValueError(f"snapshot {self.id} has no local-dir source")
         path = Path(src.path).expanduser()
         if not path.is_absolute() and self._file is not None:
@@ -344,4 +410,8 @@ class Snapshot(_Strict):
             return f"local:{s.path}#sha256={s.sha256}"
         if isinstance(s, LocalDirSource):
             return f"local-dir:{PurePosixPath(s.path).name or s.path}#{s.digest}"
+        if isinstance(s, GgufFileSource):
+            return f"gguf:{PurePosixPath(s.path).name or s.path}#sha256={s.sha256}"
+        if isinstance(s, UrlSource):
+            return f"url:{s.url.split('?', 1)[0]}#sha256={s.sha256}"
         return f"{s.package}=={s.version}:{s.file}#sha256={s.sha256}"

