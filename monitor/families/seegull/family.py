@@ -34,9 +34,9 @@ class _Capabilities(Builders):
         return cap.Metrics(specs=metrics.metric_specs, measures=measures.run_measures)
 
     def scoring(self) -> cap.Scoring:
-        from monitor.families.seegull import scoring
+        from monitor.families.seegull import api_choice, scoring
 
-        return cap.Scoring(local=scoring.score_local)
+        return cap.Scoring(local=scoring.score_local, api=api_choice.score_api)
 
     def drift(self) -> cap.Drift:
         from monitor.families.seegull import compare
