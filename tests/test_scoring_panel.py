@@ -4,6 +4,8 @@ English."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from _models import one_thread, tiny_causal
 from test_scoring_tiny import ITEMS
@@ -11,7 +13,7 @@ from test_scoring_tiny import ITEMS
 from monitor.benchmarks.items import BenchmarkVersion, Item, LoadedBenchmark
 from monitor.families.pairs.scoring import score_items
 from monitor.scoring import ScoringStats
-from monitor.scoring.coverage import MAX_FRAGMENT_SHARE, token_coverage, unsupported
+from monitor.scoring.coverage import MAX_FRAGMENT_SHARE, token_coverage, unreadable, unsupported
 
 FULL = ("cll-reference",)  # what ``run --metrics cll-reference`` adds to the default panel
 
@@ -102,3 +104,23 @@ def test_coverage_refuses_a_script_the_tokenizer_splits_into_bytes() -> None:
     # An English benchmark is not checked, and a covered script passes.
     assert unsupported(lm, [_bench(english, "en")]) is None
     assert unsupported(lm, [_bench(english, "en-IN")]) is None
+
+
+def test_coverage_names_every_benchmark_it_cannot_read() -> None:
+    """What a family that skips unreadable benchmarks (``Family.skips_unreadable``) is
+    told: each one with its own reason, in order, the readable ones absent."""
+    lm = tiny_causal(None, seed=0)
+    hindi = ["वह हर दिन बस से दफ़्तर जाती है।", "आज बाज़ार में आम बहुत सस्ते थे।"]
+    tamil = ["அவள் தினமும் பேருந்தில் அலுவலகம் செல்கிறாள்."]
+    english = ["The doctor said that she would come back tomorrow morning."]
+    benches = [
+        dataclasses.replace(_bench(english, "en-IN"), benchmark="a"),
+        dataclasses.replace(_bench(hindi, "hi"), benchmark="b"),
+        dataclasses.replace(_bench(tamil, "ta"), benchmark="c"),
+    ]
+    refused = unreadable(lm, benches)
+    assert list(refused) == ["b", "c"]
+    assert "cannot represent b (language 'hi')" in refused["b"]
+    assert "cannot represent c (language 'ta')" in refused["c"]
+    assert unsupported(lm, benches) == refused["b"]  # the first, as before
+    assert unreadable(lm, benches[:1]) == {}

@@ -170,8 +170,15 @@ max_concurrency = 16
     env = {**os.environ, "MONITOR_SNAPSHOTS_DIR": str(folder), "MY_RESPONSES_KEY": "local"}
     listed = json.loads(_cli("snapshots", "list", "--format", "json", env=env).stdout)
     mine = next(s for s in listed if s["id"] == "my-responses")
-    # forced-choice first (the default), then the choice-QA family's lettered metrics.
-    assert mine["metrics"] == ["forced-choice", "sampled-choice", "mc-letter", "mc-letter-sampled"]
+    # forced-choice first (the default), then the choice-QA family's lettered metrics and
+    # SeeGULL's forced choice between identities.
+    assert mine["metrics"] == [
+        "forced-choice",
+        "sampled-choice",
+        "mc-letter",
+        "mc-letter-sampled",
+        "seegull-forced-choice",
+    ]
     [out] = json.loads(
         _cli(
             "run",

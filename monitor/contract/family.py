@@ -104,6 +104,11 @@ class Family:
     has its items scored by the first of its own metrics the snapshot's kind offers, and
     they cannot share a run with another family's items (a run has one metric).
 
+    ``skips_unreadable``: a benchmark of its run whose script the model's tokenizer cannot
+    represent (``scoring.coverage``) is left out of the run, named with the reason, and
+    the rest scored, instead of the snapshot refused (a family of one language per
+    benchmark); with nothing left the snapshot is refused, naming every one.
+
     ``rank`` places it in the registry's order (lower first, then by entry-point name),
     which is the order of the report's parts, ``drift``'s output and a kind's metrics:
     the in-tree families take 10, 20 and 30 (the pairs first, whose ``cll`` is the causal
@@ -124,6 +129,7 @@ class Family:
     count_note: str = ""
     sized: bool = False
     kind_default: bool = False
+    skips_unreadable: bool = False
     drift_units: str = ""
     words: str = ""
     rank: int = 100

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from monitor.backends.device_facts import torch_facts, weights_facts
@@ -35,7 +35,7 @@ from monitor.jobs.run_record import (
 )
 from monitor.provenance import environment
 from monitor.records import RunRecord, ScoreRow
-from monitor.scoring.coverage import unsupported
+from monitor.scoring.coverage import unreadable
 from monitor.scoring.score import scoring_provenance
 from monitor.scoring.tokenizer_facts import tokenizer_facts
 
@@ -72,9 +72,11 @@ def score_snapshot(ctx: JobContext) -> list[RunOutcome]:
 
     Weights that cannot be had here, and a tokenizer that cannot represent a benchmark's
     script (``monitor.scoring.coverage``), turn into a 'skipped' outcome with the reason,
-    never a silent failure or a score of byte fragments.
+    never a silent failure or a score of byte fragments (a family that skips unreadable
+    benchmarks has the rest scored: the opened job's context holds them).
     """
-    return drive(ctx, _open(ctx))
+    opened = _open(ctx)
+    return drive(opened.ctx if isinstance(opened, _LocalScoring) else ctx, opened)
 
 
 def _open(ctx: JobContext) -> _LocalScoring | RunOutcome:
@@ -92,9 +94,16 @@ def _open(ctx: JobContext) -> _LocalScoring | RunOutcome:
         )
     except SnapshotUnavailable as exc:
         return RunOutcome(snapshot.id, None, "skipped", reason=str(exc))
-    refusal = unsupported(backend, ctx.benches)
-    if refusal is not None:  # refused before a run is recorded: nothing half-written
-        return RunOutcome(snapshot.id, None, "skipped", reason=f"{snapshot.id}: {refusal}")
+    refused = unreadable(backend, ctx.benches)
+    skips = spec.family.skips_unreadable
+    kept = [b for b in ctx.benches if b.benchmark not in refused]
+    if refused and not (skips and kept):  # refused before a run is recorded
+        why = "; ".join(refused.values()) if skips else next(iter(refused.values()))
+        return RunOutcome(snapshot.id, None, "skipped", reason=f"{snapshot.id}: {why}")
+    for reason in refused.values():  # the family's skips, each named, the rest scored
+        ctx.on_event(f"{snapshot.id}: skipped: {reason}")
+    if refused:
+        ctx = replace(ctx, benches=kept)
     return _LocalScoring(
         ctx,
         backend,
@@ -103,6 +112,7 @@ def _open(ctx: JobContext) -> _LocalScoring | RunOutcome:
         metric=spec.name,
         repeats=options.repeat,
         repeat_group=new_repeat_group(options.repeat),
+        skipped=refused,
     )
 
 
@@ -117,6 +127,7 @@ class _LocalScoring:
     metric: str
     repeats: int
     repeat_group: str | None
+    skipped: dict[str, str] = field(default_factory=dict)  # benchmark -> why, not scored
 
     def repeat(self, rep: int) -> _LocalRun:
         return _LocalRun(self, rep)
@@ -161,6 +172,7 @@ class _LocalRun(RunHooks):
                     if getattr(backend, "tokenizer", None) is not None
                     else {}
                 ),
+                **({"skipped_benchmarks": self.shared.skipped} if self.shared.skipped else {}),
             },
         )
 

@@ -16,6 +16,8 @@ per token); on English Indian-BhED both 0%. The threshold sits far from both.
 
 Only benchmarks whose manifest ``language`` is not English are checked: every tokenizer
 the monitor supports covers English, and checking would cost a decode per distinct token.
+A family whose benchmarks are one language each may have the unreadable ones skipped,
+each with its reason, instead of the snapshot refused (``Family.skips_unreadable``).
 """
 
 from __future__ import annotations
@@ -63,19 +65,27 @@ def token_coverage(backend, texts: Iterable[str]) -> Coverage:
     return Coverage(tokens, fragments, characters)
 
 
-def unsupported(backend, benches: Iterable[LoadedBenchmark]) -> str | None:
-    """Why ``backend`` must not score one of ``benches`` (None when it may score them all)."""
+def unreadable(backend, benches: Iterable[LoadedBenchmark]) -> dict[str, str]:
+    """Each of ``benches`` whose script ``backend``'s tokenizer cannot represent, with the
+    reason (empty when it may score them all), in the benchmarks' order."""
+    out: dict[str, str] = {}
     for bench in benches:
         if bench.language == "en" or not bench.items:
             continue
         texts = [t for it in bench.items for t in (it.text_stereo, it.text_anti) if t]
         cov = token_coverage(backend, texts)
         if cov.fragment_share > MAX_FRAGMENT_SHARE:
-            return (
+            out[bench.benchmark] = (
                 f"its tokenizer cannot represent {bench.benchmark} (language "
                 f"{bench.language!r}): {cov.fragment_share:.0%} of the {cov.tokens} tokens of "
                 f"its sentences are byte fragments or unknown tokens "
                 f"({cov.chars_per_token:.1f} characters per token; the limit is "
                 f"{MAX_FRAGMENT_SHARE:.0%}), so its likelihoods would score bytes, not words"
             )
-    return None
+    return out
+
+
+def unsupported(backend, benches: Iterable[LoadedBenchmark]) -> str | None:
+    """Why ``backend`` must not score one of ``benches`` (None when it may score them all):
+    the first reason of :func:`unreadable`."""
+    return next(iter(unreadable(backend, benches).values()), None)

@@ -5,7 +5,8 @@ SeeGULL Multilingual in Hindi, Bengali, Marathi, Tamil and Telugu, on the plug-i
 contract: the metadata is plain data, each capability a function that imports this
 folder's modules on first use, and the core calls them through ``monitor.contract``
 only. Its benchmarks are declared in its own ``benchmarks.toml``; its loader takes
-``run --size`` (``sized``).
+``run --size`` (``sized``). A language whose script the model's tokenizer cannot
+represent is skipped with the reason and the others scored (``skips_unreadable``).
 """
 
 from __future__ import annotations
@@ -33,9 +34,9 @@ class _Capabilities(Builders):
         return cap.Metrics(specs=metrics.metric_specs, measures=measures.run_measures)
 
     def scoring(self) -> cap.Scoring:
-        from monitor.families.seegull import scoring
+        from monitor.families.seegull import api_choice, scoring
 
-        return cap.Scoring(local=scoring.score_local)
+        return cap.Scoring(local=scoring.score_local, api=api_choice.score_api)
 
     def drift(self) -> cap.Drift:
         from monitor.families.seegull import compare
@@ -69,4 +70,5 @@ FAMILY = Family(
     item_noun="stereotype contrasts",
     words="SeeGULL stereotypes",
     sized=True,
+    skips_unreadable=True,  # one language per benchmark: an unreadable one is skipped
 )

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from monitor.families.seegull.frames import GLOSSES, METRIC, METRIC_VERSION, REVIEW_NOTE
+from monitor.families.seegull.frames import (
+    CHOICE_METRIC,
+    CHOICE_VERSION,
+    GLOSSES,
+    METRIC,
+    METRIC_VERSION,
+    QUESTION_GLOSS,
+    REVIEW_NOTE,
+)
 from monitor.families.seegull.measures import no_aggregate
 from monitor.metrics.registry import ItemNumbers, MetricSpec
 
@@ -18,6 +26,12 @@ ATTRIBUTE_LOGLIKS = ItemNumbers(
     ("delta", "lp_stereo", "lp_anti"),
     non_positive=("lp_stereo", "lp_anti"),
 )
+# Each identity's option mass averaged over the orders; a refusal or another answer has
+# none.
+OPTION_MASSES = ItemNumbers(
+    "option masses of the two identities", ("prob_stereo", "prob_anti"),
+    unless_outcome_in=("refusal", "other"),
+)  # fmt: skip
 
 
 def metric_specs(family: Family) -> list[MetricSpec]:
@@ -35,5 +49,18 @@ def metric_specs(family: Family) -> list[MetricSpec]:
             no_aggregate,
             "causal-logprobs",
             needs="continuation-logliks",
+        ),
+        MetricSpec(
+            CHOICE_METRIC,
+            CHOICE_VERSION,
+            "chat API: which of two identities a SeeGULL attribute fits, asked in the "
+            f"file's language ({QUESTION_GLOSS!r}; {REVIEW_NOTE.replace('frames', 'questions')}) "
+            "at temperature 0, both orders; identity masses from the top log-probs by prefix "
+            "matching, ambiguous tokens kept apart, refusals counted",
+            family,
+            OPTION_MASSES,
+            no_aggregate,
+            "chat-answers",
+            needs="chat-answers",
         ),
     ]
