@@ -38,6 +38,9 @@ E2E = (
     "::test_pinned_folder_is_scored_compared_and_refused_when_changed"
 )
 MAPPED = {
+    "bias-monitor run -s gemma-3-270m-q4 -b seegull-hi -b seegull-ta --size mini": (
+        "tests/test_seegull.py::test_gemma_mini_run_drift_and_report"
+    ),
     "make run": "tests/test_readme_quickstart.py::test_make_run_prints_what_the_readme_shows",
     "make test": "tests/test_readme_commands.py::test_ci_runs_make_test_and_make_docs",
     "MONITOR_SNAPSHOTS_DIR=my-snapshots bias-monitor snapshots add ./models/my-finetune "
