@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import tarfile
+import tomllib
 from io import BytesIO
 from pathlib import Path
 
@@ -369,6 +370,26 @@ def _outputs(code: Path, env: dict[str, str], cwd: Path, out: Path) -> dict[str,
     }
 
 
+def _shadow_distribution(tree: Path) -> None:
+    """Give a released tree its own ``bias-monitor`` distribution metadata, read from its
+    pyproject.toml, so that its registry sees the families it had: the venv's editable
+    install registers today's (a family the old tree lacks would fail to import).
+    ``importlib.metadata`` keeps the first distribution of a name on the path, and
+    PYTHONPATH puts the tree before site-packages."""
+    project = tomllib.loads((tree / "pyproject.toml").read_text(encoding="utf-8"))
+    families = project["project"]["entry-points"]["bias_monitor.families"]
+    info = tree / f"bias_monitor-{project['project']['version']}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: bias-monitor\nVersion: {project['project']['version']}\n",
+        encoding="utf-8",
+    )
+    lines = [f"{name} = {target}" for name, target in families.items()]
+    (info / "entry_points.txt").write_text(
+        "[bias_monitor.families]\n" + "\n".join(lines) + "\n", encoding="utf-8"
+    )
+
+
 def _timeless(value: object) -> object:
     """``value`` without the moments a command stamps on its own output."""
     if isinstance(value, dict):
@@ -395,12 +416,14 @@ def before_generic(tmp_path_factory, shared_datasets) -> dict:
             "monitor",
             "data",
             "snapshots",
+            "pyproject.toml",
         ],
         capture_output=True,
         check=True,
     ).stdout
     with tarfile.open(fileobj=BytesIO(archive)) as tar:
         tar.extractall(tree, filter="data")
+    _shadow_distribution(tree)
     db = base / "old.duckdb"
     env = {
         **os.environ,
