@@ -193,17 +193,7 @@ def _score_row(r: dict[str, Any]) -> ScoreRow:
         metric=r["metric"],
         metric_version=r["metric_version"],
         outcome=_none(r["outcome"]),
-        delta=_none(r["delta"]),
-        score_stereo=_none(r["score_stereo"]),
-        score_anti=_none(r["score_anti"]),
-        lp_stereo=_none(r["lp_stereo"]),
-        lp_anti=_none(r["lp_anti"]),
-        prior_stereo=_none(r["prior_stereo"]),
-        prior_anti=_none(r["prior_anti"]),
-        prob_stereo=_none(r["prob_stereo"]),
-        prob_anti=_none(r["prob_anti"]),
-        n_tokens_stereo=_none(r["n_tokens_stereo"]),
-        n_tokens_anti=_none(r["n_tokens_anti"]),
+        **{c: _none(r[c]) for c in (*SCORE_FLOATS, "n_tokens_stereo", "n_tokens_anti")},
         details=json.loads(r["details"]) if isinstance(r["details"], str) else {},
     )
 

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Sequence
 
 from monitor import fmt
+from monitor.records import FamilyComparison
 from monitor.report import answer
 from monitor.report.families import family_parts
 from monitor.report.model import ReportInput
@@ -47,6 +49,14 @@ def md(value: object, limit: int = 160) -> str:
     active mention or autolink."""
     text = fmt.clip(" ".join(str(value).split()), limit)
     return html.escape(_MD_SPECIAL.sub(r"\\\1", _inert(text)), quote=False)
+
+
+def flagged_changes(flagged: Sequence[FamilyComparison], otherwise: str) -> list[str]:
+    """A family section's Markdown lead: each flagged comparison's verdict and its change
+    in words, one bullet each, or ``otherwise`` when nothing was flagged."""
+    if not flagged:
+        return [otherwise]
+    return [f"- **{md(c.verdict.label)}**: {md(c.change, 300)}" for c in flagged]
 
 
 def _inert(text: str) -> str:

@@ -128,6 +128,17 @@ def _toml_string(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)  # a JSON string is a valid TOML basic string
 
 
+def _local_source(
+    folder: Path, snapshots_dir: Path, type_name: str, label: str, pins: str
+) -> tuple[str, str, str | None]:
+    """A local file or folder's ``[source]`` table (its type, its path as the snapshot file
+    records it, then ``pins``: the TOML lines that pin its bytes), how messages name it,
+    and the warning when it lies outside the snapshot folder's repository."""
+    path_text = _relative(folder, snapshots_dir)
+    body = f'[source]\ntype = "{type_name}"\npath = {_toml_string(path_text)}\n' + pins
+    return body, f"{label} {path_text}", outside_repository(folder, snapshots_dir)
+
+
 def _relative(folder: Path, snapshots_dir: Path) -> str:
     """The folder's path relative to the snapshot file when it can be written so (the
     two live in one repository), else absolute."""
@@ -220,13 +231,13 @@ def pin(
             raise UserInputError(f"{folder} has sha256 {file_sha}, not the --sha256 given")
         detected, converted = _converted(folder, file_sha, convert)
         kind = kind or detected
-        path_text = _relative(folder, snapshots_dir)
-        body = (
-            f'[source]\ntype = "gguf-file"\npath = {_toml_string(path_text)}\n'
-            f'sha256 = "{file_sha}"\nconverted_digest = "{converted}"\n'
+        body, what, warning = _local_source(
+            folder,
+            snapshots_dir,
+            "gguf-file",
+            "GGUF file",
+            f'sha256 = "{file_sha}"\nconverted_digest = "{converted}"\n',
         )
-        what = f"GGUF file {path_text}"
-        warning = outside_repository(folder, snapshots_dir)
     elif folder.is_dir():
         if revision is not None:
             raise UserInputError("--revision is for a hub repo id, not a folder")
@@ -235,13 +246,13 @@ def pin(
         problem = layout_problem(folder, [rel for rel, _ in folder_files(folder)])
         if problem is not None:  # what the loader would read must be what is pinned
             raise UserInputError(f"cannot pin {folder}: {problem}")
-        path_text = _relative(folder, snapshots_dir)
-        body = (
-            f'[source]\ntype = "local-dir"\npath = {_toml_string(path_text)}\n'
-            f'digest = "{folder_digest(folder)}"\n'
+        body, what, warning = _local_source(
+            folder,
+            snapshots_dir,
+            "local-dir",
+            "model folder",
+            f'digest = "{folder_digest(folder)}"\n',
         )
-        what = f"model folder {path_text}"
-        warning = outside_repository(folder, snapshots_dir)
     elif _HUB_ID.match(target) and not folder.exists():
         revision = revision or cached_hub_revision(target)
         if revision is None:

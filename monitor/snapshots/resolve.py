@@ -24,7 +24,7 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import Literal, TypeVar
 
 from monitor import paths
 from monitor.errors import DataIntegrityError, SnapshotUnavailable, UserInputError
@@ -393,21 +393,37 @@ def _changed(snapshot: Snapshot, found: str) -> DataIntegrityError:
     )
 
 
+_Pinned = TypeVar("_Pinned", LocalDirSource, GgufFileSource)
+
+
+def _pinned_path(
+    snapshot: Snapshot,
+    source_type: type[_Pinned],
+    type_name: str,
+    what: str,
+    present: Callable[[Path], bool],
+) -> tuple[_Pinned, Path]:
+    """The snapshot's source (it must be a ``type_name`` one) and where its pinned local
+    copy is; a missing copy is one line (``DataIntegrityError``, exit 2) saying what to do."""
+    src = snapshot.source
+    if not isinstance(src, source_type):
+        raise UserInputError(f"snapshot {snapshot.id} is not a {type_name} snapshot")
+    path = snapshot.local_dir()
+    if not present(path):
+        raise DataIntegrityError(
+            f"snapshot {snapshot.id}: {what} {src.path} does not exist ({path}); restore "
+            f"it, or fix path in {snapshot.file or 'the snapshot file'}"
+        )
+    return src, path
+
+
 def verify_local_dir(snapshot: Snapshot, *, on_event: EventSink | None = None) -> Path:
     """The ``local-dir`` snapshot's folder, after checking its digest, that nothing the
     loader would read lies outside what the digest covers, and that it holds a config and
     safetensors weights. Any failure is a one-line ``DataIntegrityError`` (exit 2) that
     says how to pin the folder again: the run must not score other weights than the
     pinned ones, and the user is the one who can tell whether the change was meant."""
-    src = snapshot.source
-    if not isinstance(src, LocalDirSource):
-        raise UserInputError(f"snapshot {snapshot.id} is not a local-dir snapshot")
-    folder = snapshot.local_dir()
-    if not folder.is_dir():
-        raise DataIntegrityError(
-            f"snapshot {snapshot.id}: folder {src.path} does not exist ({folder}); restore "
-            f"it, or fix path in {snapshot.file or 'the snapshot file'}"
-        )
+    src, folder = _pinned_path(snapshot, LocalDirSource, "local-dir", "folder", Path.is_dir)
     (on_event or (lambda _m: None))(f"verifying the digest of {folder}")
     files = _digest_lines(folder)
     actual = digest_of(files)
@@ -477,15 +493,7 @@ def verify_gguf_file(
 ) -> Path:
     """The ``gguf-file`` snapshot's file, checked against its sha256. Missing or different:
     a one-line ``DataIntegrityError`` (exit 2) that says what to do, as for a folder."""
-    src = snapshot.source
-    if not isinstance(src, GgufFileSource):
-        raise UserInputError(f"snapshot {snapshot.id} is not a gguf-file snapshot")
-    path = snapshot.local_dir()
-    if not path.is_file():
-        raise DataIntegrityError(
-            f"snapshot {snapshot.id}: GGUF file {src.path} does not exist ({path}); restore "
-            f"it, or fix path in {snapshot.file or 'the snapshot file'}"
-        )
+    src, path = _pinned_path(snapshot, GgufFileSource, "gguf-file", "GGUF file", Path.is_file)
     cache = Path(cache_dir) if cache_dir is not None else paths.cache_root()
     actual = _memo_sha256(path, cache, on_event or (lambda _m: None))
     if actual != src.sha256:

@@ -8,7 +8,7 @@ thousand rows is one statement instead of thousands of ``executemany`` round tri
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import fields
 from datetime import UTC, datetime
 from typing import Any
@@ -271,43 +271,36 @@ def scores_table(run_id: str, rows: Sequence[ScoreRow]) -> pa.Table:
     return redacted(pa.Table.from_pylist(data, schema=score_schema()))
 
 
-def exclusions_table(run_id: str, exclusions: Sequence[Exclusion]) -> pa.Table:
+def _run_table(
+    run_id: str,
+    records: Sequence[Any],
+    schema: pa.Schema,
+    encode: Mapping[str, Callable[[Any], Any]] | None = None,
+) -> pa.Table:
+    """One run's records as a batch: ``run_id``, then each column of ``schema`` from the
+    record's attribute of that name (the schema is the one list of what is stored),
+    through ``encode``'s function for a column stored in another form."""
+    names = schema.names[1:]
+    enc = encode or {}
     data = [
-        {
-            "run_id": run_id,
-            "benchmark": e.benchmark,
-            "benchmark_version": e.benchmark_version,
-            "source_row": e.source_row,
-            "reason": e.reason,
-            "detail": e.detail,
-        }
-        for e in exclusions
+        {"run_id": run_id, **{n: enc.get(n, _same)(getattr(r, n)) for n in names}} for r in records
     ]
-    return redacted(pa.Table.from_pylist(data, schema=EXCLUSION_SCHEMA))
+    return redacted(pa.Table.from_pylist(data, schema=schema))
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def exclusions_table(run_id: str, exclusions: Sequence[Exclusion]) -> pa.Table:
+    return _run_table(run_id, exclusions, EXCLUSION_SCHEMA)
 
 
 def measures_table(run_id: str, measures: Sequence[Measure]) -> pa.Table:
-    data = [
-        {
-            "run_id": run_id,
-            "benchmark": m.benchmark,
-            "axis": m.axis,
-            "measure": m.measure,
-            "k": m.k,
-            "n": m.n,
-            "value": m.value,
-            "ci_low": m.ci_low,
-            "ci_high": m.ci_high,
-            "definition": m.definition,
-            "kind": m.kind,
-            "p_value": m.p_value,
-            "method": m.method,
-            "confidence": m.confidence,
-            "details": dumps(m.details) if m.details else None,
-        }
-        for m in measures
-    ]
-    return redacted(pa.Table.from_pylist(data, schema=MEASURE_SCHEMA))
+    """Measures as a batch; ``details`` as JSON text, NULL when empty."""
+    return _run_table(
+        run_id, measures, MEASURE_SCHEMA, {"details": lambda d: dumps(d) if d else None}
+    )
 
 
 def decode_rows(table: pa.Table) -> list[dict[str, Any]]:
@@ -323,6 +316,7 @@ def decode_rows(table: pa.Table) -> list[dict[str, Any]]:
 
 _ITEM_FIELDS = frozenset(f.name for f in fields(Item))
 _SCORE_FIELDS = frozenset(f.name for f in fields(ScoreRow))
+_MEASURE_FIELDS = frozenset(f.name for f in fields(Measure))
 
 
 def _record_values(row: Mapping[str, Any], names: frozenset[str]) -> dict[str, Any]:
@@ -340,23 +334,14 @@ def item_from_row(row: dict[str, Any]) -> Item:
 
 
 def measure_from_row(row: dict[str, Any]) -> Measure:
-    """A stored measure (JSON already parsed) back into the record that was written."""
-    return Measure(
-        benchmark=row["benchmark"],
-        axis=row["axis"],
-        measure=row["measure"],
-        k=row["k"],
-        n=row["n"],
-        value=row["value"],
-        ci_low=row["ci_low"],
-        ci_high=row["ci_high"],
-        definition=row["definition"],
-        kind=row.get("kind") or "rate",
-        p_value=row.get("p_value"),
-        method=row.get("method") or "wilson",
-        confidence=row["confidence"] if row.get("confidence") is not None else 0.95,
-        details=row.get("details") or {},
-    )
+    """A stored measure (JSON already parsed) back into the record that was written; a
+    NULL kind, method or confidence (rows from before those columns) reads as the default."""
+    values = _record_values(row, _MEASURE_FIELDS)
+    values["kind"] = row.get("kind") or "rate"
+    values["method"] = row.get("method") or "wilson"
+    values["confidence"] = row["confidence"] if row.get("confidence") is not None else 0.95
+    values["details"] = row.get("details") or {}
+    return Measure(**values)
 
 
 def score_from_row(row: dict[str, Any]) -> ScoreRow:

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Concatenate, ParamSpec, TypeVar, get_args
 
 import duckdb
 import pyarrow as pa
@@ -50,6 +50,9 @@ from monitor.records import Measure, RunRecord, RunStatus, ScoreRow
 from monitor.redaction import redact_json
 from monitor.store import codec, details, leases, migrate, queries, sql
 from monitor.store.view import StoreView
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 STATUSES: tuple[str, ...] = get_args(RunStatus)
 
@@ -481,14 +484,12 @@ class Store:
         with self._transaction() as con:
             self._require_writable_run(con, run_id)
             con.register("_new_scores", table)
-            missing = sql.scalar(
-                con, "SELECT count(*) FROM _new_scores b ANTI JOIN items i USING (item_id)"
+            _require_stored_items(
+                con,
+                "_new_scores",
+                f"score rows for run {run_id}",
+                "; store them with upsert_items first",
             )
-            if missing:
-                raise UserInputError(
-                    f"{missing} score rows for run {run_id} reference items not in the store; "
-                    "store them with upsert_items first"
-                )
             inserted = _insert(con, "scores", table)
             con.unregister("_new_scores")
         return int(inserted)
@@ -503,13 +504,7 @@ class Store:
         with self._transaction() as con:
             self._require_writable_run(con, run_id)
             con.register("_new_embeddings", table)
-            missing = sql.scalar(
-                con, "SELECT count(*) FROM _new_embeddings b ANTI JOIN items i USING (item_id)"
-            )
-            if missing:
-                raise UserInputError(
-                    f"{missing} embeddings for run {run_id} reference items not in the store"
-                )
+            _require_stored_items(con, "_new_embeddings", f"embeddings for run {run_id}")
             inserted = sql.scalar(
                 con,
                 "INSERT INTO embeddings BY NAME SELECT * FROM _new_embeddings "
@@ -520,8 +515,7 @@ class Store:
 
     def embeddings(self, run_id: str) -> dict[str, list[float]]:
         """The vectors stored for ``run_id``, by item id (empty for runs of other kinds)."""
-        with self._connect() as con:
-            return queries.embeddings(con, run_id)
+        return self._read(queries.embeddings, run_id)
 
     def add_exclusions(self, run_id: str, exclusions: Sequence[Exclusion]) -> int:
         """Record rows left out of a run; re-sending one already stored is a no-op."""
@@ -639,6 +633,16 @@ class Store:
                 [run_id, suite, bool(success), codec.dumps(redact_json(results))],
             )
 
+    def _read(
+        self,
+        query: Callable[Concatenate[duckdb.DuckDBPyConnection, P], R],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> R:
+        """One read query on a short-lived read-only connection (see ``_connect``)."""
+        with self._connect() as con:
+            return query(con, *args, **kwargs)
+
     def _require_writable_run(self, con: duckdb.DuckDBPyConnection, run_id: str) -> None:
         status = queries.run_status(con, run_id)
         if status not in WRITABLE_STATUSES:
@@ -647,64 +651,51 @@ class Store:
     # -- reads -----------------------------------------------------------------------
 
     def scored_item_ids(self, run_id: str) -> set[str]:
-        with self._connect() as con:
-            return queries.scored_item_ids(con, run_id)
+        return self._read(queries.scored_item_ids, run_id)
 
     def find_resumable(self, fingerprint: str) -> str | None:
         """Latest run with this fingerprint that did not finish (running/interrupted/failed)."""
-        with self._connect() as con:
-            return queries.find_resumable(con, fingerprint)
+        return self._read(queries.find_resumable, fingerprint)
 
     def list_runs(
         self, snapshot: str | None = None, status: str | None = None, limit: int | None = None
     ) -> list[dict[str, Any]]:
-        with self._connect() as con:
-            return queries.list_runs(con, snapshot=snapshot, status=status, limit=limit)
+        return self._read(queries.list_runs, snapshot=snapshot, status=status, limit=limit)
 
     # Raw rows as dicts, for tests and one-off tooling: the product reads runs and
     # measures through ``read()``'s typed ``StoreView``, the one read API of the rooms.
     def get_run(self, run_id_or_prefix: str) -> dict[str, Any]:
-        with self._connect() as con:
-            return queries.get_run(con, run_id_or_prefix)
+        return self._read(queries.get_run, run_id_or_prefix)
 
     def axis_measures(self, run_id: str) -> list[dict[str, Any]]:
-        with self._connect() as con:
-            return queries.axis_measures(con, run_id)
+        return self._read(queries.axis_measures, run_id)
 
     def scores(self, run_id: str) -> list[dict[str, Any]]:
-        with self._connect() as con:
-            return queries.scores(con, run_id)
+        return self._read(queries.scores, run_id)
 
     def score_rows(self, run_id: str) -> list[ScoreRow]:
         """The run's scores as the records scoring produced (for computing measures)."""
-        with self._connect() as con:
-            return queries.score_rows(con, run_id)
+        return self._read(queries.score_rows, run_id)
 
     def term_scores(self, run_id: str, with_texts: bool = False) -> list[dict[str, Any]]:
         """Per-term numbers of an association run (test, set, s(w,A,B)); terms only if asked."""
-        with self._connect() as con:
-            return queries.term_scores(con, run_id, with_texts=with_texts)
+        return self._read(queries.term_scores, run_id, with_texts=with_texts)
 
     def item_scores(self, run_id: str, with_texts: bool = False) -> list[dict[str, Any]]:
         """Per-item numbers with benchmark row and axis; sentences only if asked for."""
-        with self._connect() as con:
-            return queries.item_scores(con, run_id, with_texts=with_texts)
+        return self._read(queries.item_scores, run_id, with_texts=with_texts)
 
     def scores_table(self, run_id: str) -> pa.Table:
-        with self._connect() as con:
-            return queries.scores_table(con, run_id)
+        return self._read(queries.scores_table, run_id)
 
     def exclusions(self, run_id: str) -> list[dict[str, Any]]:
-        with self._connect() as con:
-            return queries.exclusions(con, run_id)
+        return self._read(queries.exclusions, run_id)
 
     def validations(self, run_id: str) -> list[dict[str, Any]]:
-        with self._connect() as con:
-            return queries.validations(con, run_id)
+        return self._read(queries.validations, run_id)
 
     def items(self, item_ids: Iterable[str]) -> dict[str, Item]:
-        with self._connect() as con:
-            return queries.items(con, item_ids)
+        return self._read(queries.items, item_ids)
 
     # -- API runs (schema 2) -----------------------------------------------------------
 
@@ -868,3 +859,15 @@ def _check_unique(table: pa.Table, keys: list[str], what: str) -> None:
     """A batch naming the same key twice is a caller bug: which copy should win?"""
     if table.group_by(keys).aggregate([]).num_rows != table.num_rows:
         raise ValueError(f"{what} batch repeats a key ({', '.join(keys)})")
+
+
+def _require_stored_items(
+    con: duckdb.DuckDBPyConnection, relation: str, what: str, hint: str = ""
+) -> None:
+    """Every row of the registered batch ``relation`` names a stored item, so a stored
+    number can always be traced to its item; ``what`` and ``hint`` word the refusal."""
+    missing = sql.scalar(
+        con, f"SELECT count(*) FROM {relation} b ANTI JOIN items i USING (item_id)"
+    )
+    if missing:
+        raise UserInputError(f"{missing} {what} reference items not in the store{hint}")

@@ -392,15 +392,10 @@ def _target_namer(table: str) -> str:
 
 
 def _columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
+    """A core table's wide row (its family columns included), any other table as stored."""
     if table in details.CORE_COLUMNS:
         return details.columns(con, table)  # type: ignore[arg-type]
-    rows = con.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_catalog = "
-        "current_database() AND table_schema = 'main' AND table_name = ? "
-        "ORDER BY ordinal_position",
-        [table],
-    ).fetchall()
-    return [name for (name,) in rows]
+    return details.table_columns(con, table)
 
 
 def _status(con: duckdb.DuckDBPyConnection, name: Namer, run_id: str) -> str:

@@ -14,9 +14,9 @@ history); with the cache each is read once, and a snapshot's history in one quer
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 
@@ -34,6 +34,9 @@ from monitor.readmodel.models import (
 )
 from monitor.records import Measure
 from monitor.store import codec, queries, reads, reuse
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 
 class StoreView:
@@ -53,6 +56,16 @@ class StoreView:
     def _remember(self, runs: Iterable[StoredRun]) -> None:
         if self._frozen:
             self._runs.update((r.run_id, r) for r in runs)
+
+    def _cached(self, cache: dict[K, V], key: K, read: Callable[[], V]) -> V:
+        """``cache[key]``, else what ``read`` returns, kept in ``cache`` when frozen (an
+        open connection another session may write through is read afresh each time)."""
+        if key in cache:
+            return cache[key]
+        out = read()
+        if self._frozen:
+            cache[key] = out
+        return out
 
     # runs
     def run(self, run_id: str) -> StoredRun:
@@ -77,13 +90,12 @@ class StoreView:
         return {r: found[r] if r in found else self._runs[r] for r in ids}
 
     def runs_since(self, since: datetime | None) -> list[StoredRun]:
-        if since in self._since:
-            return self._since[since]
-        runs = reads.runs_since(self._con, since)
-        self._remember(runs)
-        if self._frozen:
-            self._since[since] = runs
-        return runs
+        def read() -> list[StoredRun]:
+            runs = reads.runs_since(self._con, since)
+            self._remember(runs)
+            return runs
+
+        return self._cached(self._since, since, read)
 
     def snapshots_with_complete_runs(self) -> list[str]:
         return reads.snapshots_with_complete_runs(self._con)
@@ -105,9 +117,11 @@ class StoreView:
         self, snapshot_id: str, metric: str | None = None
     ) -> list[ConfigurationGroup]:
         """Complete runs grouped by measurement configuration (repeat groups: ≥2 runs)."""
-        key = (snapshot_id, metric)
-        if key in self._groups:
-            return self._groups[key]
+        return self._cached(
+            self._groups, (snapshot_id, metric), lambda: self._read_groups(snapshot_id, metric)
+        )
+
+    def _read_groups(self, snapshot_id: str, metric: str | None) -> list[ConfigurationGroup]:
         if self._frozen and (self._groups or None in self._since):
             # A session walking more than one snapshot's history (drift over every
             # snapshot, a report) reads every run once rather than a query per snapshot;
@@ -122,10 +136,7 @@ class StoreView:
         else:
             runs = reads.complete_runs(self._con, snapshot_id, metric)
             self._remember(runs)
-        groups = reads.group_by_configuration(snapshot_id, runs)
-        if self._frozen:
-            self._groups[key] = groups
-        return groups
+        return reads.group_by_configuration(snapshot_id, runs)
 
     def gate_history_run_ids(self, run_id: str) -> list[str]:
         return reads.gate_history_run_ids(self._con, run_id)
@@ -146,23 +157,13 @@ class StoreView:
 
     def axis_outcomes(self, run_id: str) -> dict[AxisKey, AxisOutcomes]:
         """Per (benchmark, axis), the run's item outcomes; callers must not modify them."""
-        if run_id in self._outcomes:
-            return self._outcomes[run_id]
-        out = reads.axis_outcomes(self._con, run_id)
-        if self._frozen:
-            self._outcomes[run_id] = out
-        return out
+        return self._cached(self._outcomes, run_id, lambda: reads.axis_outcomes(self._con, run_id))
 
     def panel_outcomes(self, run_id: str) -> dict[AxisKey, dict[str, dict[str, str]]]:
         """Per (benchmark, axis), each panel metric's item outcomes in the run (metric →
         item id → outcome, its own metric included); empty without a panel. Callers must
         not modify them."""
-        if run_id in self._panels:
-            return self._panels[run_id]
-        out = reads.panel_outcomes(self._con, run_id)
-        if self._frozen:
-            self._panels[run_id] = out
-        return out
+        return self._cached(self._panels, run_id, lambda: reads.panel_outcomes(self._con, run_id))
 
     def items(self, item_ids: Iterable[str]) -> dict[str, Item]:
         """Items by id with their payloads (a family's comparator reads, e.g., a question's
@@ -185,12 +186,11 @@ class StoreView:
 
     def measures(self, run_id: str) -> list[Measure]:
         """The run's measures; callers must not modify the list."""
-        if run_id in self._measures:
-            return self._measures[run_id]
-        out = [codec.measure_from_row(r) for r in queries.axis_measures(self._con, run_id)]
-        if self._frozen:
-            self._measures[run_id] = out
-        return out
+        return self._cached(
+            self._measures,
+            run_id,
+            lambda: [codec.measure_from_row(r) for r in queries.axis_measures(self._con, run_id)],
+        )
 
     def measure_trend(
         self, since: datetime | None, measure: str = "bias_rate"

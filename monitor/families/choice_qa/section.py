@@ -19,7 +19,7 @@ from monitor.contract.capabilities import ReportScope
 from monitor.families.choice_qa import NAME, charts
 from monitor.readmodel.reader import RunReader
 from monitor.records import FamilyComparison
-from monitor.report.markdown import md
+from monitor.report.markdown import flagged_changes, md
 from monitor.report.model import MeasureValue, ReportInput
 from monitor.report.section import FamilySection, Rendering
 
@@ -134,10 +134,9 @@ def report_section(
             p=f.pvalue,
         )
     out = [f"### {TITLE}", "", *(f"_{md(w, 400)}_\n" for w in contrasts)]
-    if flagged:
-        out += [f"- **{md(c.verdict.label)}**: {md(c.change, 300)}" for c in flagged]
-    else:
-        out.append(f"No flagged change in the choice questions ({len(comparisons)} comparisons).")
+    out += flagged_changes(
+        flagged, f"No flagged change in the choice questions ({len(comparisons)} comparisons)."
+    )
     for runs, comps in _by_pair(comparisons, snapshot_of):
         role = f" ({md(runs['role'], 80)})" if runs["role"] != "previous run" else ""
         out += [

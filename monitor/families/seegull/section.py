@@ -21,7 +21,7 @@ from jinja2 import Environment, StrictUndefined
 from monitor import fmt as f
 from monitor.families.seegull.frames import FAMILY_NAME, REVIEW_NOTE
 from monitor.records import FamilyComparison
-from monitor.report.markdown import md
+from monitor.report.markdown import flagged_changes, md
 from monitor.report.model import ReportInput
 from monitor.report.section import FamilySection, Rendering
 
@@ -107,10 +107,9 @@ def report_section(
             title=TITLE, anchor=ANCHOR, flagged=flagged, rows=rows, level=level, legend=LEGEND
         )
     out = [f"### {TITLE}", ""]
-    if flagged:
-        out += [f"- **{md(c.verdict.label)}**: {md(c.change, 300)}" for c in flagged]
-    else:
-        out.append(f"No flagged change in SeeGULL ({len(comparisons)} comparisons).")
+    out += flagged_changes(
+        flagged, f"No flagged change in SeeGULL ({len(comparisons)} comparisons)."
+    )
     out += [
         "",
         f"| New run | Baseline run | Benchmark | Baseline → new | Δ [{level}] | MDE | p | "
