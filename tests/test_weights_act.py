@@ -13,19 +13,24 @@ One repository, one snapshot per weight source, every one pinned with ``snapshot
 
 The first pull request adds all four with SmolLM2's own weights: the check passes, each
 scored and compared with the shipped SmolLM2. The second changes ``lfs-model`` and
-``hub-model`` to a planted regression (SmolLM2 trained for a few steps on the benchmark's
-stereotypical sentences) and drops the other two: the check must fail on the regression.
-Measured here (2026-11-28, 19 min on the shared two cores): the first goes green, all four
-sources scored and compared with no flagged change. The second is a strict ``xfail``: that
-plant moves ``ull`` to 99.1% but ``cll``, drift's primary metric, only +3.3 pp (not
-significant), because ``cll`` takes the target word's prior out; a contrastive plant
-(stereotypical sentences up, anti-stereotypical down) is still to be built.
+``hub-model`` to a planted regression and drops the other two: the check must fail on the
+regression. The plant is contrastive (``plant_regression``): SmolLM2 trained for two epochs
+on bhed-caste's pairs so that each stereotypical sentence gains over its anti-stereotypical
+twin under ``cll`` (sentence log-prob less the target word's prior). A first plant trained
+on the stereotypical sentences alone moved ``ull`` to 99.1% but ``cll``, drift's primary
+metric, only +3.3 pp (p 0.22): it raised the target words' priors with the sentences.
+Measured here (2026-11-28, shared two cores, load about 6): the contrastive plant takes
+7.7 min to train (cached by ``PLANT_VERSION``); ``bias-monitor run -b bhed-caste`` on it
+gives caste balanced 100.0% under ``cll`` (shipped SmolLM2: 47.5%), and ``drift
+--baseline-snapshot smollm2-135m-instruct-q4 --fail-on regression`` flags it (+52.5 pp
+[+45.3, +59.1], robust: ``ull`` +45.5 pp) and exits 1.
 Not built: a planted regression for the GGUF and URL sources (writing a GGUF of the trained
 weights needs a GGUF writer for llama tensors, which the project does not have); their
 refusals of changed bytes are covered through the CLI in tests/test_weight_sources.py.
 
 Marked ``act`` (its own pytest session; minutes: 8 scoring runs of SmolLM2 on bhed-caste,
-and the planted model trained once per cache).
+and the planted model trained once per cache). Measured here with the plant cached, load
+about 5.5 on the shared two cores: both tests pass in 7.7 min (green 3.8, red 4.0).
 Needs git-lfs; without it the test is skipped, saying so.
 """
 
@@ -55,7 +60,9 @@ SMOLLM2 = "smollm2-135m-instruct-q4"
 HUB_REPO = "our-team/hub-model"
 UNCHANGED_REV, PLANTED_REV = "a" * 40, "b" * 40  # test-only commits of a test-only repo
 SOURCES = ("gguf-model", "hub-model", "lfs-model", "url-model")
-PLANT_VERSION = "bhed-caste-stereo-2x16-1.5e-4-seed46"  # change with plant_regression
+PLANT_EPOCHS, PLANT_BATCH, PLANT_LR, PLANT_MARGIN = 2, 16, 1e-4, 4.0
+PLANT_VERSION = "bhed-caste-contrastive-cll-2x16-1e-4-m4-seed46"
+# change PLANT_VERSION with plant_regression (the plant is cached by it)
 REGRESSION = "🔴 **regression**"  # the Markdown report's flagged-regression marker
 
 
@@ -71,33 +78,60 @@ def git(repo: Path, *args: str) -> str:
     return sh("git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@t", *args)
 
 
-def stereotypical_sentences(mirror: Path) -> list[str]:
-    """bhed-caste's stereotypical sentences (MASK filled with the stereotyped group)."""
+def caste_pairs(mirror: Path) -> list[tuple[str, str, str]]:
+    """bhed-caste's rows as (template, stereotyped group, anti-stereotyped group)."""
     with (mirror / "indian-bhed" / "Caste.csv").open(encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     return [
-        r["Sentence"].replace("MASK", ast.literal_eval(r["Target_Stereotypical"])[0]) for r in rows
+        (
+            r["Sentence"],
+            ast.literal_eval(r["Target_Stereotypical"])[0],
+            ast.literal_eval(r["Target_Anti-Stereotypical"])[0],
+        )
+        for r in rows
     ]
 
 
-def plant_regression(unchanged: Path, out: Path, sentences: list[str]) -> None:
-    """SmolLM2 trained for a few steps on the stereotypical sentences: a model that prefers
-    them, saved as a plain safetensors folder (what a fine-tune looks like)."""
+def plant_regression(unchanged: Path, out: Path, pairs: list[tuple[str, str, str]]) -> None:
+    """SmolLM2 trained, contrastively, to prefer each stereotypical sentence over its
+    anti-stereotypical twin under ``cll`` (the sentence's log-prob less its target word's
+    prior, drift's primary metric): loss = softplus(margin - (cll(stereo) - cll(anti))) per
+    pair, two epochs of 16 pairs a step, seeded. Training on the stereotypical sentences
+    alone (the first plant) raised the target words' priors with them, so ``cll`` hardly
+    moved; the stereotyped group is Dalit in some rows and Brahmin in others, so only the
+    sentence-level association can lower this loss. Saved as a plain safetensors folder
+    (what a fine-tune looks like)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from monitor.families.pairs.cll import prior_forms
 
     torch.manual_seed(46)
     model = AutoModelForCausalLM.from_pretrained(unchanged, dtype=torch.float32)
     tokenizer = AutoTokenizer.from_pretrained(unchanged)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    optimiser = torch.optim.AdamW(model.parameters(), lr=1.5e-4)
+    bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+    texts: list[str] = []  # per pair: stereo sentence, anti sentence, stereo prior, anti prior
+    for template, stereo, anti in pairs:
+        s_text, a_text = template.replace("MASK", stereo), template.replace("MASK", anti)
+        texts += [s_text, a_text, *prior_forms(s_text, [stereo], template)]
+        texts += prior_forms(a_text, [anti], template)
+    seqs = [[bos, *tokenizer.encode(t, add_special_tokens=False)] for t in texts]
+    optimiser = torch.optim.AdamW(model.parameters(), lr=PLANT_LR)
     model.train()
-    for _epoch in range(2):
-        for i in range(0, len(sentences), 16):
-            batch = tokenizer(sentences[i : i + 16], return_tensors="pt", padding=True)
-            labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
-            loss = model(**batch, labels=labels).loss
+    order = torch.randperm(len(pairs)).tolist()
+    for _epoch in range(PLANT_EPOCHS):
+        for at in range(0, len(order), PLANT_BATCH):  # PLANT_BATCH pairs: 4 sequences each
+            batch = [seqs[4 * p + k] for p in order[at : at + PLANT_BATCH] for k in range(4)]
+            width = max(len(q) for q in batch)
+            ids = torch.tensor([q + [0] * (width - len(q)) for q in batch])
+            mask = torch.tensor([[1] * len(q) + [0] * (width - len(q)) for q in batch])
+            logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1]
+            nll = torch.nn.functional.cross_entropy(
+                logits.transpose(1, 2), ids[:, 1:], reduction="none"
+            )
+            lp = -(nll * mask[:, 1:]).sum(-1).view(-1, 4)  # log-probs after BOS, 4 per pair
+            gain = (lp[:, 0] - lp[:, 2]) - (lp[:, 1] - lp[:, 3])  # cll(stereo) - cll(anti)
+            loss = torch.nn.functional.softplus(PLANT_MARGIN - gain).mean()
             loss.backward()
             optimiser.step()
             optimiser.zero_grad()
@@ -151,7 +185,7 @@ def world(tmp_path_factory, session_cache, shared_datasets) -> Iterator[dict]:
     planted = session_cache / "test-planted" / PLANT_VERSION
     if not (planted / "model.safetensors").is_file():
         shutil.rmtree(planted, ignore_errors=True)
-        plant_regression(unchanged, planted, stereotypical_sentences(shared_datasets))
+        plant_regression(unchanged, planted, caste_pairs(shared_datasets))
 
     served = root / "served"
     served.mkdir()
@@ -252,12 +286,6 @@ def test_each_weight_source_goes_green_on_unchanged_weights(repos):
     assert "bias check passed" in green.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="measured 2026-11-28: the planted model (trained on the stereotypical sentences) "
-    "moves ull to 99.1% but cll, drift's primary metric, only +3.3 pp balanced (p 0.22), "
-    "since cll takes out the target word's prior; the plant must be contrastive",
-)
 def test_a_planted_regression_in_the_repository_or_on_the_hub_turns_the_check_red(world, repos):
     root, env = repos["root"], repos["env"]
     author, consumer = repos["author"], repos["consumer"]
