@@ -248,6 +248,14 @@ def repos(world) -> dict:
     bare, author, consumer = root / "origin.git", root / "author", root / "consumer"
     sh("git", "init", "--quiet", "--bare", "--initial-branch=main", bare)
     shutil.copytree(EXAMPLE, author)
+    caller = author / ".github" / "workflows" / "bias.yml"
+    text = caller.read_text()  # cheap: the sample of whole templates (run --size mini)
+    assert "      benchmarks: bhed-caste\n" in text
+    caller.write_text(
+        text.replace(
+            "      benchmarks: bhed-caste\n", "      benchmarks: bhed-caste\n      size: mini\n"
+        )
+    )
     (author / "snapshots" / "my-finetune.toml").unlink()
     git(author, "init", "--quiet", "-b", "main")
     git(author, "lfs", "install", "--local")

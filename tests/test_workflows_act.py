@@ -169,12 +169,14 @@ def consumer_repo(
     tmp_path: Path,
     snapshots: dict[str, str] | None = None,
     pull_request: dict[str, str] | None = None,
+    size: str | None = None,
 ) -> Path:
     """The example consumer repository as a git repository of its own, plus this repository's
     reusable workflow; the caller's `uses:` is rewritten from the published workflow to that
     local copy (act runs a local reusable workflow), nothing else. ``snapshots`` replaces the
     example's snapshot files (name -> TOML text); ``pull_request`` adds snapshot files in a
-    second commit, the pull request's head (its base is then ``HEAD~1``)."""
+    second commit, the pull request's head (its base is then ``HEAD~1``); ``size`` sets the
+    caller's ``size`` input (``mini``: a cheap check)."""
     repo = tmp_path / "consumer"
     shutil.copytree(EXAMPLE, repo)
     workflows = repo / ".github" / "workflows"
@@ -186,6 +188,9 @@ def consumer_repo(
         caller.read_text(),
     )
     assert n == 1, "the example's caller must use the published reusable workflow"
+    if size is not None:
+        text, n = re.subn(r"( +)benchmarks: (\S+)\n", rf"\g<0>\g<1>size: {size}\n", text)
+        assert n == 1, "the example's caller names its benchmarks"
     caller.write_text(text)
     if snapshots is not None:
         for old in (repo / "snapshots").glob("*.toml"):

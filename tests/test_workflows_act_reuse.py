@@ -63,7 +63,7 @@ def runs(db: Path) -> list[tuple[str, str, str | None]]:
 
 
 def test_a_pull_request_after_main_reuses_mains_runs(tmp_path):
-    repo = consumer_repo(tmp_path)
+    repo = consumer_repo(tmp_path, size="mini")  # cheap: the reuse is what is tested
     sha = subprocess.run(
         ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
     ).stdout.strip()
