@@ -1,7 +1,7 @@
 """Issue 14, item 5: does ``drift`` and ``report`` stay fast on a store a year old?
 
-Generates a store the size a year of nightly runs makes, through the store's own write
-API (``Store.record_run`` + ``finish_run``, the import path; no SQL here), then times the
+Generates a store the size a year of nightly runs makes (the rows the store's import path,
+``Store.record_run`` + ``finish_run``, writes, in bulk: ``bench/store_bulk.py``), then times the
 commands a user types, ``bias-monitor drift`` and ``bias-monitor report``, as
 subprocesses, and prints the report's sizes. It does so at two points of the same
 history, after ``--early-nights`` nights and after all of them, so the printed ratio
@@ -24,9 +24,11 @@ would, so comparisons have a noise floor.
 
 The generated file is cached under ``.monitor-cache/bench/`` keyed by the generator's
 version and arguments (``--db`` to choose, ``--regenerate`` to rebuild). Generating the
-full default takes 15–30 minutes on a 2-core machine (reported) and about 1.9 GB of disk
-(the year's store and the 30-night copy); the benchmark refuses to start with less than
-``MIN_FREE_GB`` free, since a full disk fails every other job on the machine too.
+full default took 487 s on this 2-core machine at load 5–8 (2026-11-28; through
+``record_run`` + ``finish_run`` one run at a time it was ~0.24 s a run, ~30 min) and
+writes about 3.1 GB of disk (the year's store, 2.8 GB in schema 7, and the 30-night
+copy); the benchmark refuses to start with less than ``MIN_FREE_GB`` free, since a full
+disk fails every other job on the machine too.
 
 What paid, from profiles of the year's store (cProfile of the commands as typed):
 
@@ -72,6 +74,12 @@ What paid, from profiles of the year's store (cProfile of the commands as typed)
   templates read only for items that have one. Side by side with the session's start
   (6249f8f), interleaved, 5 rounds: report 4.93–5.50 s → 4.51–5.02 s, drift 3.06–3.68 s
   → 2.86–3.28 s; ``--repeats 3``: report 4.75 s, drift 3.09 s.
+
+* (2026-11-28, generic core records, schema 7) a frozen view remembering the items it
+  read: drift asked ``view.items`` once per comparison, 340 queries of ``items`` joined
+  to the pairs' ``pair_items`` for the same 2,740 items; interleaved with 20742c9 on the
+  same year's store, 3 rounds at load ~5: report 7.2–7.8 s → 4.9–5.4 s of CPU, drift
+  5.5–6.5 s → 3.3–3.5 s, outputs identical (docs/performance.md).
 
 What did not: a background thread reading the trend while drift runs (no gain: DuckDB
 already keeps both cores busy during its queries, and fetching rows holds the GIL);
@@ -161,7 +169,7 @@ START = datetime(2026, 1, 1, 2, 0, tzinfo=UTC)
 REPEATS_FIRST_NIGHT = 3
 NIGHTLY_CHURN = 0.02  # share of items redrawn each night (API-like measurement noise)
 DRIFT_SHARE = 0.15  # share of a drifting snapshot's items pushed to the stereotype
-MIN_FREE_GB = 4.0  # free disk the default history needs (1.9 GB written, WAL, reports)
+MIN_FREE_GB = 5.0  # free disk the default history needs (3.1 GB written, WAL, reports)
 
 
 def make_items() -> list[Item]:
