@@ -91,7 +91,7 @@ bench: install
 	$(BIN)/python bench/bench_seegull.py && exit $$status
 
 # drift and report on a generated year of nightly runs (20 snapshots, 20.1M score rows;
-# the store is generated once, ~30 min on 2 cores, and cached under .monitor-cache/bench).
+# the store is generated once, ~8 min on 2 cores, and cached under .monitor-cache/bench).
 bench-store: install
 	$(BIN)/python bench/store_scale.py
 

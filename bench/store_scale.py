@@ -1,7 +1,7 @@
 """Issue 14, item 5: does ``drift`` and ``report`` stay fast on a store a year old?
 
-Generates a store the size a year of nightly runs makes, through the store's own write
-API (``Store.record_run`` + ``finish_run``, the import path; no SQL here), then times the
+Generates a store the size a year of nightly runs makes (the rows the store's import path,
+``Store.record_run`` + ``finish_run``, writes, in bulk: ``bench/store_bulk.py``), then times the
 commands a user types, ``bias-monitor drift`` and ``bias-monitor report``, as
 subprocesses, and prints the report's sizes. It does so at two points of the same
 history, after ``--early-nights`` nights and after all of them, so the printed ratio
@@ -24,9 +24,11 @@ would, so comparisons have a noise floor.
 
 The generated file is cached under ``.monitor-cache/bench/`` keyed by the generator's
 version and arguments (``--db`` to choose, ``--regenerate`` to rebuild). Generating the
-full default takes 15–30 minutes on a 2-core machine (reported) and about 1.9 GB of disk
-(the year's store and the 30-night copy); the benchmark refuses to start with less than
-``MIN_FREE_GB`` free, since a full disk fails every other job on the machine too.
+full default took 487 s on this 2-core machine at load 5–8 (2026-11-28; through
+``record_run`` + ``finish_run`` one run at a time it was ~0.24 s a run, ~30 min) and
+writes about 3.1 GB of disk (the year's store, 2.8 GB in schema 7, and the 30-night
+copy); the benchmark refuses to start with less than ``MIN_FREE_GB`` free, since a full
+disk fails every other job on the machine too.
 
 What paid, from profiles of the year's store (cProfile of the commands as typed):
 
@@ -73,6 +75,12 @@ What paid, from profiles of the year's store (cProfile of the commands as typed)
   (6249f8f), interleaved, 5 rounds: report 4.93–5.50 s → 4.51–5.02 s, drift 3.06–3.68 s
   → 2.86–3.28 s; ``--repeats 3``: report 4.75 s, drift 3.09 s.
 
+* (2026-11-28, generic core records, schema 7) a frozen view remembering the items it
+  read: drift asked ``view.items`` once per comparison, 340 queries of ``items`` joined
+  to the pairs' ``pair_items`` for the same 2,740 items; interleaved with 20742c9 on the
+  same year's store, 3 rounds at load ~5: report 7.2–7.8 s → 4.9–5.4 s of CPU, drift
+  5.5–6.5 s → 3.3–3.5 s, outputs identical (docs/performance.md).
+
 What did not: a background thread reading the trend while drift runs (no gain: DuckDB
 already keeps both cores busy during its queries, and fetching rows holds the GIL);
 outcomes fetched as one string of one-letter codes per axis (~0.04 s, but the column
@@ -115,6 +123,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -122,9 +131,14 @@ sys.path.insert(0, str(REPO))
 from monitor.benchmarks.items import Item  # noqa: E402
 from monitor.metrics.registry import get_metric, run_measures  # noqa: E402
 from monitor.records import RunRecord, ScoreRow  # noqa: E402
+from monitor.store import codec  # noqa: E402
 from monitor.store.db import Store  # noqa: E402
 
-GENERATOR_VERSION = "2"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import store_bulk  # noqa: E402
+
+GENERATOR_VERSION = "3"  # 3: bulk writes (the same rows as 2)
+CHUNK_NIGHTS = 10  # nights of runs written in one transaction
 METRIC = "cll"
 # (benchmark, axes, items): a nightly run's pair benchmarks at the sizes it scores them.
 BENCHMARKS: list[tuple[str, list[str], int]] = [
@@ -155,7 +169,7 @@ START = datetime(2026, 1, 1, 2, 0, tzinfo=UTC)
 REPEATS_FIRST_NIGHT = 3
 NIGHTLY_CHURN = 0.02  # share of items redrawn each night (API-like measurement noise)
 DRIFT_SHARE = 0.15  # share of a drifting snapshot's items pushed to the stereotype
-MIN_FREE_GB = 4.0  # free disk the default history needs (1.9 GB written, WAL, reports)
+MIN_FREE_GB = 5.0  # free disk the default history needs (3.1 GB written, WAL, reports)
 
 
 def make_items() -> list[Item]:
@@ -206,35 +220,43 @@ def run_record(snap: int, night: int, repeat: int, revision: str) -> RunRecord:
     )
 
 
-def score_rows(
-    stereo: np.ndarray, magnitude: np.ndarray, rng: np.random.Generator, item_ids: list[str]
-) -> list[ScoreRow]:
-    """One night's rows: the snapshot's outcomes ``stereo`` with ``NIGHTLY_CHURN`` of the
+def night_deltas(stereo: np.ndarray, magnitude: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One night's deltas: the snapshot's outcomes ``stereo`` with ``NIGHTLY_CHURN`` of the
     items redrawn (API-like noise; a repeat group measures it) and delta's size jittered."""
     churn = rng.random(len(stereo)) < NIGHTLY_CHURN
     side = np.where(churn, rng.random(len(stereo)) < 0.5, stereo)
-    delta = np.where(side, 1.0, -1.0) * magnitude * rng.uniform(0.9, 1.1, len(stereo))
+    return np.where(side, 1.0, -1.0) * magnitude * rng.uniform(0.9, 1.1, len(stereo))
+
+
+def score_columns(run: RunRecord, delta: np.ndarray, item_ids: pa.Array) -> pa.Table:
+    """One run's score rows as the store's wide batch (``codec.score_schema``: the core
+    columns, then the pairs' detail columns), built from ``delta`` as columns: the same
+    values ``outcome_rows`` and a run's imported rows hold, without a Python object per row."""
+    n = len(delta)
     spec = get_metric(METRIC)
-    rows = []
-    for item_id, d in zip(item_ids, delta.tolist(), strict=True):
-        rows.append(
-            ScoreRow(
-                item_id=item_id,
-                metric=METRIC,
-                metric_version=spec.version,
-                outcome="stereo" if d > 0 else "anti",
-                delta=d,
-                score_stereo=-20.0 + d,
-                score_anti=-20.0,
-                lp_stereo=-40.0 + d,
-                lp_anti=-40.0,
-                prior_stereo=-20.0,
-                prior_anti=-20.0,
-                n_tokens_stereo=12,
-                n_tokens_anti=12,
-            )
-        )
-    return rows
+    columns: dict[str, pa.Array] = {
+        "run_id": pa.array([run.run_id] * n, pa.string()),
+        "item_id": item_ids,
+        "metric": pa.array([METRIC] * n, pa.string()),
+        "metric_version": pa.array([spec.version] * n, pa.string()),
+        "outcome": pa.array(np.where(delta > 0, "stereo", "anti"), pa.string()),
+        "delta": pa.array(delta),
+        "details": pa.array(["{}"] * n, pa.string()),
+        "score_stereo": pa.array(-20.0 + delta),
+        "score_anti": pa.array(np.full(n, -20.0)),
+        "lp_stereo": pa.array(-40.0 + delta),
+        "lp_anti": pa.array(np.full(n, -40.0)),
+        "prior_stereo": pa.array(np.full(n, -20.0)),
+        "prior_anti": pa.array(np.full(n, -20.0)),
+        "n_tokens_stereo": pa.array(np.full(n, 12, np.int32)),
+        "n_tokens_anti": pa.array(np.full(n, 12, np.int32)),
+    }
+    schema = codec.score_schema()
+    arrays = [
+        columns[f.name].cast(f.type) if f.name in columns else pa.nulls(n, f.type) for f in schema
+    ]
+    scored_at = pa.array([codec.utc(run.started_at)] * n, pa.timestamp("us", tz="UTC"))
+    return pa.Table.from_arrays([*arrays, scored_at], names=[*schema.names, "scored_at"])
 
 
 def generate(
@@ -252,15 +274,24 @@ def generate(
     the stereotype from ``drift_night`` on; every 5th (2, 7, ...) changes revision at
     ``break_night`` (a configuration break, with its own outcomes). Deterministic in
     (snapshot, night): nights 0–29 then 30–364 write what 0–364 at once would.
+
+    The store is opened (created, migrated) by ``Store.open`` and its items written by
+    ``upsert_items``; the runs, scores and measures are then written ``CHUNK_NIGHTS``
+    nights at a time as Arrow batches in one transaction each (``store_bulk``): the
+    rows ``record_run`` + ``finish_run`` write, without their per-run transactions and
+    per-row Python objects (those took ~0.24 s a run, ~30 min for a year, on this
+    machine under load).
     """
     items = make_items()
     store = Store.open(path)
-    with store.session():  # one connection for the whole burst of writes
-        return _generate(store, items, snapshots, nights, drift_night, break_night, seed)
+    if nights.start == 0:  # items once per store (later runs reference them)
+        store.upsert_items(items)
+    with store_bulk.BulkWriter(path) as writer:
+        return _generate(writer, items, snapshots, nights, drift_night, break_night, seed)
 
 
 def _generate(
-    store: Store,
+    writer: store_bulk.BulkWriter,
     items: list[Item],
     snapshots: int,
     nights: range,
@@ -269,31 +300,41 @@ def _generate(
     seed: int,
 ) -> tuple[int, int]:
     item_ids = [it.item_id for it in items]
+    id_array = pa.array(item_ids, pa.string())
     spec = get_metric(METRIC)
     runs = rows = 0
-    for night in nights:
-        for snap in range(snapshots):
-            changed = snap % 5 == 2 and night >= break_night
-            revision = (f"{snap:02d}" + ("b" if changed else "a") * 38)[:40]
-            base = np.random.default_rng([seed, snap, int(changed)])
-            stereo = base.random(len(items)) < base.beta(2, 2, size=len(items))
-            magnitude = base.gamma(2.0, 0.5, size=len(items))
-            if snap % 4 == 1 and night >= drift_night:
-                stereo = stereo | (base.random(len(items)) < DRIFT_SHARE)
-            repeats = REPEATS_FIRST_NIGHT if night == 0 else 1
-            for r in range(repeats):
-                rng = np.random.default_rng([seed, snap, night, r])
-                record = run_record(snap, night, r, revision)
-                scored = score_rows(stereo, magnitude, rng, item_ids)
-                # items once per store (later runs reference them, as a nightly run does)
-                first = night == nights.start and snap == 0 and r == 0
-                store.record_run(record, items=items if first else [], scores=scored, exclusions=[])
-                store.finish_run(
-                    record.run_id, "complete", run_measures(spec, scored, items), len(scored), 0
-                )
-                runs += 1
-                rows += len(scored)
+    for chunk_start in range(nights.start, nights.stop, CHUNK_NIGHTS):
+        batch = store_bulk.Batch()
+        for night in range(chunk_start, min(chunk_start + CHUNK_NIGHTS, nights.stop)):
+            for snap in range(snapshots):
+                changed = snap % 5 == 2 and night >= break_night
+                revision = (f"{snap:02d}" + ("b" if changed else "a") * 38)[:40]
+                base = np.random.default_rng([seed, snap, int(changed)])
+                stereo = base.random(len(items)) < base.beta(2, 2, size=len(items))
+                magnitude = base.gamma(2.0, 0.5, size=len(items))
+                if snap % 4 == 1 and night >= drift_night:
+                    stereo = stereo | (base.random(len(items)) < DRIFT_SHARE)
+                repeats = REPEATS_FIRST_NIGHT if night == 0 else 1
+                for r in range(repeats):
+                    rng = np.random.default_rng([seed, snap, night, r])
+                    record = run_record(snap, night, r, revision)
+                    delta = night_deltas(stereo, magnitude, rng)
+                    measures = run_measures(spec, outcome_rows(item_ids, delta), items)
+                    batch.add(record, score_columns(record, delta, id_array), measures)
+                    runs += 1
+                    rows += len(delta)
+        writer.write(batch)
     return runs, rows
+
+
+def outcome_rows(item_ids: list[str], delta: np.ndarray) -> list[ScoreRow]:
+    """The rows ``run_measures`` reads (outcome and delta; the measures of these pair
+    rows use nothing else), built without the component numbers the store keeps."""
+    version = get_metric(METRIC).version
+    return [
+        ScoreRow(item_id, METRIC, version, "stereo" if d > 0 else "anti", d)
+        for item_id, d in zip(item_ids, delta.tolist(), strict=True)
+    ]
 
 
 def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess]:

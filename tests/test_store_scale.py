@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from monitor.store.db import Store
@@ -186,3 +187,114 @@ def test_a_command_collects_garbage_in_large_steps():
     assert proc.returncode == 0, proc.stderr
     assert f"threshold {GC_YOUNG_THRESHOLD}" in proc.stdout
     assert GC_YOUNG_THRESHOLD > 700
+
+
+def _tables(db: Path) -> dict[str, list[tuple]]:
+    """Every table's rows, sorted, without the columns that hold the time of writing."""
+    import duckdb
+
+    skip = {"finished_at", "applied_at", "updated_at", "created_at"}
+    out = {}
+    with duckdb.connect(str(db), read_only=True) as con:
+        tables = [t for (t,) in con.execute("SHOW TABLES").fetchall()]
+        for t in tables:
+            cols = [c for (c, *_) in con.execute(f"DESCRIBE {t}").fetchall() if c not in skip]
+            picks = ", ".join(f'"{c}"' for c in cols)
+            out[t] = sorted(con.execute(f"SELECT {picks} FROM {t}").fetchall(), key=repr)
+    return out
+
+
+def test_the_bulk_generator_writes_what_the_store_api_writes(tmp_path: Path):
+    """The generator's batches (``store_bulk``) against the same runs written one by one
+    through ``Store.record_run`` + ``finish_run`` with full ``ScoreRow`` records: every
+    table equal, row for row (the runs' finishing times aside)."""
+    from monitor.metrics.registry import get_metric, run_measures
+    from monitor.records import ScoreRow
+
+    events = {"drift_night": 2, "break_night": 1}
+    bulk = tmp_path / "bulk.duckdb"
+    runs, _ = store_scale.generate(bulk, 3, range(3), **events)
+
+    api = Store.open(tmp_path / "api.duckdb")
+    items = store_scale.make_items()
+    ids = [it.item_id for it in items]
+    spec = get_metric(store_scale.METRIC)
+    written = 0
+    for night in range(3):
+        for snap in range(3):
+            changed = snap % 5 == 2 and night >= events["break_night"]
+            revision = (f"{snap:02d}" + ("b" if changed else "a") * 38)[:40]
+            base = np.random.default_rng([0, snap, int(changed)])
+            stereo = base.random(len(ids)) < base.beta(2, 2, size=len(ids))
+            magnitude = base.gamma(2.0, 0.5, size=len(ids))
+            if snap % 4 == 1 and night >= events["drift_night"]:
+                stereo = stereo | (base.random(len(ids)) < store_scale.DRIFT_SHARE)
+            for r in range(store_scale.REPEATS_FIRST_NIGHT if night == 0 else 1):
+                delta = store_scale.night_deltas(
+                    stereo, magnitude, np.random.default_rng([0, snap, night, r])
+                )
+                rows = [
+                    ScoreRow(
+                        item_id=i,
+                        metric=spec.name,
+                        metric_version=spec.version,
+                        outcome="stereo" if d > 0 else "anti",
+                        delta=d,
+                        score_stereo=-20.0 + d,
+                        score_anti=-20.0,
+                        lp_stereo=-40.0 + d,
+                        lp_anti=-40.0,
+                        prior_stereo=-20.0,
+                        prior_anti=-20.0,
+                        n_tokens_stereo=12,
+                        n_tokens_anti=12,
+                    )
+                    for i, d in zip(ids, delta.tolist(), strict=True)
+                ]
+                record = store_scale.run_record(snap, night, r, revision)
+                api.record_run(record, items=items, scores=rows, exclusions=[])
+                api.finish_run(
+                    record.run_id, "complete", run_measures(spec, rows, items), len(rows), 0
+                )
+                written += 1
+    assert written == runs
+    bulk_tables, api_tables = _tables(bulk), _tables(tmp_path / "api.duckdb")
+    assert bulk_tables.keys() == api_tables.keys()
+    for table, rows in api_tables.items():
+        assert bulk_tables[table] == rows, table
+    assert len(api_tables["scores"]) == runs * store_scale.ITEMS_PER_RUN
+    assert len(api_tables["pair_scores"]) == len(api_tables["scores"])
+    assert api_tables["axis_measures"]
+
+
+def test_a_frozen_view_reads_each_item_once(history: Path, monkeypatch):
+    """Drift asks for an axis's items once per comparison (340 times on a year's store);
+    a read-only view reads each id from the store once and answers the rest from memory,
+    with what the store gives (ids not stored absent, in id order)."""
+    from monitor.store import queries
+
+    calls: list[list[str]] = []
+    real = queries.items
+
+    def counted(con, item_ids):
+        ids = list(item_ids)
+        calls.append(ids)
+        return real(con, ids)
+
+    monkeypatch.setattr(queries, "items", counted)
+    store = Store.open(history)
+    some = [f"bhed-caste:{i:05d}" for i in (7, 3, 5)]
+    with store.read() as fresh:
+        expected = fresh.items([*some, "no-such-item"])
+    assert list(expected) == sorted(some)
+    calls.clear()
+    with store.read() as view:
+        assert view.items([*some, "no-such-item"]) == expected
+        assert view.items(reversed([*some, "no-such-item"])) == expected
+        assert list(view.items(["bhed-caste:00001", *some])) == ["bhed-caste:00001", *sorted(some)]
+    assert calls == [[*sorted(some), "no-such-item"], ["bhed-caste:00001"]]
+    calls.clear()
+    with store.session(), store.read() as live:  # a writable connection: read every time
+        live.items(some)
+        live.items(some)
+    assert len(calls) == 2
