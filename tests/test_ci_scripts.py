@@ -507,6 +507,7 @@ def _bias_check(workspace: Path, **inputs: str) -> dict[str, subprocess.Complete
         "SNAPSHOTS": "",
         "BASELINES": "smollm2-135m-instruct-q4",
         "BENCHMARKS": "bhed-caste",
+        "SIZE": "",
         "DEVICE": "cpu",
         "FAIL_ON": "regression",
         "ALLOW_SKIPPED": "false",
