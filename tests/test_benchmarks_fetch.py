@@ -13,6 +13,7 @@ import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -31,7 +32,7 @@ def files_under(folder: Path) -> list[Path]:
 def with_urls(manifest: BenchmarkManifest, base: str) -> BenchmarkManifest:
     raw = manifest.model_dump()
     for spec in raw["benchmarks"].values():
-        spec["url"] = f"{base}/{spec['path']}"
+        spec["url"] = f"{base}/{quote(spec['path'])}"  # SeeGULL's file names have spaces
     return BenchmarkManifest.model_validate(raw)
 
 

@@ -152,7 +152,10 @@ def test_size_without_a_sized_benchmark_is_refused(monitor_env: Path) -> None:
     # association test and the Indic-Bias taxonomy (sized entries of its own) do not.
     proc = cli("run", "-b", "en-weat1", "--size", "mini")
     assert proc.returncode == 2
-    assert "--size applies to pair-outcome, choice-qa benchmarks; not to en-weat1" in proc.stderr
+    assert (
+        "--size applies to pair-outcome, choice-qa, seegull benchmarks; not to en-weat1"
+        in proc.stderr
+    )
     taxonomy = cli("run", "-b", "indic-taxonomy-ci", "--size", "mini")
     assert taxonomy.returncode == 2
     assert "--size mini applies to sentence-pair files, not to indic-taxonomy-ci" in (

@@ -334,7 +334,13 @@ def test_metric_registry_and_kind_checks() -> None:
     assert metric_info("cll") == ("cll", "3", "causal-logprobs")
     assert metric_info("cll-reference") == ("cll-reference", "1", "causal-logprobs")
     assert metric_info("aul") == ("aul", "1", "masked-logprobs")
-    assert get_kind("hf-causal").metrics == ("cll", "cll-reference", "ull", "mc-loglik")
+    assert get_kind("hf-causal").metrics == (
+        "cll",
+        "cll-reference",
+        "ull",
+        "mc-loglik",
+        "seegull-attribute-ll",
+    )
     assert get_kind("hf-mlm").metrics == ("aul",)
     with pytest.raises(UserInputError, match="unknown metric"):
         metric_info("pll")
