@@ -19,7 +19,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, Unpack
 
 from monitor.backends.api_client import (
     ApiClient,
@@ -363,21 +363,19 @@ def probe_logprobs(caller: ChatCaller, *, top_logprobs: int, max_tokens: int) ->
     )
 
 
-def chat_completions_caller(
-    api: ApiClient,
-    *,
-    budget: RequestBudget | None = None,
-    on_event: Callable[[str], None] | None = None,
-) -> ChatCaller:
+class CallerHooks(TypedDict, total=False):
+    """What a caller is handed besides its client (``ChatCaller``'s keywords): the run's
+    request budget and where its events go."""
+
+    budget: RequestBudget | None
+    on_event: Callable[[str], None] | None
+
+
+def chat_completions_caller(api: ApiClient, **hooks: Unpack[CallerHooks]) -> ChatCaller:
     """The backend of kind ``openai-chat``: a caller of ``/v1/chat/completions``."""
-    return ChatCaller(api, "chat.completions", budget=budget, on_event=on_event)
+    return ChatCaller(api, "chat.completions", **hooks)
 
 
-def responses_caller(
-    api: ApiClient,
-    *,
-    budget: RequestBudget | None = None,
-    on_event: Callable[[str], None] | None = None,
-) -> ChatCaller:
+def responses_caller(api: ApiClient, **hooks: Unpack[CallerHooks]) -> ChatCaller:
     """The backend of kind ``openai-responses``: a caller of ``/v1/responses``."""
-    return ChatCaller(api, "responses", budget=budget, on_event=on_event)
+    return ChatCaller(api, "responses", **hooks)

