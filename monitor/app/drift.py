@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from monitor.app.stores import open_reader
+from monitor.contract.flags import flag_field
 from monitor.drift.robustness import FAIL_ON
 from monitor.drift.session import DriftResult
 from monitor.errors import UserInputError
@@ -32,42 +33,37 @@ class DriftSelection(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    runs: list[str] | None = Field(
-        None,
-        description="New run id (repeatable). Default: each snapshot's latest complete run.",
-        json_schema_extra={"flag": "--run"},
+    runs: list[str] | None = flag_field(
+        "--run", None, "New run id (repeatable). Default: each snapshot's latest complete run."
     )
-    snapshots: list[str] | None = Field(
-        None,
-        description="Only these snapshots' latest runs (repeatable).",
-        json_schema_extra={"flag": ["--snapshot", "-s"]},
+    snapshots: list[str] | None = flag_field(
+        ["--snapshot", "-s"], None, "Only these snapshots' latest runs (repeatable)."
     )
-    baseline: str | None = Field(
+    baseline: str | None = flag_field(
+        "--baseline",
         None,
-        description="Baseline run id (default: the previous complete run of the same snapshot).",
-        json_schema_extra={"flag": "--baseline"},
+        "Baseline run id (default: the previous complete run of the same snapshot).",
     )
-    baseline_snapshot: str | None = Field(
+    baseline_snapshot: str | None = flag_field(
+        "--baseline-snapshot",
         None,
-        description="Compare with another snapshot's latest complete run (pull-request "
-        "comparison).",
-        json_schema_extra={"flag": "--baseline-snapshot"},
+        "Compare with another snapshot's latest complete run (pull-request comparison).",
     )
-    alpha: float = Field(
+    alpha: float = flag_field(
+        "--alpha",
         0.05,
+        "False discovery rate for Benjamini–Hochberg: a change is flagged only "
+        "when its adjusted p is below it (and it clears the noise floor).",
         ge=0.0001,
         le=0.5,
-        description="False discovery rate for Benjamini–Hochberg: a change is flagged only "
-        "when its adjusted p is below it (and it clears the noise floor).",
-        json_schema_extra={"flag": "--alpha"},
     )
-    confidence: float = Field(
+    confidence: float = flag_field(
+        "--confidence",
         0.95,
+        "Confidence level of every interval shown (rates and paired "
+        "differences); independent of --alpha, and printed with each interval.",
         ge=0.5,
         le=0.999,
-        description="Confidence level of every interval shown (rates and paired "
-        "differences); independent of --alpha, and printed with each interval.",
-        json_schema_extra={"flag": "--confidence"},
     )
 
 

@@ -12,7 +12,9 @@ benchmark in ``data/benchmarks.toml`` and ``data/errata.toml``, not one family's
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from monitor.contract.flags import flag_field
 
 
 class BackendOptions(BaseModel):
@@ -20,19 +22,10 @@ class BackendOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    batch_size: int | None = Field(
-        None,
-        ge=1,
-        description="Sequences per forward pass.",
-        json_schema_extra={"flag": "--batch-size"},
-    )
-    device: str = Field(
-        "auto", description="auto, cpu or cuda.", json_schema_extra={"flag": "--device"}
-    )
-    dtype: str = Field(
-        "auto",
-        description="auto (fp32 on CPU, bf16 on CUDA), float32, bfloat16 or float16.",
-        json_schema_extra={"flag": "--dtype"},
+    batch_size: int | None = flag_field("--batch-size", None, "Sequences per forward pass.", ge=1)
+    device: str = flag_field("--device", "auto", "auto, cpu or cuda.")
+    dtype: str = flag_field(
+        "--dtype", "auto", "auto (fp32 on CPU, bf16 on CUDA), float32, bfloat16 or float16."
     )
 
     @field_validator("device")
@@ -50,55 +43,51 @@ class ScoringOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    repeat: int = Field(
+    repeat: int = flag_field(
+        "--repeat",
         1,
+        "Score each snapshot N times (each is its own run; measures the noise floor).",
         ge=1,
-        description="Score each snapshot N times (each is its own run; measures the noise floor).",
-        json_schema_extra={"flag": "--repeat"},
     )
-    metric: str | None = Field(
+    metric: str | None = flag_field(
+        "--metric",
         None,
-        description="Override the snapshot kind's default metric: cll (default for causal "
+        "Override the snapshot kind's default metric: cll (default for causal "
         "LMs and vLLM completions), cll-reference, ull; aul (masked LMs); forced-choice "
         "(default for chat APIs) or sampled-choice; on BBQ/BharatBBQ mc-loglik (causal "
         "LMs), mc-letter (default for chat APIs) or mc-letter-sampled. `snapshots list` "
         "shows each kind's.",
-        json_schema_extra={"flag": "--metric"},
     )
-    errata: str = Field(
-        "current",
-        description="'current' applies data/errata.toml; 'none' scores the raw files.",
-        json_schema_extra={"flag": "--errata"},
+    errata: str = flag_field(
+        "--errata", "current", "'current' applies data/errata.toml; 'none' scores the raw files."
     )
-    seed: int = Field(0, description="Recorded with the run.", json_schema_extra={"flag": "--seed"})
-    trigger: str | None = Field(
-        None,
-        description="Recorded with the run (default: $GITHUB_EVENT_NAME or 'manual').",
-        json_schema_extra={"flag": "--trigger"},
+    seed: int = flag_field("--seed", 0, "Recorded with the run.")
+    trigger: str | None = flag_field(
+        "--trigger", None, "Recorded with the run (default: $GITHUB_EVENT_NAME or 'manual')."
     )
-    resume: bool = Field(
+    resume: bool = flag_field(
+        "--resume/--no-resume",
         True,
-        description="Continue a killed run of the same configuration instead of starting anew.",
-        json_schema_extra={"flag": "--resume/--no-resume"},
+        "Continue a killed run of the same configuration instead of starting anew.",
     )
-    controls: bool = Field(
+    controls: bool = flag_field(
+        "--controls/--no-controls",
         True,
-        description="Also score each benchmark's control set, shown beside its bias rate.",
-        json_schema_extra={"flag": "--controls/--no-controls"},
+        "Also score each benchmark's control set, shown beside its bias rate.",
     )
-    origin: str | None = Field(
+    origin: str | None = flag_field(
+        "--origin",
         None,
-        description="Where this run is written, recorded with it: nightly, default-branch, "
+        "Where this run is written, recorded with it: nightly, default-branch, "
         "pull-request, branch or local (default: $MONITOR_RUN_ORIGIN, else from the GitHub "
         "Actions event, else local). Only nightly and default-branch runs are reused.",
-        json_schema_extra={"flag": "--origin"},
     )
-    reuse: bool = Field(
+    reuse: bool = flag_field(
+        "--reuse/--no-reuse",
         True,
-        description="On a pull request (--origin pull-request), reuse the snapshot's latest "
+        "On a pull request (--origin pull-request), reuse the snapshot's latest "
         "complete run when the nightly or the default branch wrote it with the same "
         "fingerprint, instead of scoring; --no-reuse scores anyway.",
-        json_schema_extra={"flag": "--reuse/--no-reuse"},
     )
 
     @field_validator("origin")

@@ -302,15 +302,17 @@ def describe_failure(exc: BaseException, redact: Callable[[object], str]) -> str
     return redact(f"{type(exc).__name__}: {exc}")
 
 
-def server_message(exc: BaseException) -> str:
-    """The server's error message, first line, at most 200 characters."""
+def server_message(exc: BaseException, *, sdk_text: bool = True) -> str:
+    """The server's error message, first line, at most 200 characters: the body's
+    ``message`` (or ``error.message``); without one, the SDK's own text of the error
+    (``sdk_text``), else the error's type. Never the request."""
     body = getattr(exc, "body", None)
     msg = body.get("message") if isinstance(body, dict) else None
     if not isinstance(msg, str) and isinstance(body, dict):
         inner = body.get("error")
         msg = inner.get("message") if isinstance(inner, dict) else None
     if not isinstance(msg, str):
-        msg = getattr(exc, "message", None) or type(exc).__name__
+        msg = (getattr(exc, "message", None) if sdk_text else None) or type(exc).__name__
     lines = str(msg).strip().splitlines()
     return (lines[0] if lines else type(exc).__name__)[:200]
 

@@ -132,3 +132,60 @@ class UniqueSequences:
     def answers(self) -> list[np.ndarray]:
         """One array per requested sequence, in request order."""
         return [self.results[w] for w in self.where]  # type: ignore[misc]
+
+
+@dataclass
+class SequenceCounts:
+    """What a causal backend was asked and really computed: the counts every backend,
+    local or remote, keeps (its own stats add what it alone does), so tests and
+    benchmarks read dedupe and batching the same way on each."""
+
+    calls: int = 0
+    sequences_requested: int = 0
+    sequences_computed: int = 0
+    tokens_computed: int = 0  # real (unpadded) tokens fed to the model
+
+
+class DedupedCausalLM:
+    """``CausalLM.token_logprobs`` as every causal backend answers it: the call is
+    counted, identical sequences are computed once (``UniqueSequences``), and a subclass's
+    ``_answer`` computes the rest. One home for the contract the backends share, so a
+    local and a served model cannot drift apart in it."""
+
+    stats: SequenceCounts
+
+    def token_logprobs(
+        self,
+        sequences: Sequence[Sequence[int]],
+        *,
+        batch_size: int | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[np.ndarray]:
+        """log P(ids[i] | ids[:i]) for i = 1..n-1 of every sequence (float64 arrays).
+
+        Identical sequences are computed once; ``progress`` is called after each batch
+        with the number of *requested* sequences it answered (duplicates included), so the
+        calls add up to ``len(sequences)``; a failure raises rather than returning
+        partial results.
+        """
+        requests = self._requests(sequences, progress)
+        self._answer(requests, batch_size, progress)
+        return requests.answers()
+
+    def _requests(
+        self, sequences: Sequence[Sequence[int]], progress: Callable[[int], None] | None
+    ) -> UniqueSequences:
+        """The call counted and its sequences deduplicated (short ones answered at once)."""
+        self.stats.calls += 1
+        self.stats.sequences_requested += len(sequences)
+        return UniqueSequences.of(sequences, progress)
+
+    def _answer(
+        self,
+        requests: UniqueSequences,
+        batch_size: int | None,
+        progress: Callable[[int], None] | None,
+    ) -> None:
+        """Fill ``requests.results`` for every index in ``requests.todo``, calling
+        ``progress`` with ``requests.copies`` of each batch answered."""
+        raise NotImplementedError

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 import numpy as np
 
-from monitor.backends.embedding import Embedded
+from monitor.backends.embedding import Embedded, embed_in_blocks
 from monitor.backends.loading import load_model_and_tokenizer
 from monitor.snapshots.model import EmbeddingSettings, Snapshot
 
@@ -60,24 +60,20 @@ class CausalEmbedder:
     def embed(self, texts: Sequence[str]) -> list[Embedded]:
         import torch
 
-        out: list[Embedded] = []
-        size = self.settings.batch_size
+        def block(texts: list[str]) -> list[Embedded]:
+            ids = [self._ids(t) for t in texts]
+            if self.settings.pooling == "input-embeddings":
+                table = self._input_rows()
+                vectors = [table[torch.tensor(i)].mean(dim=0).numpy() for i in ids]
+            else:
+                vectors = self._hidden_means(ids)
+            return [
+                Embedded(np.asarray(v, dtype=np.float32), {"n_tokens": len(i)})
+                for v, i in zip(vectors, ids, strict=True)
+            ]
+
         with torch.inference_mode():
-            for start in range(0, len(texts), size):
-                block = list(texts[start : start + size])
-                ids = [self._ids(t) for t in block]
-                if self.settings.pooling == "input-embeddings":
-                    table = self._input_rows()
-                    vectors = [table[torch.tensor(i)].mean(dim=0).numpy() for i in ids]
-                else:
-                    vectors = self._hidden_means(ids)
-                out += [
-                    Embedded(np.asarray(v, dtype=np.float32), {"n_tokens": len(i)})
-                    for v, i in zip(vectors, ids, strict=True)
-                ]
-                if self.progress:
-                    self.progress(len(block))
-        return out
+            return embed_in_blocks(texts, self.settings.batch_size, block, self.progress)
 
     def _hidden_means(self, ids: list[list[int]]) -> list[np.ndarray]:
         import torch

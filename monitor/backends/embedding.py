@@ -7,7 +7,7 @@ with a reason) instead of inventing a vector: the driver lists such terms per te
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -46,3 +46,21 @@ class EmbeddingBackend(Protocol):
 def as_float32(vectors: Any) -> np.ndarray:
     """A 2-D float32 array, C-contiguous (what the store writes and cosines read)."""
     return np.ascontiguousarray(np.asarray(vectors, dtype=np.float32))
+
+
+def embed_in_blocks(
+    texts: Sequence[str],
+    size: int,
+    embed_block: Callable[[list[str]], list[Embedded]],
+    progress: Callable[[int], None] | None,
+) -> list[Embedded]:
+    """``embed_block`` over ``texts`` ``size`` at a time, in order, telling ``progress``
+    after each block how many texts it embedded: a long SEAT set shows progress, and
+    every encoder batches the same way."""
+    out: list[Embedded] = []
+    for start in range(0, len(texts), size):
+        block = list(texts[start : start + size])
+        out += embed_block(block)
+        if progress:
+            progress(len(block))
+    return out

@@ -56,12 +56,12 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Required, TypedDict, Unpack
 
 import numpy as np
 import torch
 
-from monitor.backends.base import UniqueSequences
+from monitor.backends.base import DedupedCausalLM, SequenceCounts, UniqueSequences
 from monitor.backends.onednn_linear import (
     float64_layers,
     float64_row_layers,
@@ -108,7 +108,7 @@ GPU_TREE_MAX_TOKENS = 8192
 GPU_LOGIT_BYTES = 2**30
 # Passes per call of ``token_logprobs`` that a GPU is given (``score_plans`` cuts its
 # requests into calls of ``PassSizes.requests_per_call``): within a call the host builds
-# pass k+1 while the device computes pass k (``HFCausalLM._logprobs``); one pass per call
+# pass k+1 while the device computes pass k (``HFCausalLM._answer``); one pass per call
 # left an H200 idle between calls. Calls of 1,024 requests instead of 128 took the cll
 # round of bench/bench_gpu.py from 0.67 s to 0.57 s (2.28x to 2.68x lm-eval, same run,
 # interleaved; 2026-11-27).
@@ -139,13 +139,10 @@ def pass_sizes(device: str, vocab_size: int, element_bytes: int) -> PassSizes:
 
 
 @dataclass
-class BackendStats:
-    """What a backend really computed, for tests and benchmarks of the dedupe/batching."""
+class BackendStats(SequenceCounts):
+    """What a local backend really computed, for tests and benchmarks of the
+    dedupe/batching: the shared counts, and what its forward passes cost."""
 
-    calls: int = 0
-    sequences_requested: int = 0
-    sequences_computed: int = 0
-    tokens_computed: int = 0  # real (unpadded) tokens fed to the model
     padded_tokens: int = 0  # batch rows x batch length, padding included
     forward_passes: int = 0
     logit_rows: int = 0  # positions projected onto the vocabulary
@@ -179,10 +176,20 @@ def length_sorted_batches(
     return batches
 
 
-class HFCausalLM:
-    """``monitor.backends.base.CausalLM`` over a loaded transformers model + tokenizer.
+class HFOptions(TypedDict, total=False):
+    """The keywords every transformers backend takes (``HFBackend``'s), passed through
+    by the causal and the masked one."""
 
-    The loader decides device and dtype and moves/casts the model; this class only feeds
+    name: Required[str]
+    device: str
+    dtype: str
+    batch_size: int
+
+
+class HFBackend:
+    """What every backend over a loaded transformers model + tokenizer holds.
+
+    The loader decides device and dtype and moves/casts the model; a backend only feeds
     it tensors on ``device`` and records ``dtype`` for provenance.
     """
 
@@ -197,6 +204,26 @@ class HFCausalLM:
         device: str = "cpu",
         dtype: str = "float32",
         batch_size: int = DEFAULT_BATCH_SIZE,
+    ) -> None:
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.name = name
+        self.device = device
+        self.dtype = dtype
+        self.batch_size = batch_size
+        self.stats = BackendStats()
+
+
+class HFCausalLM(HFBackend, DedupedCausalLM):
+    """``monitor.backends.base.CausalLM`` over a loaded transformers model + tokenizer."""
+
+    stats: BackendStats
+
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        *,
         max_batch_tokens: int | None = None,
         # Requests per call that ``score_plans`` gives this backend (None: its default);
         # the loader sets it from ``pass_sizes``.
@@ -213,8 +240,9 @@ class HFCausalLM:
         # throughput on AMD CPUs (``monitor.backends.onednn_linear``); False leaves them
         # on ``F.linear`` (benchmarks compare the two). Recorded as ``linear_kernel``.
         onednn_linears: bool = True,
+        **options: Unpack[HFOptions],
     ) -> None:
-        self.model = model.eval()
+        super().__init__(model, tokenizer, **options)
         # Before the sharing check: the wide core is one of the implementations it takes.
         if wide_attention:
             widen_attention(self.model)
@@ -223,14 +251,8 @@ class HFCausalLM:
         self.linear_kernel = linear_kernel(self.model)
         self.float64_layers = float64_layers(self.model)
         self.float64_row_layers = float64_row_layers(self.model)
-        self.tokenizer = tokenizer
-        self.name = name
-        self.device = device
-        self.dtype = dtype
-        self.batch_size = batch_size
         self.max_batch_tokens = max_batch_tokens
         self.requests_per_call = requests_per_call
-        self.stats = BackendStats()
         pad = tokenizer.pad_token_id
         if pad is None:
             pad = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else 0
@@ -282,21 +304,6 @@ class HFCausalLM:
     def decode_token(self, token_id: int) -> str:
         return self.tokenizer.decode([int(token_id)])
 
-    def token_logprobs(
-        self,
-        sequences: Sequence[Sequence[int]],
-        *,
-        batch_size: int | None = None,
-        progress: Progress | None = None,
-    ) -> list[np.ndarray]:
-        """log P(ids[i] | ids[:i]) for i = 1..n-1 of every sequence (float64 arrays).
-
-        ``progress`` is called after each batch with the number of *requested*
-        sequences it answered (duplicates included), so the calls add up to
-        ``len(sequences)``.
-        """
-        return self._logprobs(sequences, None, batch_size, progress)
-
     def token_logprobs_tail(
         self,
         sequences: Sequence[Sequence[int]],
@@ -317,19 +324,20 @@ class HFCausalLM:
         for seq, tail in zip(sequences, tails, strict=True):
             if not 0 <= tail <= max(len(seq) - 1, 0):
                 raise ValueError(f"a tail of {tail} on a sequence of {len(seq)} ids")
-        return self._logprobs(sequences, tails, batch_size, progress)
+        req = self._requests(sequences, progress)
+        self._answer(req, batch_size, progress, tails)
+        answers = req.answers()
+        return [v[len(v) - t :].copy() for v, t in zip(answers, tails, strict=True)]
 
-    def _logprobs(
+    def _answer(
         self,
-        sequences: Sequence[Sequence[int]],
-        tails: Sequence[int] | None,
+        req: UniqueSequences,
         batch_size: int | None,
         progress: Progress | None,
-    ) -> list[np.ndarray]:
-        """``token_logprobs`` of every sequence, or (with ``tails``) its last values only."""
-        self.stats.calls += 1
-        self.stats.sequences_requested += len(sequences)
-        req = UniqueSequences.of(sequences, progress)
+        tails: Sequence[int] | None = None,
+    ) -> None:
+        """``token_logprobs`` of every sequence ``req`` has to compute, or (with
+        ``tails``) its last values only, in ``req.results``."""
         unique, results, todo = req.unique, req.results, req.todo
         # A sequence asked for twice with different tails is computed once, for the longer.
         wanted = np.zeros(len(unique), dtype=np.int64)
@@ -368,10 +376,6 @@ class HFCausalLM:
             in_flight = (members, finish)
         if in_flight is not None:
             collect(*in_flight)
-        answers = req.answers()
-        if tails is None:
-            return answers
-        return [v[len(v) - t :].copy() for v, t in zip(answers, tails, strict=True)]
 
     def _tree_fits(self, batch: list[tuple[int, ...]]) -> bool:
         return self.prefix_sharing and (

@@ -12,42 +12,21 @@ do not depend on what else shares its batch.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Unpack
 
 import numpy as np
 import torch
 
-from monitor.backends.hf_causal import (
-    DEFAULT_BATCH_SIZE,
-    BackendStats,
-    Progress,
-    length_sorted_batches,
-)
+from monitor.backends.hf_causal import HFBackend, HFOptions, Progress, length_sorted_batches
 
 
-class HFMaskedLM:
+class HFMaskedLM(HFBackend):
     """``monitor.backends.base.MaskedLM`` over a loaded transformers masked LM + tokenizer."""
 
-    weights_files: tuple[str, ...] = ()  # set by the loader (device_facts.weights_facts)
-
-    def __init__(
-        self,
-        model,
-        tokenizer,
-        *,
-        name: str,
-        device: str = "cpu",
-        dtype: str = "float32",
-        batch_size: int = DEFAULT_BATCH_SIZE,
-    ) -> None:
-        self.model = model.eval()
-        self.tokenizer = tokenizer
-        self.name = name
-        self.device = device
-        self.dtype = dtype
-        self.batch_size = batch_size
-        self.stats = BackendStats()
+    def __init__(self, model, tokenizer, **options: Unpack[HFOptions]) -> None:
+        super().__init__(model, tokenizer, **options)
         if tokenizer.pad_token_id is None:
-            raise ValueError(f"tokenizer of {name} has no pad token; AUL needs one to batch")
+            raise ValueError(f"tokenizer of {self.name} has no pad token; AUL needs one to batch")
         self._pad_id = int(tokenizer.pad_token_id)
 
     def _encode(self, text: str) -> tuple[list[int], list[int]]:

@@ -19,7 +19,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, Unpack
 
 from monitor.backends.api_client import (
     ApiClient,
@@ -158,22 +158,13 @@ def parse_chat_completion(data: Any) -> dict[str, Any]:
     message = choice.get("message") or {}
     content = message.get("content") if isinstance(message, dict) else None
     logprobs = choice.get("logprobs")
-    usage = data.get("usage") or {}
-    details = usage.get("completion_tokens_details") or {}
-    return {
-        "text": content if isinstance(content, str) else "",
-        "positions": _positions(logprobs.get("content") if isinstance(logprobs, dict) else None),
-        "reported_model": data.get("model") if isinstance(data.get("model"), str) else None,
-        "system_fingerprint": data.get("system_fingerprint"),
-        "usage": {
-            "input_tokens": _int(usage.get("prompt_tokens")),
-            "output_tokens": _int(usage.get("completion_tokens")),
-            "total_tokens": _int(usage.get("total_tokens")),
-            "reasoning_tokens": _int(details.get("reasoning_tokens")),
-        },
-        "finish_reason": choice.get("finish_reason"),
-        "response_id": data.get("id"),
-    }
+    return _record_fields(
+        data,
+        content if isinstance(content, str) else "",
+        _positions(logprobs.get("content") if isinstance(logprobs, dict) else None),
+        ("prompt_tokens", "completion_tokens", "completion_tokens_details"),
+        choice.get("finish_reason"),
+    )
 
 
 def parse_responses(data: Any) -> dict[str, Any]:
@@ -192,21 +183,40 @@ def parse_responses(data: Any) -> dict[str, Any]:
             if isinstance(part, dict) and part.get("type") == "output_text":
                 texts.append(str(part.get("text") or ""))
                 positions.extend(_positions(part.get("logprobs")))
-    usage = data.get("usage") or {}
-    details = usage.get("output_tokens_details") or {}
     incomplete = data.get("incomplete_details") or {}
+    return _record_fields(
+        data,
+        "".join(texts),
+        tuple(positions),
+        ("input_tokens", "output_tokens", "output_tokens_details"),
+        incomplete.get("reason") or data.get("status"),
+    )
+
+
+def _record_fields(
+    data: dict[str, Any],
+    text: str,
+    positions: tuple[Position, ...],
+    usage_keys: tuple[str, str, str],
+    finish_reason: Any,
+) -> dict[str, Any]:
+    """A ``ResponseRecord``'s fields from either endpoint's body, given what differs:
+    the answer's text and positions, the names ``usage_keys`` of its input and output
+    token counts and of the object that holds its reasoning tokens, and why it ended."""
+    usage = data.get("usage") or {}
+    details = usage.get(usage_keys[2]) or {}
     return {
-        "text": "".join(texts),
-        "positions": tuple(positions),
+        "text": text,
+        "positions": positions,
         "reported_model": data.get("model") if isinstance(data.get("model"), str) else None,
         "system_fingerprint": data.get("system_fingerprint"),
         "usage": {
-            "input_tokens": _int(usage.get("input_tokens")),
-            "output_tokens": _int(usage.get("output_tokens")),
+            "input_tokens": _int(usage.get(usage_keys[0])),
+            "output_tokens": _int(usage.get(usage_keys[1])),
             "total_tokens": _int(usage.get("total_tokens")),
             "reasoning_tokens": _int(details.get("reasoning_tokens")),
         },
-        "finish_reason": incomplete.get("reason") or data.get("status"),
+        "finish_reason": finish_reason,
         "response_id": data.get("id"),
     }
 
@@ -363,21 +373,19 @@ def probe_logprobs(caller: ChatCaller, *, top_logprobs: int, max_tokens: int) ->
     )
 
 
-def chat_completions_caller(
-    api: ApiClient,
-    *,
-    budget: RequestBudget | None = None,
-    on_event: Callable[[str], None] | None = None,
-) -> ChatCaller:
+class CallerHooks(TypedDict, total=False):
+    """What a caller is handed besides its client (``ChatCaller``'s keywords): the run's
+    request budget and where its events go."""
+
+    budget: RequestBudget | None
+    on_event: Callable[[str], None] | None
+
+
+def chat_completions_caller(api: ApiClient, **hooks: Unpack[CallerHooks]) -> ChatCaller:
     """The backend of kind ``openai-chat``: a caller of ``/v1/chat/completions``."""
-    return ChatCaller(api, "chat.completions", budget=budget, on_event=on_event)
+    return ChatCaller(api, "chat.completions", **hooks)
 
 
-def responses_caller(
-    api: ApiClient,
-    *,
-    budget: RequestBudget | None = None,
-    on_event: Callable[[str], None] | None = None,
-) -> ChatCaller:
+def responses_caller(api: ApiClient, **hooks: Unpack[CallerHooks]) -> ChatCaller:
     """The backend of kind ``openai-responses``: a caller of ``/v1/responses``."""
-    return ChatCaller(api, "responses", budget=budget, on_event=on_event)
+    return ChatCaller(api, "responses", **hooks)

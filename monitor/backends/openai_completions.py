@@ -30,7 +30,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal, Unpack
@@ -43,9 +43,10 @@ from monitor.backends.api_client import (
     ApiModelChanged,
     checked_url,
     public_url,
+    server_message,
     split_query,
 )
-from monitor.backends.base import UniqueSequences
+from monitor.backends.base import DedupedCausalLM, SequenceCounts, UniqueSequences
 from monitor.errors import SnapshotUnavailable, UserInputError
 from monitor.snapshots.model import ApiSettings, ApiSource, Snapshot
 
@@ -80,13 +81,10 @@ class RequestRecord:
 
 
 @dataclass
-class CompletionsStats:
-    """What was really sent, for tests and throughput measurements."""
+class CompletionsStats(SequenceCounts):
+    """What was really sent, for tests and throughput measurements: the shared counts,
+    and the server's requests."""
 
-    calls: int = 0
-    sequences_requested: int = 0
-    sequences_computed: int = 0
-    tokens_computed: int = 0
     requests: int = 0
     tokenize_requests: int = 0
     malformed_responses: int = 0
@@ -123,7 +121,7 @@ class _Malformed(Exception):
     """A response body that cannot be scored (bad JSON, wrong shape). Retried."""
 
 
-class OpenAICompletionsLM:
+class OpenAICompletionsLM(DedupedCausalLM):
     """``monitor.backends.base.CausalLM`` over an OpenAI-compatible completions server."""
 
     def __init__(
@@ -261,22 +259,11 @@ class OpenAICompletionsLM:
             self._decode_cache[tid] = text
         return self._decode_cache[tid]
 
-    def token_logprobs(
-        self,
-        sequences: Sequence[Sequence[int]],
-        *,
-        batch_size: int | None = None,
-        progress: Progress | None = None,
-    ) -> list[np.ndarray]:
-        """log P(ids[i] | ids[:i]) for i = 1..n-1 of every sequence (float64 arrays).
-
-        Same contract as ``HFCausalLM.token_logprobs``: identical sequences are sent once,
-        ``progress`` receives counts of *requested* sequences that add up to
-        ``len(sequences)``, and a failure raises rather than returning partial results.
-        """
-        self.stats.calls += 1
-        self.stats.sequences_requested += len(sequences)
-        req = UniqueSequences.of(sequences, progress)
+    def _answer(
+        self, req: UniqueSequences, batch_size: int | None, progress: Progress | None
+    ) -> None:
+        """``token_logprobs``' unique sequences in chunks of ``batch_size`` prompts, a few
+        requests at once; a chunk that fails for good stops the others and raises."""
         unique, results, todo = req.unique, req.results, req.todo
         size = max(1, batch_size or self.batch_size)
         chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
@@ -304,7 +291,6 @@ class OpenAICompletionsLM:
                         results[u] = values
                     if progress is not None:
                         progress(int(req.copies[members].sum()))
-        return req.answers()
 
     # --- provenance --------------------------------------------------------------------
 
@@ -554,7 +540,7 @@ class OpenAICompletionsLM:
             raise ApiUnavailable(
                 self._scrub(
                     f"snapshot {self.name}: {what} failed with HTTP {code}{after}: "
-                    f"{_error_message(exc)}"
+                    f"{server_message(exc, sdk_text=False)}"
                 )
             ) from exc
         except openai.APIConnectionError as exc:  # includes timeouts
@@ -588,18 +574,6 @@ def _first_failure(futures: dict) -> BaseException:
     errors = [f.exception() for f in futures if f.done() and not f.cancelled() and f.exception()]
     real = [e for e in errors if not isinstance(e, _Cancelled)]
     return (real or errors)[0]
-
-
-def _error_message(exc: Any) -> str:
-    """The server's own error message, first line, shortened (never the request)."""
-    body = getattr(exc, "body", None)
-    msg = body.get("message") if isinstance(body, dict) else None
-    if not isinstance(msg, str) and isinstance(body, dict):
-        inner = body.get("error")
-        msg = inner.get("message") if isinstance(inner, dict) else None
-    text = (msg or type(exc).__name__).strip().splitlines()
-    first = text[0] if text else type(exc).__name__
-    return first[:200]
 
 
 __all__ = [

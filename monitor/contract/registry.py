@@ -21,7 +21,7 @@ import importlib
 from collections.abc import Mapping
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from monitor.contract.family import Family
 from monitor.errors import UserInputError
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from monitor.metrics.registry import MetricSpec
 
 GROUP = "bias_monitor.families"
+
+T = TypeVar("T")
 
 
 class FamilyRegistryError(UserInputError):
@@ -100,6 +102,16 @@ def get_family(name: str) -> Family:
         known = ", ".join(_families())
         raise UserInputError(f"unknown result family {name!r}; known families: {known}")
     return family
+
+
+def lookup(table: Mapping[str, T], name: str, what: str, plural: str) -> T:
+    """``table[name]``; an unknown name is a one-line ``UserInputError`` that names the
+    known ones, sorted: how every registry (kinds, metrics) refuses a name."""
+    try:
+        return table[name]
+    except KeyError:
+        known = ", ".join(sorted(table))
+        raise UserInputError(f"unknown {what} {name!r}; known {plural}: {known}") from None
 
 
 def formats() -> dict[str, Family]:

@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from monitor.benchmarks.items import Item
 from monitor.contract.capabilities import BackendCapability
 from monitor.contract.family import Family
-from monitor.contract.registry import metric_specs
-from monitor.errors import UserInputError
+from monitor.contract.registry import lookup, metric_specs
 from monitor.records import Measure, ScoreRow
 
 ItemAxes = Mapping[str, tuple[str, str]]  # item id -> (benchmark, axis)
@@ -93,11 +92,7 @@ METRICS: Mapping[str, MetricSpec] = _Metrics()
 
 def get_metric(name: str) -> MetricSpec:
     """The spec of ``name``; an unknown name is a ``UserInputError`` listing the known."""
-    try:
-        return METRICS[name]
-    except KeyError:
-        known = ", ".join(sorted(METRICS))
-        raise UserInputError(f"unknown metric {name!r}; known metrics: {known}") from None
+    return lookup(METRICS, name, "metric", "metrics")
 
 
 def metric_info(name: str) -> tuple[str, str, str]:

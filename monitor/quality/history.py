@@ -32,34 +32,17 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from monitor.metrics.intervals import wilson
+
+if TYPE_CHECKING:
+    # How one run's items on one axis ended: the counts the rule reads.
+    from monitor.readmodel.models import OutcomeShares as AxisCounts
 
 MIN_HISTORY_RUNS = 3
 MARGIN = 0.20
 CONFIDENCE = 0.999
-
-
-class AxisCounts(Protocol):
-    """How one run's items on one axis ended (``monitor.readmodel.models.OutcomeShares``)."""
-
-    @property
-    def run_id(self) -> str: ...
-    @property
-    def benchmark(self) -> str: ...
-    @property
-    def axis(self) -> str: ...
-    @property
-    def n(self) -> int: ...
-    @property
-    def decided(self) -> int: ...
-    @property
-    def refusal(self) -> int: ...
-    @property
-    def ambiguous(self) -> int: ...
-    @property
-    def other(self) -> int: ...
 
 
 @dataclass(frozen=True)

