@@ -377,5 +377,9 @@ def test_table_wide_keeps_every_number_whole(toy, columns):
     cells = " ".join(" ".join(x.split("│")) for x in table).split()
     assert f"[{lo}," in cells and f"{hi}]" in cells, table
     assert c["verdict"].split()[0] in row and "p(BH)" in " ".join(table), row
+    # Every line, the reasons under the table included, within the width, none ending
+    # in a space (the title's broken line did; a reason ran to 200 characters).
+    lines = text.splitlines()
+    assert [x for x in lines if len(x) > columns or x.endswith(" ")] == [], text
     if columns == 140:
         assert "left out" not in text and f"[{lo}, {hi}]" in row, text

@@ -206,9 +206,12 @@ def test_table_wide_at_80_columns_wraps_and_names_what_it_left_out(study_store) 
     rows = [x for x in table if x.startswith("│")]
     _numbers_whole(rows)
     assert [a for a in AXES if not any(a in x for x in rows)] == []
+    # Named under the table, wrapped to the width like every line under it.
     assert "(left out at 80 columns: p, b/c, MDE; a wider COLUMNS or --format json shows them)" in (
-        proc.stdout
+        " ".join(proc.stdout.split())
     )
+    lines = proc.stdout.splitlines()
+    assert [x for x in lines if len(x) > 80 or x.endswith(" ")] == [], proc.stdout
     # No column is squeezed to nothing: each has its rates, p(BH) and the verdict's words.
     assert sum("%" in x for x in rows) == 4 and sum("significant" in x for x in rows) == 4
 

@@ -245,6 +245,8 @@ def _drift_table(result, show_flips: bool) -> None:
     """``--format table-wide``: each family's table (its ``drift_table`` hook, or the
     generic one), then the FDR note and what changed between each pair of runs."""
     from monitor.cli.output_family import family_table
+    from monitor.terminal.lines import change_lines, wrap
+    from monitor.terminal.output import output_width
 
     _no_baseline(result)
     level = f"{100 * result.confidence:g}%"
@@ -254,18 +256,17 @@ def _drift_table(result, show_flips: bool) -> None:
             hook(mine, level, drift=result, show_flips=show_flips)
         elif mine:
             family_table(mine, level)
-    out.print(result.fdr_note())
+    width = output_width()
+    lines = wrap(result.fdr_note(), width)
     seen = set()
     for c in (c for _, mine in parts for c in mine):
         key = (c.baseline_run_id, c.new_run_id)
         if key in seen:
             continue
         seen.add(key)
-        out.print(f"what changed {c.baseline_run_id} → {c.new_run_id}: {c.attribution}")
-        provenance = getattr(c, "provenance", None)  # generic records carry the words only
-        for f in provenance.changes if provenance is not None else ():
-            if f.category != "run":
-                out.print(f"  [{f.category}] {f.field}: {f.old!s:.60} → {f.new!s:.60}")
+        lines += change_lines(c, width)
+    for line in lines:
+        out.print(line, markup=False)
 
 
 def report(

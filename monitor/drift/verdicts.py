@@ -16,6 +16,11 @@ from monitor.drift.stats import NoiseFloor
 
 VerdictLabel = Literal["regression", "improvement", "no significant change", "not comparable"]
 
+# Which of ``decide``'s rules held a change back from a flag, for machines (the JSON's
+# ``not_flagged_by``): the multiple-testing control, or the noise of repeat runs (the
+# share of items that changed side, or the change of the bias rate itself).
+HeldBy = Literal["fdr", "flip-noise-floor", "rate-noise-floor"]
+
 # Fewer shared items than this fraction of the union of both runs' items means the two
 # runs scored materially different item sets, so a paired test would describe a subset
 # neither run's headline rate is about.
@@ -24,12 +29,34 @@ MIN_ITEM_OVERLAP = 0.8
 
 @dataclass(frozen=True)
 class Verdict:
+    """A verdict and its reason; for a change ``decide`` did not flag, which rule held it
+    back (``held_by``) and that rule in plain words (``held``), so an output can say why
+    an interval clear of zero still reads "no significant change" (``interval_note``)."""
+
     label: VerdictLabel
     reason: str
+    held_by: HeldBy | None = None
+    held: str | None = None
 
     @property
     def flagged(self) -> bool:
         return self.label in ("regression", "improvement")
+
+
+def interval_note(verdict: Verdict, low: float | None, high: float | None) -> str | None:
+    """Why a change whose interval excludes zero is not flagged, or None where there is
+    nothing to reconcile (the interval includes zero, the change is flagged or not
+    compared, or the family decides without ``decide``'s rules).
+
+    The interval is the unadjusted paired interval of the tested change; the verdict also
+    asks the multiple-testing control and the noise of repeat runs, so the two can
+    disagree, and a reader in a hurry sees "−14.2 [−25.4, −2.0] … no significant change"
+    as a contradiction unless the line says which rule decided."""
+    if verdict.held is None or low is None or high is None:
+        return None
+    if not (low > 0 or high < 0):
+        return None
+    return f"not flagged although the interval excludes 0: {verdict.held}"
 
 
 class MetricOf(Protocol):
@@ -146,13 +173,21 @@ def decide(
         counts = f"{tested}; {counts}"
     if p_adjusted >= alpha:
         return Verdict(
-            "no significant change", f"{counts}; BH-adjusted p = {p_adjusted:.3g} ≥ {alpha:g}"
+            "no significant change",
+            f"{counts}; BH-adjusted p = {p_adjusted:.3g} ≥ {alpha:g}",
+            "fdr",
+            f"the interval is not corrected for the other tests, and after the "
+            f"Benjamini–Hochberg correction p = {p_adjusted:.3g} is not below the false "
+            f"discovery rate {alpha:g}",
         )
     if noise is not None and flip_rate <= noise.upper:
         return Verdict(
             "no significant change",
             f"{counts}; BH-adjusted p = {p_adjusted:.3g} but flip rate {flip_rate:.1%} is "
             f"within the noise floor ({noise.upper:.1%} upper, from {noise.n_runs} repeats)",
+            "flip-noise-floor",
+            f"{flip_rate:.1%} of the paired items changed side, no more than repeat runs of "
+            f"an unchanged configuration change ({noise.upper:.1%}, the noise floor)",
         )
     if (
         noise is not None
@@ -165,6 +200,9 @@ def decide(
             f"{counts}; BH-adjusted p = {p_adjusted:.3g} and flip rate {flip_rate:.1%} > "
             f"noise floor {noise.upper:.1%}, but the rate change {100 * delta:+.1f} pp is "
             f"within the noise floor of repeat runs' bias rates ({100 * rate_noise:.1f} pp)",
+            "rate-noise-floor",
+            f"the change of {100 * abs(delta):.1f} pp is no larger than repeat runs of an "
+            f"unchanged configuration differ by ({100 * rate_noise:.1f} pp, the noise floor)",
         )
     if noise is not None:
         floor = f"flip rate {flip_rate:.1%} > noise floor {noise.upper:.1%}"

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from monitor.terminal.lines import wrap
 from monitor.terminal.output import SafeTable
 
 
@@ -27,6 +28,19 @@ class Fitted:
     table: SafeTable
     width: int
     dropped: tuple[str, ...]
+    output: int = 0  # the output's width the table was fitted to
+
+    def dropped_lines(self) -> list[str]:
+        """The columns left out, named under the table and wrapped to the output's width
+        (none when every column fits)."""
+        if not self.dropped:
+            return []
+        return wrap(
+            f"(left out at {self.output} columns: {', '.join(self.dropped)}; a wider COLUMNS "
+            "or --format json shows them)",
+            self.output,
+            " ",
+        )
 
 
 def _words(text: str) -> int:
@@ -78,9 +92,12 @@ def fitted_table(
         if least <= budget or not left:
             break
         dropped.append(left[0])
-    table = SafeTable(title=title, title_justify="left")
     numeric = [headers[i] in right for i in keep]
     widths = _widths(cells, budget, numeric)
+    # The title wrapped here, between words and to the table's width: rich's own wrapping
+    # left a space at the end of each broken line (two run ids joined by " → ").
+    drawn = max(width, sum(widths) + 3 * len(keep) + 1)
+    table = SafeTable(title="\n".join(wrap(title, drawn)), title_justify="left")
     for i, w in zip(keep, widths, strict=True):
         table.add_column(
             headers[i],
@@ -90,4 +107,4 @@ def fitted_table(
         )
     for r in rows:
         table.add_row(*(r[i] for i in keep))
-    return Fitted(table, max(width, sum(widths) + 3 * len(keep) + 1), tuple(dropped))
+    return Fitted(table, drawn, tuple(dropped), width)

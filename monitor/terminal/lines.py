@@ -78,3 +78,16 @@ def provenance_lines(c, width: int) -> list[str]:
     for category, fields in by.items():
         lines += wrap(f"  {category}: {', '.join(fields)}", width, "    ")
     return lines
+
+
+def change_lines(c, width: int) -> list[str]:
+    """What changed between the two runs with the values (``--format table-wide``): the
+    attribution, then each changed field with its old and new value (each cut at 60
+    characters), wrapped; a value with no space to break at (a commit pin) folds."""
+    lines = wrap(f"what changed {c.baseline_run_id} → {c.new_run_id}: {c.attribution}", width, "  ")
+    provenance = getattr(c, "provenance", None)  # generic records carry the words only
+    for f in provenance.changes if provenance is not None else ():
+        if f.category != "run":
+            text = f"  [{f.category}] {f.field}: {f.old!s:.60} → {f.new!s:.60}"
+            lines += wrap(text, width, "    ", fold=True)
+    return lines

@@ -132,18 +132,19 @@ def drift_table(
     are left out and named); then each verdict's reason, whose sentences in a cell
     squeezed the rest (run ids and numbers came out as "20261…" and "+0…")."""
     from monitor.terminal.fit import fitted_table
-    from monitor.terminal.lines import by_pair
+    from monitor.terminal.lines import by_pair, wrap
     from monitor.terminal.output import output_width
 
     rows = list(comparisons)
     if not rows:
         return
     width = output_width()
-    out.print(
+    for line in wrap(
         f"association tests: change in d (paired bootstrap; p(BH) over all tests shown; "
         f"{level} intervals)",
-        markup=False,
-    )
+        width,
+    ):
+        out.print(line, markup=False)
     headers = ("benchmark/test", "d old", "d new", f"Δd [{level} CI]", "MDE", "p", "p(BH)")
     for (new, base), mine in by_pair(rows).items():
         fitted = fitted_table(
@@ -155,14 +156,13 @@ def drift_table(
             droppable=("p", "MDE"),
         )
         out.print_at(fitted.table, fitted.width)
-        if fitted.dropped:
-            out.print(
-                f"(left out at {width} columns: {', '.join(fitted.dropped)}; a wider COLUMNS "
-                "or --format json shows them)",
-                markup=False,
-            )
-    for c in rows:
-        out.print(f"{c.benchmark}/{c.axis}: {c.verdict.label}: {c.verdict.reason}", markup=False)
+        for line in fitted.dropped_lines():
+            out.print(line, markup=False)
+    for c in rows:  # each reason wrapped to the width, its lines after the first indented
+        for line in wrap(
+            f"{c.benchmark}/{c.axis}: {c.verdict.label}: {c.verdict.reason}", width, "  "
+        ):
+            out.print(line, markup=False)
 
 
 def _table_row(c: Any) -> list[str]:

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from monitor.drift.robustness import NOT_VALID, Robustness, robustness_json
+from monitor.drift.verdicts import interval_note
 from monitor.fmt import interval, pct, pvalue
 from monitor.terminal.lines import named_run, pp, provenance_lines, wrap
 from monitor.terminal.output import out
@@ -45,6 +46,8 @@ class AxisLine:
     balanced: str | None = None
     robustness: Robustness | None = None  # shown for a flagged change only
     name: str = ""  # the axis as the control's sentence names it ("caste", not "… balanced")
+    # Why the verdict is not a flag although Δ's interval excludes zero (``interval_note``).
+    held: str | None = None
 
 
 def axis_labels(keys: Sequence[tuple[str, str]]) -> list[str]:
@@ -76,6 +79,20 @@ def balanced_sentence(c) -> str | None:
         f"raw {pct(c.rate_old.value)} → {pct(c.rate_new.value)} ({pp(b.raw_delta)} pp, of "
         f"which {pp(b.name_preference_part)} name preference); {dirs}"
     )
+
+
+def tested_interval(c) -> tuple[float | None, float | None]:
+    """The interval of the change the verdict tests, as the axis's line shows it: the
+    balanced change's where the axis has one, else the raw change's (clusters widen it)."""
+    b = getattr(c, "balanced", None)
+    if b is not None:
+        return b.ci_low, b.ci_high
+    return c.delta_ci_clustered or (c.paired.ci_low, c.paired.ci_high)
+
+
+def held_note(c) -> str | None:
+    """Why this comparison is not flagged although its tested interval excludes zero."""
+    return interval_note(c.verdict, *tested_interval(c))
 
 
 def axis_line(c, label: str) -> AxisLine:
@@ -112,6 +129,7 @@ def axis_line(c, label: str) -> AxisLine:
         balanced=balanced_sentence(c),
         robustness=c.robustness if c.flagged else None,
         name=name,
+        held=held_note(c),
     )
 
 
@@ -197,6 +215,8 @@ def pair_block(
             lines.append(line)
             if row.balanced is not None:
                 lines += wrap("  ↳ " + row.balanced, width, "    ")
+            if row.held is not None:
+                lines += wrap("  ↳ " + row.held, width, "    ")
             if row.control is not None:
                 # The sentence is ~57 characters besides the label and the arrow.
                 shown = abbreviate(row.name or row.label, max(MIN_LABEL, width - 61))
@@ -287,7 +307,10 @@ def drift_table(
     from monitor.terminal.output import output_width
 
     width = output_width()
-    out.print(f"drift (paired exact McNemar; p(BH) over all tests shown; {level} intervals)")
+    for line in wrap(
+        f"drift (paired exact McNemar; p(BH) over all tests shown; {level} intervals)", width
+    ):
+        out.print(line, markup=False)
     headers = ("benchmark/axis", "old", "new", f"Δ [{level} CI]", "MDE", "b/c", "p", "p(BH)")
     for (new, base), mine in by_pair(comparisons).items():
         fitted = fitted_table(
@@ -299,28 +322,40 @@ def drift_table(
             droppable=("p", "b/c", "MDE"),
         )
         out.print_at(fitted.table, fitted.width)
-        if fitted.dropped:
-            out.print(
-                f"(left out at {width} columns: {', '.join(fitted.dropped)}; a wider COLUMNS "
-                "or --format json shows them)",
-                markup=False,
-            )
-    for c in comparisons:  # the reason: long sentences, which in a cell squeeze the rest
-        out.print(f"{c.benchmark}/{c.axis}: {c.verdict.label}: {c.verdict.reason}", markup=False)
+        for line in fitted.dropped_lines():
+            out.print(line, markup=False)
+    # Under the table, each a paragraph wrapped to the width: the reasons (long sentences,
+    # which in a cell squeeze the rest), then each comparison in plain words.
+    lines: list[str] = []
+    for c in comparisons:
+        lines += wrap(f"{c.benchmark}/{c.axis}: {c.verdict.label}: {c.verdict.reason}", width, "  ")
+        held = held_note(c)
+        if held is not None:
+            low, high = tested_interval(c)
+            tested = "balanced " if getattr(c, "balanced", None) is not None else ""
+            lines += wrap(f"  ↳ {tested}Δ [{pp(low)}, {pp(high)}]: {held}", width, "    ")
     for c in comparisons:
         if c.summary:
-            out.print(
+            lines += wrap(
                 f"{c.benchmark}/{c.axis} {c.baseline_run_id} → {c.new_run_id}: {c.summary}",
-                markup=False,
+                width,
+                "  ",
             )
         if c.flagged and c.robustness is not None:
-            for line in robustness_lines(f"{c.benchmark}/{c.axis}", c.robustness, 10_000):
-                out.print(line, markup=False)
+            lines += robustness_lines(f"{c.benchmark}/{c.axis}", c.robustness, width)
     if show_flips:
         for c in comparisons:
             if c.b or c.c:
-                out.print(f"{c.benchmark}/{c.axis} to anti: {', '.join(c.flipped_to_anti)}")
-                out.print(f"{c.benchmark}/{c.axis} to stereo: {', '.join(c.flipped_to_stereo)}")
+                lines += wrap(
+                    f"{c.benchmark}/{c.axis} to anti: {', '.join(c.flipped_to_anti)}", width, "  "
+                )
+                lines += wrap(
+                    f"{c.benchmark}/{c.axis} to stereo: {', '.join(c.flipped_to_stereo)}",
+                    width,
+                    "  ",
+                )
+    for line in lines:
+        out.print(line, markup=False)
 
 
 def _table_row(c: Any) -> list[str]:
@@ -398,6 +433,11 @@ def _comparison_json(c, snapshot_of: dict[str, str], show_flips: bool) -> dict[s
         "verdict": c.verdict.label,
         "flagged": c.flagged,  # what --fail-on any fails on; a control never is
         "reason": c.verdict.reason,
+        # Which rule kept a change from a flag ("fdr", "flip-noise-floor",
+        # "rate-noise-floor"; null when flagged or not compared), and, where the tested
+        # interval excludes zero all the same, why in words.
+        "not_flagged_by": c.verdict.held_by,
+        "interval_note": held_note(c),
         # The smallest rate change this comparison detects with 80% power (a
         # proportion), at the paired n after the design effect (mde_n).
         "mde": c.detectable.mde if c.detectable else None,
