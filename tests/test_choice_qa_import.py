@@ -262,3 +262,35 @@ def test_drift_report_and_show_on_two_imported_models(imported, tmp_path):
     # Bias scores in points in the run table too: +3.2, as drift prints it.
     assert f"{100 * stored_new:+.1f}".replace("-", "−") in shown
     assert "bias scores in points" in shown
+
+
+@pytest.mark.parametrize("columns", [80, 140])
+def test_table_wide_fits_the_width_with_no_trailing_space(imported, columns):
+    """``drift --format table-wide`` on gemma's BharatBBQ Age answers against llama's, as
+    a CI log of ``columns`` columns shows it: every line (the title naming both runs, the
+    table, the reasons, the FDR note, what changed) within the width and none ending in a
+    space. The generic choice-question table printed its title and each reason on one
+    line (467 characters) and padded its last column with spaces; at 80 columns its
+    numbers ran to 103. At 80, p is left out (and named); the rest is all there."""
+    env = {**imported["env"], "COLUMNS": str(columns)}
+    runs = {r["snapshot_id"]: r["run_id"] for r in imported["bharat"]["runs"]}
+    new, old = runs["gemma-bharatbbq-paper"], runs["llama-bharatbbq-paper"]
+    pair = ("--snapshot", "gemma-bharatbbq-paper", "--baseline-snapshot", "llama-bharatbbq-paper")
+    text = cli(env, "drift", *pair, "--format", "table-wide").stdout
+    lines = text.splitlines()
+    assert [x for x in lines if len(x) > columns] == []
+    assert [x for x in lines if x.endswith(" ")] == []
+    flat = " ".join(x.strip() for x in lines)
+    assert flat.startswith(f"choice questions: {old} → {new} (p(BH) over all tests shown;")
+    # Every measure's row (its name and verdict) and its reason, in full.
+    (amb,) = [x for x in lines if x.startswith("  bias_ambig ")]
+    assert "+48.5" in amb and "+3.2" in amb and amb.endswith("improvement")
+    # Δ and its interval whole, on the row and (at 80, wrapped between words) the next.
+    below = lines[lines.index(amb) + 1]
+    assert "−45.4 [−63.4," in amb and "−27.2]" in amb + below
+    assert "bharatbbq-age/age acc_disambig: regression: on disambiguated age questions" in flat
+    assert "accuracy fell from 91.1% to 49.3% (−41.8 points;" in flat
+    assert f"what changed {old} → {new}: model change" in flat
+    header = next(x for x in lines if "verdict" in x and "old" in x)
+    assert (" p ┃" in header) == (columns == 140), header
+    assert ("(left out at 80 columns: p;" in flat) == (columns == 80)

@@ -42,14 +42,31 @@ class SafeConsole(Console):
     def print(self, *objects: Any, **kwargs: Any) -> None:
         super().print(*(safe_text(o) if isinstance(o, str) else o for o in objects), **kwargs)
 
-    def print_at(self, renderable: Any, width: int) -> None:
+    def print_at(self, renderable: Any, width: int, *, rstrip: bool = False) -> None:
         """``renderable`` laid out ``width`` columns wide, even when that is wider than the
         console (``print(width=...)`` never exceeds it): a table whose numbers would
-        otherwise be cut runs past the edge instead (``monitor.terminal.fit``)."""
+        otherwise be cut runs past the edge instead (``monitor.terminal.fit``). ``rstrip``:
+        each line without its trailing spaces (a table with no right edge pads its last
+        column to the column's width, which a CI log keeps as trailing whitespace)."""
         from rich.segment import Segment, Segments
 
         lines = self.render_lines(renderable, self.options.update(width=width), pad=False)
+        if rstrip:
+            lines = [_rstripped(line) for line in lines]
         self.print(Segments([s for line in lines for s in (*line, Segment.line())]), end="")
+
+
+def _rstripped(line: list[Any]) -> list[Any]:
+    """A rendered line (rich segments) without its trailing spaces, styles kept."""
+    from rich.segment import Segment
+
+    line = list(line)
+    while line and not line[-1].control and not line[-1].text.rstrip(" "):
+        line.pop()
+    if line and not line[-1].control:
+        last = line[-1]
+        line[-1] = Segment(last.text.rstrip(" "), last.style)
+    return line
 
 
 class SafeTable(Table):
