@@ -30,7 +30,7 @@ def servers() -> tuple[str, str]:
         return PG, S3
     why = (
         "no PostgreSQL and S3 servers for the lake (MONITOR_TEST_LAKE_PG, MONITOR_TEST_LAKE_S3;"
-        " start them with: eval \"$(scripts/ci/lake-servers start DIR)\")"
+        ' start them with: eval "$(scripts/ci/lake-servers start DIR)")'
     )
     if REQUIRED:
         pytest.fail(f"MONITOR_TEST_LAKE_REQUIRED=1 but {why}")
