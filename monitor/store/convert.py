@@ -144,13 +144,6 @@ def writer_site(version: str) -> Path:
     return site
 
 
-def writer_env(site: Path) -> dict[str, str]:
-    """The environment of a subprocess that should import the DuckDB in ``site``."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(site), *filter(None, [os.environ.get("PYTHONPATH")])])
-    return env
-
-
 def convert(source: Path, out: Path | None = None) -> Conversion:
     """Copy the store at ``source`` into ``out`` (default ``default_out``) in the installed
     DuckDB's storage format; the original is only ever opened read-only.
@@ -207,7 +200,7 @@ def _copy(site: Path, source: Path, partial: Path) -> dict[str, Any]:
         [sys.executable, "-S", str(WORKER), str(source), str(partial), storage_target()],
         capture_output=True,
         text=True,
-        env={**writer_env(site), "PYTHONPATH": str(site)},  # -S: that DuckDB and stdlib only
+        env={**os.environ, "PYTHONPATH": str(site)},  # with -S: that DuckDB and the stdlib only
     )
     if done.returncode != 0:
         lines = [ln for ln in done.stderr.strip().splitlines() if ln.strip()]
