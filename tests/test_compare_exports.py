@@ -46,8 +46,10 @@ def test_one_differing_value_fails_and_names_the_item_and_column(tmp_path):
     con = duckdb.connect()
     con.execute(
         "COPY (SELECT * REPLACE (CASE WHEN row_number() OVER () = 3 THEN lp_stereo + 1e-12 "
-        "ELSE lp_stereo END AS lp_stereo) FROM read_parquet(?)) TO ? (FORMAT parquet)",
-        [str(scores), str(tmp_path / "changed.parquet")],
+        "ELSE lp_stereo END AS lp_stereo) FROM read_parquet($src)) TO $dst (FORMAT parquet)",
+        # Named: DuckDB 1.5.5 binds COPY's TO parameter before the query's, so two `?`
+        # swapped the paths there (2.0.0 took them in order).
+        {"src": str(scores), "dst": str(tmp_path / "changed.parquet")},
     )
     (tmp_path / "changed.parquet").replace(scores)
     # Keep the manifest true to the changed file, so only the scores can tell the runs apart.

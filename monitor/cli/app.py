@@ -23,6 +23,7 @@ import typer
 
 from monitor.cli import (
     commands_ci,
+    commands_convert,
     commands_data,
     commands_db,
     commands_drift,
@@ -100,6 +101,7 @@ def _options(
 
 app.add_typer(commands_data.app, name="data")
 app.add_typer(commands_db.runs_app, name="runs")
+commands_db.db_app.command("convert")(commands_convert.convert)
 app.add_typer(commands_db.db_app, name="db")
 commands_run.snapshots_app.command("add")(commands_snapshots.add)
 app.add_typer(commands_run.snapshots_app, name="snapshots")

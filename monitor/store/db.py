@@ -48,7 +48,7 @@ from monitor.errors import UserInputError
 from monitor.paths import default_db_path
 from monitor.records import Measure, RunRecord, RunStatus, ScoreRow
 from monitor.redaction import redact_json
-from monitor.store import codec, details, leases, migrate, queries, sql
+from monitor.store import codec, details, fileformat, leases, migrate, queries, sql
 from monitor.store.view import StoreView
 
 P = ParamSpec("P")
@@ -210,6 +210,9 @@ class Store:
                     f"database {self.path} stayed locked by another process for "
                     f"{self.lock_timeout:g}s (DuckDB allows one writer process at a time)"
                 ) from exc
+            newer = fileformat.newer_file_error(self.path, exc, f"database {self.path}")
+            if newer is not None:
+                raise newer from exc
             raise UserInputError(f"cannot open database {self.path}: {_first_line(exc)}") from exc
         con.execute("SET TimeZone = 'UTC'")
         return con
