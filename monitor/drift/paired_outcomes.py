@@ -70,10 +70,12 @@ def share(outcomes: Mapping[str, str]) -> float | None:
 
 def moves(old: Mapping[str, str], new: Mapping[str, str]) -> dict[str, int]:
     """Item → the paired change of its ``stereo`` outcome (−1, 0, 1), over items decided
-    in both runs: what the design effect of clustering is computed on."""
+    in both runs: what the design effect of clustering is computed on. In item-id order,
+    so the design effect's sums, and the interval widened by it, are the same bits in
+    every process (a set's order follows the string hash, which differs per process)."""
     return {
         i: int(new[i] == "stereo") - int(old[i] == "stereo")
-        for i in old.keys() & new.keys()
+        for i in sorted(old.keys() & new.keys())
         if old[i] in DECIDED and new[i] in DECIDED
     }
 
