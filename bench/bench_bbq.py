@@ -35,38 +35,22 @@ BharatBBQ ``mini`` with SmolLM2 on 2 cores.
 
 from __future__ import annotations
 
-import argparse
 import copy
-import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-import torch
-
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_vs_lm_eval import (  # noqa: E402
-    SNAPSHOT,
-    LmEvalWorker,
-    cpu_name,
-    lm_eval_python,
-    load_average,
-)
+import lm_eval_round as lm_round
+from bench_vs_lm_eval import SNAPSHOT
 
-from monitor import paths  # noqa: E402
-from monitor.backends.hf_causal import HFCausalLM  # noqa: E402
-from monitor.backends.loading import model_folder  # noqa: E402
-from monitor.benchmarks.items import Item  # noqa: E402
-from monitor.families.choice_qa.loglik import continuations, prompt_text  # noqa: E402
-from monitor.families.choice_qa.scoring import OptionPlanner, score_local  # noqa: E402
-from monitor.kinds import load_backend  # noqa: E402
-from monitor.records import ScoreRow  # noqa: E402
-from monitor.snapshots.registry import load_snapshots  # noqa: E402
+from monitor.backends.hf_causal import HFCausalLM
+from monitor.benchmarks.items import Item
+from monitor.families.choice_qa.loglik import continuations, prompt_text
+from monitor.families.choice_qa.scoring import OptionPlanner, score_local
+from monitor.records import ScoreRow
 
 BHARATBBQ = [
     "bharatbbq-age",
@@ -87,27 +71,12 @@ TOLERANCE = 1e-4
 GOAL = 2.5
 
 
-def load_items(datasets: Path, ids: list[str], size: str, limit: int | None) -> list[Item]:
-    """Choice questions through the project's own loader, at ``size``."""
-    from monitor.benchmarks.fetch import fetch
-    from monitor.benchmarks.load import load_benchmarks
-    from monitor.benchmarks.manifest import load_manifest
-
-    data_dir = Path(tempfile.mkdtemp(prefix="bench-data-"))
-    manifest = load_manifest()
-    fetch(manifest, ids, from_dir=datasets, data_dir=data_dir)
-    benches = load_benchmarks(ids, data_dir=data_dir, manifest=manifest, options={"size": size})
-    return [it for b in benches for it in b.items[:limit]]
-
-
 def lm_eval_pairs(backend: HFCausalLM, items: list[Item]) -> list[tuple[str, str]]:
     """(context, continuation) per option, item by item: lm-eval's multiple-choice
     requests for the same prompt, with BOS's text in front (see the module docstring)."""
-    bos_text = backend.tokenizer.convert_ids_to_tokens(backend.bos_token_id)
+    bos = lm_round.bos_text(backend)
     return [
-        (bos_text + prompt_text(it.payload), cont)
-        for it in items
-        for cont in continuations(it.payload)
+        (bos + prompt_text(it.payload), cont) for it in items for cont in continuations(it.payload)
     ]
 
 
@@ -133,45 +102,14 @@ def timed(backend: HFCausalLM, items: list[Item], batch_size: int | None):
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3, help="timed rounds per contender")
-    parser.add_argument("--size", default="mini", choices=("mini", "default", "full"))
-    parser.add_argument("--benchmark", action="append", help="a bharatbbq-* id (repeatable)")
-    parser.add_argument("--limit", type=int, default=None, help="items per benchmark")
+    parser = lm_round.arguments(__doc__.splitlines()[0], "a bharatbbq-* id (repeatable)")
     parser.add_argument("--batch-size", type=int, default=None, help="monitor (default its own)")
-    parser.add_argument("--lm-eval-batch-size", type=int, default=16)
-    parser.add_argument("--threads", type=int, default=2, help="torch threads for both")
-    parser.add_argument(
-        "--datasets",
-        type=Path,
-        default=Path(os.environ.get("MONITOR_TEST_DATASETS", REPO.parent / "shared" / "datasets")),
-    )
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-
-    print(f"load average at start (1/5/15 min): {load_average()}", flush=True)
-    cache = paths.cache_root()
-    python = lm_eval_python(cache)
-    snapshot = load_snapshots()[SNAPSHOT]
-    folder = model_folder(snapshot, cache_dir=cache).folder
-    backend = load_backend(
-        snapshot, device="cpu", dtype="float32", cache_dir=cache, prefix_sharing=True
-    )
-    items = load_items(args.datasets, args.benchmark or BHARATBBQ, args.size, args.limit)
-    pairs = lm_eval_pairs(backend, items)
-    worker = LmEvalWorker(python, folder, [], args.lm_eval_batch_size, pairs=pairs)
-    try:
-        return measure(args, backend, items, worker)
-    finally:
-        worker.close()
+    args = lm_round.shared_arguments(parser)
+    return lm_round.start(args, SNAPSHOT, BHARATBBQ, lm_eval_pairs, measure, prefix_sharing=True)
 
 
-def measure(args, backend: HFCausalLM, items: list[Item], worker: LmEvalWorker) -> int:
-    print(
-        f"{cpu_name()}, {os.cpu_count()} CPUs, torch {torch.__version__} on "
-        f"{torch.get_num_threads()} threads (lm-eval worker: torch {worker.info['torch']} on "
-        f"{worker.info['threads']} threads)"
-    )
+def measure(args, backend: HFCausalLM, items: list[Item], worker) -> int:
+    lm_round.header(worker)
     planner = OptionPlanner(backend)
     seqs = [list(s) for it in items for s in planner.plan(it).sequences]
     n_bench = len({it.benchmark for it in items})
@@ -179,33 +117,15 @@ def measure(args, backend: HFCausalLM, items: list[Item], worker: LmEvalWorker) 
         f"model {backend.name}; {len(items)} items of {n_bench} benchmark(s) at size "
         f"{args.size}, {len(seqs)} options"
     )
-    differ = sum(a != b for a, b in zip(seqs, worker.info["pair_tokens"], strict=True))
-    if differ:
-        print(f"lm-eval would score other tokens than the monitor for {differ} options; stop")
+    if not lm_round.same_tokens(seqs, worker, "options"):
         return 1
 
     timed(backend, items[:4], args.batch_size)  # warm both up
     worker.loglik(limit=12)
-    mon_s, mon_cpu, lme_s, lme_cpu = [], [], [], []
-    runs: list[list[ScoreRow]] = []
-    lm_values: list[list[float]] = []
-    fed = 0
-    for r in range(args.rounds):
-        print(f"round {r + 1}/{args.rounds}, load average {load_average()}", flush=True)
-        rows, seconds, cpu, fed = timed(backend, items, args.batch_size)
-        runs.append(rows)
-        mon_s.append(seconds)
-        mon_cpu.append(cpu)
-        seconds, cpu, values = worker.loglik()
-        lme_s.append(seconds)
-        lme_cpu.append(cpu)
-        lm_values.append(values)
-        print(
-            f"  monitor {mon_s[-1]:.1f} s ({mon_cpu[-1]:.1f} s CPU), lm-eval {lme_s[-1]:.1f} s "
-            f"({lme_cpu[-1]:.1f} s CPU)",
-            flush=True,
-        )
-    print(f"load average at end: {load_average()}")
+    rounds = lm_round.interleave(
+        args.rounds, lambda: timed(backend, items, args.batch_size), worker
+    )
+    fed = rounds.extra[0] if rounds.extra else 0
 
     lm_positions = padded_positions([len(s) for s in seqs], args.lm_eval_batch_size)
     print(
@@ -213,18 +133,16 @@ def measure(args, backend: HFCausalLM, items: list[Item], worker: LmEvalWorker) 
         f"{lm_positions:,} (padded batches of {args.lm_eval_batch_size}); "
         f"{lm_positions / max(fed, 1):.2f}x"
     )
-    ratio = statistics.median(lme_s) / statistics.median(mon_s)
-    per_round = ", ".join(f"{b / a:.2f}" for a, b in zip(mon_s, lme_s, strict=True))
-    cpu_ratio = statistics.median(lme_cpu) / statistics.median(mon_cpu)
+    ratio, cpu_ratio = rounds.medians()
+    per_round = ", ".join(f"{b / a:.2f}" for a, b in zip(rounds.mon_s, rounds.lme_s, strict=True))
     print(
         f"lm-eval / monitor: {ratio:.2f}x wall clock (median; per round {per_round}), "
-        f"{cpu_ratio:.2f}x CPU time; monitor median {statistics.median(mon_s):.1f} s, "
-        f"lm-eval {statistics.median(lme_s):.1f} s"
+        f"{cpu_ratio:.2f}x CPU time; monitor median {statistics.median(rounds.mon_s):.1f} s, "
+        f"lm-eval {statistics.median(rounds.lme_s):.1f} s"
     )
-    agree = check_agreement(backend, seqs, runs[0], lm_values[0])
-    reruns = all(
-        [r.details["ll"] for r in runs[0]] == [r.details["ll"] for r in later] for later in runs[1:]
-    )
+    agree = check_agreement(backend, seqs, rounds.runs[0], rounds.lm_values[0])
+    first = [r.details["ll"] for r in rounds.runs[0]]
+    reruns = all(first == [r.details["ll"] for r in later] for later in rounds.runs[1:])
     print(f"monitor reruns bit-identical: {'yes' if reruns else 'NO'}")
     ok = agree and reruns
     verdict = "met" if ok and ratio >= GOAL else "NOT met"

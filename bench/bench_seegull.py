@@ -26,57 +26,33 @@ each pair's log-likelihood from the monitor against lm-eval's (max |diff|, how m
 
 from __future__ import annotations
 
-import argparse
-import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-import torch
-
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_vs_lm_eval import LmEvalWorker, cpu_name, lm_eval_python, load_average  # noqa: E402
+import lm_eval_round as lm_round
 
-from monitor import paths  # noqa: E402
-from monitor.backends.hf_causal import HFCausalLM  # noqa: E402
-from monitor.backends.loading import model_folder  # noqa: E402
-from monitor.benchmarks.items import Item  # noqa: E402
-from monitor.families.seegull.frames import METRIC, continuation, outcome, prompt  # noqa: E402
-from monitor.families.seegull.scoring import item_sequences, score_local  # noqa: E402
-from monitor.kinds import load_backend  # noqa: E402
-from monitor.records import ScoreRow  # noqa: E402
-from monitor.snapshots.registry import load_snapshots  # noqa: E402
+from monitor.backends.hf_causal import HFCausalLM
+from monitor.benchmarks.items import Item
+from monitor.families.seegull.frames import METRIC, continuation, outcome, prompt
+from monitor.families.seegull.scoring import item_sequences, score_local
+from monitor.records import ScoreRow
 
 SNAPSHOT = "gemma-3-270m-q4"
 BENCHMARKS = ["seegull-hi", "seegull-ta"]
 TOLERANCE = 1e-4
 
 
-def load_items(datasets: Path, ids: list[str], size: str, limit: int | None) -> list[Item]:
-    """SeeGULL items through the family's own loader, at ``size``."""
-    from monitor.benchmarks.fetch import fetch
-    from monitor.benchmarks.load import load_benchmarks
-    from monitor.benchmarks.manifest import load_manifest
-
-    data_dir = Path(tempfile.mkdtemp(prefix="bench-data-"))
-    manifest = load_manifest()
-    fetch(manifest, ids, from_dir=datasets, data_dir=data_dir)
-    benches = load_benchmarks(ids, data_dir=data_dir, manifest=manifest, options={"size": size})
-    return [it for b in benches for it in b.items[:limit]]
-
-
 def lm_eval_pairs(backend: HFCausalLM, items: list[Item]) -> list[tuple[str, str]]:
     """(context, continuation) per sequence, in the scorer's order: frame 1 naming S, C;
     frame 2 naming S, C; BOS's text in front of every context."""
-    bos_text = backend.tokenizer.convert_ids_to_tokens(backend.bos_token_id)
+    bos = lm_round.bos_text(backend)
     return [
         (
-            bos_text + prompt(str(p["language"]), frame, str(p[who])),
+            bos + prompt(str(p["language"]), frame, str(p[who])),
             continuation(str(p["attribute"])),
         )
         for p in (it.payload for it in items)
@@ -98,82 +74,33 @@ def timed(backend: HFCausalLM, items: list[Item]) -> tuple[list[ScoreRow], float
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3, help="timed rounds per contender")
-    parser.add_argument("--size", default="mini", choices=("mini", "default", "full"))
-    parser.add_argument("--benchmark", action="append", help="a seegull-* id (repeatable)")
-    parser.add_argument("--limit", type=int, default=None, help="items per benchmark")
-    parser.add_argument("--lm-eval-batch-size", type=int, default=16)
-    parser.add_argument("--threads", type=int, default=2, help="torch threads for both")
-    parser.add_argument(
-        "--datasets",
-        type=Path,
-        default=Path(os.environ.get("MONITOR_TEST_DATASETS", REPO.parent / "shared" / "datasets")),
-    )
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-
-    print(f"load average at start (1/5/15 min): {load_average()}", flush=True)
-    cache = paths.cache_root()
-    python = lm_eval_python(cache)
-    snapshot = load_snapshots()[SNAPSHOT]
-    folder = model_folder(snapshot, cache_dir=cache).folder
-    backend = load_backend(snapshot, device="cpu", dtype="float32", cache_dir=cache)
-    items = load_items(args.datasets, args.benchmark or BENCHMARKS, args.size, args.limit)
-    pairs = lm_eval_pairs(backend, items)
-    worker = LmEvalWorker(python, folder, [], args.lm_eval_batch_size, pairs=pairs)
-    try:
-        return measure(args, backend, items, worker)
-    finally:
-        worker.close()
+    parser = lm_round.arguments(__doc__.splitlines()[0], "a seegull-* id (repeatable)")
+    args = lm_round.shared_arguments(parser)
+    return lm_round.start(args, SNAPSHOT, BENCHMARKS, lm_eval_pairs, measure)
 
 
-def measure(args, backend: HFCausalLM, items: list[Item], worker: LmEvalWorker) -> int:
-    print(
-        f"{cpu_name()}, {os.cpu_count()} CPUs, torch {torch.__version__} on "
-        f"{torch.get_num_threads()} threads (lm-eval worker: torch {worker.info['torch']} on "
-        f"{worker.info['threads']} threads)"
-    )
+def measure(args, backend: HFCausalLM, items: list[Item], worker) -> int:
+    lm_round.header(worker)
     bos = backend.bos_token_id
     seqs = [list(s) for it in items for s, _ in item_sequences(backend, bos, it)]
     print(f"model {backend.name}; {len(items)} items at size {args.size}, {len(seqs)} pairs")
-    differ = sum(a != b for a, b in zip(seqs, worker.info["pair_tokens"], strict=True))
-    if differ:
-        print(f"lm-eval would score other tokens than the monitor for {differ} pairs; stop")
+    if not lm_round.same_tokens(seqs, worker, "pairs"):
         return 1
     timed(backend, items[:4])  # warm both up
     worker.loglik(limit=8)
-    mon_s, mon_cpu, lme_s, lme_cpu = [], [], [], []
-    runs: list[list[ScoreRow]] = []
-    lm_values: list[list[float]] = []
-    for r in range(args.rounds):
-        print(f"round {r + 1}/{args.rounds}, load average {load_average()}", flush=True)
-        rows, seconds, cpu = timed(backend, items)
-        runs.append(rows)
-        mon_s.append(seconds)
-        mon_cpu.append(cpu)
-        seconds, cpu, values = worker.loglik()
-        lme_s.append(seconds)
-        lme_cpu.append(cpu)
-        lm_values.append(values)
-        print(
-            f"  monitor {mon_s[-1]:.1f} s ({mon_cpu[-1]:.1f} s CPU), lm-eval {lme_s[-1]:.1f} s "
-            f"({lme_cpu[-1]:.1f} s CPU)",
-            flush=True,
-        )
-    print(f"load average at end: {load_average()}")
-    ratio = statistics.median(lme_s) / statistics.median(mon_s)
-    cpu_ratio = statistics.median(lme_cpu) / statistics.median(mon_cpu)
+    rounds = lm_round.interleave(args.rounds, lambda: timed(backend, items), worker)
+    ratio, cpu_ratio = rounds.medians()
     print(
         f"lm-eval / monitor: {ratio:.2f}x wall clock (median), {cpu_ratio:.2f}x CPU time; "
-        f"monitor median {statistics.median(mon_s):.1f} s, lm-eval {statistics.median(lme_s):.1f} s"
+        f"monitor median {statistics.median(rounds.mon_s):.1f} s, lm-eval "
+        f"{statistics.median(rounds.lme_s):.1f} s"
     )
-    ours = [v for row in runs[0] for v in row_values(row)]
-    lm = lm_values[0]
+    ours = [v for row in rounds.runs[0] for v in row_values(row)]
+    lm = rounds.lm_values[0]
     gaps = [abs(a - b) for a, b in zip(ours, lm, strict=True)]
     far = sum(g > TOLERANCE for g in gaps)
     flips = 0
-    for k, row in enumerate(runs[0]):
+    for k, row in enumerate(rounds.runs[0]):
         s1, c1, s2, c2 = lm[4 * k : 4 * k + 4]
         flips += row.outcome != outcome(s1, c1)
         flips += row.details["frame2_outcome"] != outcome(s2, c2)
@@ -181,9 +108,8 @@ def measure(args, backend: HFCausalLM, items: list[Item], worker: LmEvalWorker) 
         f"per-pair log-likelihood, monitor vs lm-eval: max |diff| {max(gaps):.2e} nats, "
         f"{far} of {len(gaps)} over {TOLERANCE:g}; outcomes that differ (both frames): {flips}"
     )
-    reruns = all(
-        [row_values(r) for r in runs[0]] == [row_values(r) for r in later] for later in runs[1:]
-    )
+    first = [row_values(r) for r in rounds.runs[0]]
+    reruns = all(first == [row_values(r) for r in later] for later in rounds.runs[1:])
     print(f"monitor reruns bit-identical: {'yes' if reruns else 'NO'}")
     return 0 if reruns and flips == 0 else 1
 

@@ -10,7 +10,7 @@ tokenizers.
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
@@ -76,21 +76,27 @@ def smollm2() -> HFCausalLM:
     return HFCausalLM(model, tokenizer, name="smollm2-135m-instruct-q4", device="cpu")
 
 
-@cache
-def tiny_bpe_tokenizer(bos: str | None = None) -> PreTrainedTokenizerFast:
-    """Byte-level BPE like GPT-2's; with ``bos`` set, encode() prepends that token the
-    way Llama/Gemma tokenizers add ``<s>``/``<bos>`` by default."""
+def byte_bpe(corpus: Iterable[str], vocab_size: int, specials: list[str]) -> Tokenizer:
+    """A byte-level BPE like GPT-2's (no prefix space), trained on ``corpus`` alone: what
+    it was not trained on it reads as byte tokens."""
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    specials = ["<|endoftext|>", "<bos>", "<pad>"]
     trainer = trainers.BpeTrainer(
-        vocab_size=400,
+        vocab_size=vocab_size,
         special_tokens=specials,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    tok.train_from_iterator(CORPUS, trainer)
+    tok.train_from_iterator(corpus, trainer)
+    return tok
+
+
+@cache
+def tiny_bpe_tokenizer(bos: str | None = None) -> PreTrainedTokenizerFast:
+    """Byte-level BPE like GPT-2's; with ``bos`` set, encode() prepends that token the
+    way Llama/Gemma tokenizers add ``<s>``/``<bos>`` by default."""
+    tok = byte_bpe(CORPUS, 400, ["<|endoftext|>", "<bos>", "<pad>"])
     if bos is not None:
         tok.post_processor = processors.TemplateProcessing(
             single=f"{bos} $A", special_tokens=[(bos, tok.token_to_id(bos))]

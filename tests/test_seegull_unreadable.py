@@ -20,9 +20,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-import torch
+from _models import byte_bpe, tiny_causal_lm
 from test_cli_run import cli
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from monitor.benchmarks.load import load_benchmarks
@@ -44,33 +43,20 @@ def _hindi_reader(folder: Path) -> None:
     """Save a tiny random Llama whose tokenizer was trained on Hindi SeeGULL text only."""
     (hindi,) = load_benchmarks(["seegull-hi"], options={"size": "full"})
     corpus = [t for it in hindi.items for t in (it.text_stereo, it.text_anti)]
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=3000,
-        special_tokens=["<bos>", "<eos>", "<pad>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator(corpus, trainer)
+    tok = byte_bpe(corpus, 3000, ["<bos>", "<eos>", "<pad>"])
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>"
     )
-    config = LlamaConfig(
-        vocab_size=len(fast),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
+    model = tiny_causal_lm(
+        LlamaConfig,
+        LlamaForCausalLM,
+        len(fast),
+        seed=48,
+        initializer_range=0.02,  # the config's default, not TINY_SHAPE's wide init
         bos_token_id=fast.bos_token_id,
         eos_token_id=fast.eos_token_id,
-        tie_word_embeddings=False,
     )
-    torch.manual_seed(48)
-    LlamaForCausalLM(config).eval().save_pretrained(folder, safe_serialization=True)
+    model.save_pretrained(folder, safe_serialization=True)
     fast.save_pretrained(folder)
 
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from monitor.drift.provenance_diff import ProvenanceDiff, diff_runs
+from monitor.drift.provenance_diff import ProvenanceDiff
+from monitor.drift.run_pair import run_pair
 from monitor.drift.verdicts import MIN_ITEM_OVERLAP, Verdict, between_runs
 from monitor.families.association.metrics import (
     MDE_METHOD,
@@ -148,12 +149,8 @@ def compare_effect_sizes(
     controls: object = None,  # the pair comparator's control axes; none here
 ) -> list[EffectComparison]:
     """Every test of either run, compared (p not yet adjusted across the session)."""
-    new, old = view.run(new_run_id), view.run(baseline_run_id)
-    provenance = diff_runs(old.fields, new.fields)
-    pinned_local = (
-        new.origin == old.origin == "local" and new.snapshot_revision == old.snapshot_revision
-    )
-    attribution = provenance.attribution(pinned_local=pinned_local)
+    pair = run_pair(view, new_run_id, baseline_run_id)
+    new, old, provenance, attribution = pair.new, pair.old, pair.provenance, pair.attribution
     ddof = METRIC_DDOF.get(new.metric, 1)
     spread = _repeat_spread(view, [new_run_id, baseline_run_id])
     terms_new, terms_old = view.test_terms(new_run_id), view.test_terms(baseline_run_id)

@@ -73,7 +73,7 @@ from monitor.benchmarks.items import Item
 from monitor.drift.clusters import design_effect
 from monitor.drift.noise import NoiseBook
 from monitor.drift.power import mcnemar_mde
-from monitor.drift.provenance_diff import diff_runs
+from monitor.drift.run_pair import run_pair
 from monitor.drift.verdicts import MIN_ITEM_OVERLAP, between_runs
 from monitor.families.choice_qa.paired import (
     ScoreChange,
@@ -290,12 +290,9 @@ def compare_choice_qa(
 ) -> list[FamilyComparison]:
     """Every (benchmark, category) × context both runs answered, compared (p not yet
     adjusted across the session: ``drift.compare.adjust_family`` does that)."""
-    new, old = view.run(new_run_id), view.run(baseline_run_id)
+    pair = run_pair(view, new_run_id, baseline_run_id)
+    new, old, attribution = pair.new, pair.old, pair.attribution
     book = noise_book or NoiseBook(view, alpha=alpha)
-    attribution = diff_runs(old.fields, new.fields).attribution(
-        pinned_local=new.origin == old.origin == "local"
-        and new.snapshot_revision == old.snapshot_revision
-    )
     axes_new, axes_old = book.outcomes(new_run_id), book.outcomes(baseline_run_id)
     out: list[FamilyComparison] = []
     for key in sorted(set(axes_new) & set(axes_old)):
