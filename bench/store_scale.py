@@ -83,6 +83,18 @@ What paid, from profiles of the year's store (cProfile of the commands as typed)
   same year's store, 3 rounds at load ~5: report 7.2–7.8 s → 4.9–5.4 s of CPU, drift
   5.5–6.5 s → 3.3–3.5 s, outputs identical (docs/performance.md).
 
+* (2026-11-29, the report's rendering) the pairs' answer indexing the rates in context
+  once per call, not once per comparison (~2,000 dicts of every context); one Jinja
+  overlay per family folder, not one per part (each recompiled the report's macros);
+  each trend point placed once (x, y, interval) instead of once per band, line, dot and
+  whisker (~250k ``x()``/``y()`` calls); the dots and whiskers written by two filters
+  (``report.html.whisker_lines``, ``dot_circles``) instead of a Jinja attribute lookup
+  and an escape per number (~100k). On the year's report input, fresh process, 3
+  interleaved rounds at load ~8: HTML 0.83–0.91 s → 0.61–0.66 s of CPU, Markdown
+  0.08–0.09 s → 0.02 s; report.html, .md and .json byte-identical. The report does not
+  re-run ``compare_runs`` (2026-11-28's profile read it so): in a profile of ``report``
+  its 24 calls all come from drift's session, which the section is handed.
+
 What did not: a background thread reading the trend while drift runs (no gain: DuckDB
 already keeps both cores busy during its queries, and fetching rows holds the GIL);
 outcomes fetched as one string of one-letter codes per axis (~0.04 s, but the column
