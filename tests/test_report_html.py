@@ -263,3 +263,47 @@ def test_the_markdown_of_a_pr_check_leads_with_its_verdict():
     assert "Not scored in the new run: gender, race (no verdict)." in text
     assert "caste-control" not in text
     assert "2 comparisons: 0 regressions, 1 improvement, 1 no significant change" in text
+
+
+def test_whiskers_and_dots_read_as_the_template_loop_wrote_them():
+    """``whisker_lines`` / ``dot_circles`` draw a trend's runs without Jinja's per-number
+    lookup: the same bytes as the autoescaped loop they replace, a value that is not a
+    number (never one in a plot, but nothing is trusted) escaped as the loop escaped it."""
+    from monitor.report.html import dot_circles, whisker_lines
+    from monitor.report.plots import Marker, Whisker
+
+    whiskers = [Whisker(46.5, 120.0, 160.3), Whisker(612, 0.1, 1e-05), Whisker('"><b>', 1, 2)]
+    dots = [Marker(46.5, 140.2, ""), Marker(612, 3, "<i>"), Marker(7.0, "<script>", "")]
+    loop = environment().from_string(
+        "{% for w in ws %}\n"
+        '<line class="whisker" x1="{{ w.x }}" x2="{{ w.x }}" y1="{{ w.y_high }}" '
+        'y2="{{ w.y_low }}"/>\n'
+        "{% endfor %}\n"
+        "{% for d in ds %}\n"
+        '<circle class="dot" cx="{{ d.x }}" cy="{{ d.y }}" r="2.5"/>\n'
+        "{% endfor %}\n"
+    )
+    assert whisker_lines(whiskers) + dot_circles(dots) == loop.render(ws=whiskers, ds=dots)
+    assert "&#34;&gt;&lt;b&gt;" in whisker_lines(whiskers)
+    assert "<script>" not in dot_circles(dots)
+    assert whisker_lines([]) == dot_circles([]) == ""
+
+
+def test_a_family_folder_s_templates_are_compiled_once_per_process(monkeypatch):
+    """A family's parts render in one overlay of the report's environment per folder: a
+    fresh overlay per part compiled its templates, and the report's macros, again."""
+    import jinja2
+
+    report = gpt4o_case()
+    render_html(report)  # every template compiled once
+    compiled: list[str | None] = []
+    original = jinja2.Environment.compile
+
+    def counting(self, source, name=None, *args, **kwargs):
+        compiled.append(name)
+        return original(self, source, name, *args, **kwargs)
+
+    monkeypatch.setattr(jinja2.Environment, "compile", counting)
+    again = render_html(report)
+    assert compiled == []
+    assert again == render_html(report)

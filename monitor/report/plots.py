@@ -251,35 +251,41 @@ def layout(trend: Trend) -> TrendPlot:
         plot.x_ticks = [Tick(x(t), s) for t, s in zip(ticks, tick_labels(ticks), strict=True)]
 
     after_break = {b.after_run_id for b in trend.breaks}
+    # Each point's position, computed once: the band, the line, the dot and the whisker
+    # all place it (a year's report lays out ~20k points).
+    px = [x(p.started_at) for p in pts]
+    py = [y(p.value) if p.value is not None else None for p in pts]
+    py_low = [y(p.ci_low) if p.ci_low is not None else None for p in pts]
+    py_high = [y(p.ci_high) if p.ci_high is not None else None for p in pts]
+    with_ci = [lo is not None and hi is not None for lo, hi in zip(py_low, py_high, strict=True)]
 
-    def segments(ok) -> list[list[TrendPoint]]:
-        """Unbroken runs of points that pass ``ok``; a configuration change starts a new one."""
-        out: list[list[TrendPoint]] = [[]]
-        for p in pts:
-            if (not ok(p) or p.run_id in after_break) and out[-1]:
+    def segments(ok: list[bool]) -> list[list[int]]:
+        """Unbroken runs of the points that pass ``ok`` (their indices); a configuration
+        change starts a new one."""
+        out: list[list[int]] = [[]]
+        for i, p in enumerate(pts):
+            if (not ok[i] or p.run_id in after_break) and out[-1]:
                 out.append([])
-            if ok(p):
-                out[-1].append(p)
+            if ok[i]:
+                out[-1].append(i)
         return [seg for seg in out if seg]
 
-    for seg in segments(lambda p: p.ci_low is not None and p.ci_high is not None):
-        upper = [f"{x(p.started_at)},{y(p.ci_high)}" for p in seg]
-        lower = [f"{x(p.started_at)},{y(p.ci_low)}" for p in reversed(seg)]
+    for seg in segments(with_ci):
+        upper = [f"{px[i]},{py_high[i]}" for i in seg]
+        lower = [f"{px[i]},{py_low[i]}" for i in reversed(seg)]
         if len(seg) == 1:  # a lone interval: give it a visible width
-            cx, p = x(seg[0].started_at), seg[0]
-            upper = [f"{cx - 4},{y(p.ci_high)}", f"{cx + 4},{y(p.ci_high)}"]
-            lower = [f"{cx + 4},{y(p.ci_low)}", f"{cx - 4},{y(p.ci_low)}"]
+            cx, i = px[seg[0]], seg[0]
+            upper = [f"{cx - 4},{py_high[i]}", f"{cx + 4},{py_high[i]}"]
+            lower = [f"{cx + 4},{py_low[i]}", f"{cx - 4},{py_low[i]}"]
         plot.bands.append(" ".join(upper + lower))
-    for seg in segments(lambda p: p.value is not None):
-        plot.lines.append(" ".join(f"{x(p.started_at)},{y(p.value)}" for p in seg))
+    for seg in segments([v is not None for v in py]):
+        plot.lines.append(" ".join(f"{px[i]},{py[i]}" for i in seg))
 
     valued = [p for p in pts if p.value is not None]
     if len(valued) <= MAX_DOTS:
-        plot.dots = [Marker(x(p.started_at), y(p.value), "") for p in valued]
+        plot.dots = [Marker(px[i], v, "") for i, v in enumerate(py) if v is not None]
         plot.whiskers = [
-            Whisker(x(p.started_at), y(p.ci_low), y(p.ci_high))
-            for p in pts
-            if p.ci_low is not None and p.ci_high is not None
+            Whisker(px[i], py_low[i], py_high[i]) for i, ok in enumerate(with_ci) if ok
         ]
     by_id = {p.run_id: p for p in pts}
     for g in trend.groups:

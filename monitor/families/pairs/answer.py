@@ -23,7 +23,13 @@ from monitor.families.pairs.section_model import own
 from monitor.report.answer import FLAGS, VerdictRef
 from monitor.report.html import render_folder_template
 from monitor.report.markdown import VERDICT_BADGE, md
-from monitor.report.model import VERDICT_ORDER, Comparison, ReportInput, UnscoredAxis
+from monitor.report.model import (
+    VERDICT_ORDER,
+    Comparison,
+    ReportInput,
+    ScoreContext,
+    UnscoredAxis,
+)
 from monitor.report.section import Rendering
 
 _HERE = Path(__file__).parent
@@ -97,10 +103,20 @@ def verdict_comparisons(report: ReportInput) -> list[Comparison]:
     )
 
 
-def _control(report: ReportInput, c: Comparison) -> ControlCell | None:
+ContextIndex = dict[tuple[str, str, str], ScoreContext]
+
+
+def _contexts_by_key(report: ReportInput) -> ContextIndex:
+    """The rates in context by (run, benchmark, axis), built once per ``pairs`` call: a
+    year's report compares hundreds of axes against thousands of contexts."""
+    return {(x.run_id, x.benchmark, x.axis): x for x in own(report).contexts}
+
+
+def _control(ctx: ContextIndex, c: Comparison) -> ControlCell | None:
+    """The axis's neutral control: drift's own (``Comparison.control``), else read from
+    the compared runs' contexts (``ctx``, from ``_contexts_by_key``)."""
     if c.control is not None:
         return ControlCell(c.control.benchmark, c.control.rate_old, c.control.rate_new)
-    ctx = {(x.run_id, x.benchmark, x.axis): x for x in own(report).contexts}
     new = ctx.get((c.new_run_id, c.benchmark, c.axis))
     old = ctx.get((c.baseline_run_id, c.benchmark, c.axis)) if c.baseline_run_id else None
     bench = (new and new.control_benchmark) or (old and old.control_benchmark)
@@ -118,6 +134,7 @@ def pairs(report: ReportInput) -> list[PairAnswer]:
     axes in each pair drifts first, then by axis."""
     snapshot_of = {r.run_id: r.snapshot_id for r in report.runs}
     by: dict[tuple[str, str | None], PairAnswer] = {}
+    ctx = _contexts_by_key(report)
     for c in verdict_comparisons(report):
         key = (c.new_run_id, c.baseline_run_id)
         if key not in by:
@@ -128,7 +145,7 @@ def pairs(report: ReportInput) -> list[PairAnswer]:
                 baseline_run_id=c.baseline_run_id,
                 role=c.role,
             )
-        by[key].rows.append(AxisRow(c, _control(report, c)))
+        by[key].rows.append(AxisRow(c, _control(ctx, c)))
     for u in report.unscored:
         key = (u.new_run_id, u.baseline_run_id)
         if key not in by:
