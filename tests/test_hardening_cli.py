@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from monitor.benchmarks.items import Item, make_item_id
+from monitor.benchmarks.items import Item
 from monitor.drift.provenance_diff import diff_runs
 from monitor.families.pairs.cll import cll_row
+from monitor.families.pairs.records import make_item_id
 from monitor.metrics.intervals import axis_measures
 from monitor.records import RunRecord
 from monitor.store import migrate

@@ -43,7 +43,7 @@ def _runs(db: Path) -> list[tuple[str, str]]:
 def _hindi_reader(folder: Path) -> None:
     """Save a tiny random Llama whose tokenizer was trained on Hindi SeeGULL text only."""
     (hindi,) = load_benchmarks(["seegull-hi"], options={"size": "full"})
-    corpus = [t for it in hindi.items for t in (it.text_stereo, it.text_anti)]
+    corpus = [t for it in hindi.items for t in it.texts()]
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
