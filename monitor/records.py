@@ -32,6 +32,9 @@ Outcome = Literal[
 # choice question's picked role, an association term's NULL) is *decided*, which is what
 # the quality gate's coverage counts (``monitor.quality.history``).
 UNDECIDED_OUTCOMES: tuple[Outcome, ...] = ("tie", "refusal", "ambiguous", "other")
+# What a stored item without a kind is: every item before schema 3 (which added ``kind``
+# with this default) was a sentence pair.
+LEGACY_KIND = "pair"
 RunStatus = Literal["running", "complete", "failed", "quarantined", "interrupted"]
 
 

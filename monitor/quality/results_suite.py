@@ -6,7 +6,10 @@ a metric does not produce a number and a defect where it does. Each metric's spe
 (``monitor.metrics.registry``) declares that (``MetricSpec.numbers``), and its result
 family which measure checks apply; this suite reads those declarations and never guesses
 from a metric's name. Wherever a number is present it must be finite and in range,
-whatever the metric.
+whatever the metric: which numbers must be finite and where each lies are the families'
+declared score columns (``DetailColumn.finite``/``bounds``), beside the core ``delta``.
+A metric's required numbers are its family's columns, or keys of the row's ``details``
+for a family that keeps its numbers there.
 """
 
 from __future__ import annotations
@@ -20,7 +23,15 @@ from typing import TYPE_CHECKING, Any, get_args
 from monitor.benchmarks.items import Item
 from monitor.metrics.registry import METRICS, MetricSpec, run_measures
 from monitor.quality.suites import Check, CheckedFrame, SuiteResult, run_suite
-from monitor.records import Measure, Outcome, ScoreRow, family_record, score_columns, score_floats
+from monitor.records import (
+    LEGACY_KIND,
+    Measure,
+    Outcome,
+    ScoreRow,
+    family_record,
+    score_columns,
+    score_floats,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -28,8 +39,6 @@ if TYPE_CHECKING:
     from monitor.readmodel.models import ResultFrames
 
 SUITE = "results"
-# What an item stored without a kind is (the store's rows from before schema 3).
-LEGACY_KIND = "pair"
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
 MEASURE_FLOATS = ("value", "ci_low", "ci_high")
 PROVENANCE = (

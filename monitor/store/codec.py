@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from monitor.benchmarks.items import Exclusion, Item
 from monitor.contract.detail import DetailColumn, Extends
-from monitor.records import Measure, RunRecord, ScoreRow, family_record
+from monitor.records import LEGACY_KIND, Measure, RunRecord, ScoreRow, family_record
 from monitor.redaction import redact, redact_json
 from monitor.store import details
 
@@ -332,7 +332,7 @@ def item_from_row(row: dict[str, Any]) -> Item:
     """A stored item (a wide row, JSON already parsed) back into the record written: its
     family's record class (``DetailTable.record``) with that class's fields, else the
     core ``Item``; another family's columns drop."""
-    kind = row.get("kind") or details.LEGACY_KIND
+    kind = row.get("kind") or LEGACY_KIND
     record = family_record(kind, "items") or Item
     values = _record_values(row, _fields(record))
     values["kind"] = kind

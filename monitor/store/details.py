@@ -36,6 +36,7 @@ from monitor.contract.detail import (
     RenameColumn,
 )
 from monitor.errors import UserInputError
+from monitor.records import LEGACY_KIND
 from monitor.store import sql
 
 if TYPE_CHECKING:
@@ -78,9 +79,6 @@ CORE_COLUMNS: dict[str, tuple[str, ...]] = {
     ),
 }
 _KEY_TYPES = {"item_id": "VARCHAR", "run_id": "VARCHAR"}
-# What an item without a kind is: every item before schema 3 (which added ``kind`` with
-# this default) was a sentence pair.
-LEGACY_KIND = "pair"
 
 
 def registered() -> tuple[tuple[str, DetailTable], ...]:
