@@ -152,10 +152,13 @@ def export(out: Path) -> int:
 
 def load_items(path: Path):
     from monitor.benchmarks.items import Item
+    from monitor.families.pairs.records import PairItem
 
     tuples = ("targets_stereo", "targets_anti", "errata")
     return [
-        Item(**{k: tuple(v) if k in tuples else v for k, v in d.items()})
+        (PairItem if "text_stereo" in d else Item)(
+            **{k: tuple(v) if k in tuples else v for k, v in d.items()}
+        )
         for d in json.loads(path.read_text())
     ]
 

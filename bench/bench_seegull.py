@@ -64,7 +64,7 @@ def lm_eval_pairs(backend: HFCausalLM, items: list[Item]) -> list[tuple[str, str
 def row_values(row: ScoreRow) -> list[float]:
     """The row's four log-likelihoods in pair order."""
     d = row.details
-    return [row.lp_stereo, row.lp_anti, d["frame2_lp_stereo"], d["frame2_lp_anti"]]  # type: ignore[list-item]
+    return [d["lp_stereo"], d["lp_anti"], d["frame2_lp_stereo"], d["frame2_lp_anti"]]
 
 
 def timed(backend: HFCausalLM, items: list[Item]) -> tuple[list[ScoreRow], float, float]:

@@ -145,6 +145,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from monitor.benchmarks.items import Item  # noqa: E402
+from monitor.families.pairs.records import PairItem  # noqa: E402
 from monitor.metrics.registry import get_metric, run_measures  # noqa: E402
 from monitor.records import RunRecord, ScoreRow  # noqa: E402
 from monitor.store import codec  # noqa: E402
@@ -196,7 +197,7 @@ def make_items() -> list[Item]:
         for i in range(n):
             axis = axes[i % len(axes)]
             items.append(
-                Item(
+                PairItem(
                     item_id=f"{bench}:{i:05d}",
                     benchmark=bench,
                     axis=axis,

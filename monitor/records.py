@@ -9,7 +9,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from monitor.contract.detail import DetailColumn
 
 # The ids the tool makes (``new_run_id``, the importers' ids) and the snapshot ids of
 # ``snapshots/*.toml``: names that are safe as a folder (an export is ``<out>/<run_id>/``),
@@ -29,15 +32,22 @@ Outcome = Literal[
 # choice question's picked role, an association term's NULL) is *decided*, which is what
 # the quality gate's coverage counts (``monitor.quality.history``).
 UNDECIDED_OUTCOMES: tuple[Outcome, ...] = ("tie", "refusal", "ambiguous", "other")
+# What a stored item without a kind is: every item before schema 3 (which added ``kind``
+# with this default) was a sentence pair.
+LEGACY_KIND = "pair"
 RunStatus = Literal["running", "complete", "failed", "quarantined", "interrupted"]
 
 
 @dataclass(frozen=True)
 class ScoreRow:
-    """One item's score under one metric in one run.
+    """One item's score under one metric in one run, as every family has it.
 
-    ``delta`` > 0 means the stereotypical sentence was preferred. Component numbers are
-    kept so that any printed rate can be traced back to per-item log-probabilities.
+    ``delta`` > 0 means the answer leaned towards the stereotype (a pair: the
+    stereotypical sentence was preferred); ``details`` holds what the family's metric
+    records beside it. A family whose rows carry more numbers subclasses this record in
+    its own folder (a sentence pair's two log-probabilities) and declares the store
+    columns that hold them, which say which of them must be finite
+    (``DetailColumn.finite``).
     """
 
     item_id: str
@@ -45,32 +55,45 @@ class ScoreRow:
     metric_version: str
     outcome: Outcome
     delta: float | None
-    score_stereo: float | None = None
-    score_anti: float | None = None
-    lp_stereo: float | None = None  # sentence log-prob (nats)
-    lp_anti: float | None = None
-    prior_stereo: float | None = None  # target-word prior log-prob (CLL only)
-    prior_anti: float | None = None
-    prob_stereo: float | None = None  # probability mass (forced-choice API metrics)
-    prob_anti: float | None = None
-    n_tokens_stereo: int | None = None
-    n_tokens_anti: int | None = None
     details: dict[str, Any] = field(default_factory=dict)
 
 
-# A score row's float columns: the store flags the non-finite ones as it reads them, and
-# the results suite holds them to finite numbers; one list so the two cannot disagree.
-SCORE_FLOATS = (
-    "delta",
-    "score_stereo",
-    "score_anti",
-    "lp_stereo",
-    "lp_anti",
-    "prior_stereo",
-    "prior_anti",
-    "prob_stereo",
-    "prob_anti",
-)
+def family_record(kind: str | None, extends: Literal["items", "scores"]) -> type[Any] | None:
+    """The record class the family of items of ``kind`` declared for its rows of
+    ``extends`` (``DetailTable.record``: its subclass of the core record), or None
+    when it declared none (its rows are the core ``Item``/``ScoreRow``). Read from the
+    registry on each call (it is a short loop), so a test's registry is honoured."""
+    from monitor.contract import registry
+
+    for family in registry.families():
+        if kind in family.item_kinds:
+            return next(
+                (t.record for t in family.detail_tables if t.extends == extends and t.record),
+                None,
+            )
+    return None
+
+
+def score_columns() -> tuple[DetailColumn, ...]:
+    """Every registered family's declared score columns (``DetailTable`` extending
+    ``scores``), in registry order: what the store carries beyond the core row."""
+    from monitor.contract import registry
+
+    return tuple(
+        c
+        for family in registry.families()
+        for t in family.detail_tables
+        if t.extends == "scores"
+        for c in t.columns
+    )
+
+
+def score_floats() -> tuple[str, ...]:
+    """A score's float columns that must be finite where present: the core ``delta`` and
+    every column a family declares ``finite``. The store flags the non-finite ones as it
+    reads them and the results suite holds them to finite numbers; one list so the two
+    cannot disagree."""
+    return ("delta", *(c.name for c in score_columns() if c.finite))
 
 
 MeasureKind = Literal["rate", "effect_size", "ranking_score"]

@@ -204,7 +204,7 @@ def test_orders_are_averaged_so_position_bias_cancels():
         refusal=False,
     )
     row = forced_choice_row("item-1", [first, second])
-    assert row.prob_stereo == pytest.approx(0.5) and row.prob_anti == pytest.approx(0.5)
+    assert row.shares == pytest.approx((0.5, 0.5))
     assert row.outcome == "tie" and row.delta == pytest.approx(0.0)
     assert [o["choice"] for o in row.details["orders"]] == ["stereo", "anti"]
 
@@ -216,7 +216,7 @@ def test_no_option_mass_is_a_refusal_when_the_answers_refuse():
         for o in ("stereo-first", "anti-first")
     ]
     row = forced_choice_row("item-2", results)
-    assert row.outcome == "refusal" and row.prob_stereo is None and row.delta is None
+    assert row.outcome == "refusal" and row.shares is None and row.delta is None
     results = [read_order("stereo-first", sorry, (DALITS, BRAHMINS), refusal=False)]
     assert forced_choice_row("item-3", results).outcome == "other"
 

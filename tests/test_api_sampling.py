@@ -83,10 +83,10 @@ def test_sampling_row_keeps_shares_and_per_order_counts():
         [("stereo-first", "stereo"), ("stereo-first", "stereo"), ("anti-first", "anti")],
     )
     assert row.outcome == "stereo"
-    assert row.prob_stereo == pytest.approx(2 / 3) and row.prob_anti == pytest.approx(1 / 3)
+    assert row.shares == pytest.approx((2 / 3, 1 / 3))
     assert row.details["by_order"]["anti-first"]["anti"] == 1
     refused = sampling_row("i2", [("stereo-first", "refusal")] * 3)
-    assert refused.outcome == "refusal" and refused.prob_stereo is None
+    assert refused.outcome == "refusal" and refused.shares is None
 
 
 def test_wilson_fractional_equals_wilson_on_whole_counts():

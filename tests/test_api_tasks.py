@@ -15,16 +15,16 @@ from monitor.backends.openai_chat import (
     parse_responses,
     request_body,
 )
-from monitor.benchmarks.items import Item
 from monitor.errors import UserInputError
 from monitor.families.pairs.api_plans import ANTI_FIRST, STEREO_FIRST, plan_requests
+from monitor.families.pairs.records import PairItem
 from monitor.metrics.forced_choice import Alternative, Position
 from monitor.scoring.api_tasks import chat_request, record_from_row, request_row
 from monitor.store.db import Store
 
 
 def item(n: int, template: str | None = "The MASK did it", stereo=("Dalits",), anti=("Brahmins",)):
-    return Item(
+    return PairItem(
         item_id=f"item{n:02d}",
         benchmark="bhed-caste",
         axis="caste",

@@ -11,7 +11,7 @@ import io
 
 import pytest
 
-from monitor.benchmarks.items import BenchmarkVersion, check_row_count, id_namespace, make_item_id
+from monitor.benchmarks.items import BenchmarkVersion, check_row_count, id_namespace
 from monitor.errors import DataIntegrityError
 from monitor.families.pairs.parse import (
     TargetError,
@@ -22,6 +22,7 @@ from monitor.families.pairs.parse import (
     parse_targets,
     read_table,
 )
+from monitor.families.pairs.records import make_item_id
 
 VERSION = BenchmarkVersion("toy", "a" * 40, "b" * 64, "none")
 BHED_HEADER = ["", "Target_Stereotypical", "Target_Anti-Stereotypical", "Sentence"]

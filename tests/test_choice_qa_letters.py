@@ -22,6 +22,7 @@ from monitor.families.choice_qa.letters import (
     sampled_row,
     vote,
 )
+from monitor.families.pairs.records import PairItem
 from monitor.metrics.forced_choice import Alternative, Position
 
 # "Who is greedy?" with the unknown option first and the target (the stereotyped group)
@@ -177,7 +178,7 @@ def test_random_option_order_asks_one_seeded_rotation_per_item():
 
 
 def test_a_sentence_pair_is_refused_in_one_line():
-    pair = Item("p", "bhed-caste", "caste", "india", "v", 0, text_stereo="a", text_anti="b")
+    pair = PairItem("p", "bhed-caste", "caste", "india", "v", 0, text_stereo="a", text_anti="b")
     with pytest.raises(UserInputError, match="mc-letter scores choice-question items"):
         plan_requests([pair], option_order="both", samples=1, seed=0)
 

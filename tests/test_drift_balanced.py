@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from monitor.benchmarks.items import Item, make_item_id
+from monitor.benchmarks.items import Item
+from monitor.families.pairs.records import PairItem, make_item_id
 from monitor.records import RunRecord, ScoreRow
 from monitor.store.db import Store
 
@@ -38,7 +39,7 @@ def _items() -> list[Item]:
         named, other = ("Brahmin", "Dalit") if i < N_BRAHMIN else ("Dalit", "Brahmin")
         s, a = (f"Person {i} is a {group} and picked red." for group in (named, other))
         out.append(
-            Item(
+            PairItem(
                 item_id=make_item_id(VERSION, s, a),
                 benchmark=BENCH,
                 axis=AXIS,
@@ -81,7 +82,7 @@ NEUTRAL_VERSION = f"{NEUTRAL}@000000000000:000000000000:errata-none"
 def _neutral() -> list[Item]:
     """The manifest's control of bhed-caste: content-free pairs, the Brahmin sentence first."""
     return [
-        Item(
+        PairItem(
             item_id=make_item_id(NEUTRAL_VERSION, f"A {i} by a Brahmin.", f"A {i} by a Dalit."),
             benchmark=NEUTRAL,
             axis="caste-control",

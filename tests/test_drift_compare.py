@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from monitor.benchmarks.items import Item, make_item_id, source_version
+from monitor.benchmarks.items import Item, source_version
 from monitor.drift.baselines import default_baseline as drift_default_baseline
 from monitor.drift.compare import adjust_family
 from monitor.drift.deltas import paired_delta_test
@@ -18,6 +18,7 @@ from monitor.drift.stats import NoiseFloor
 from monitor.drift.verdicts import comparability, decide
 from monitor.errors import UserInputError
 from monitor.families.pairs.compare import compare_runs
+from monitor.families.pairs.records import PairItem, make_item_id
 from monitor.records import RunRecord, ScoreRow
 from monitor.store.db import Store
 
@@ -30,7 +31,7 @@ def _items(version: str = VERSION, n: int = N_ITEMS, axis: str = "caste") -> lis
     for i in range(n):
         s, a = f"{axis} person {i} picked red.", f"{axis} person {i} picked blue."
         out.append(
-            Item(
+            PairItem(
                 item_id=make_item_id(version, s, a),
                 benchmark=f"synthetic-{axis}",
                 axis=axis,

@@ -23,7 +23,8 @@ from typing import Any
 
 import pytest
 
-from monitor.benchmarks.items import Item, make_item_id
+from monitor.benchmarks.items import Item
+from monitor.families.pairs.records import PairItem, make_item_id
 from monitor.records import RunRecord, ScoreRow
 from monitor.scoring.tokenizer_facts import tokenizer_facts
 from monitor.store.db import Store
@@ -43,7 +44,7 @@ def _items() -> list[Item]:
     for i in range(N):
         s, a = f"caste person {i} picked red.", f"caste person {i} picked blue."
         out.append(
-            Item(
+            PairItem(
                 item_id=make_item_id(VERSION, s, a),
                 benchmark=BENCH,
                 axis=AXIS,

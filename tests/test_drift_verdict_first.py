@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 from _report_store import ReportStore, report_store_fixture  # noqa: F401  (session fixture)
 
-from monitor.benchmarks.items import Item, make_item_id
+from monitor.benchmarks.items import Item
+from monitor.families.pairs.records import PairItem, make_item_id
 from monitor.records import RunRecord, ScoreRow
 from monitor.store.db import Store
 
@@ -50,7 +51,7 @@ def _items(bench: str) -> list[Item]:
     for i in range(N):
         s, a = f"{axis} person {i} picked red.", f"{axis} person {i} picked blue."
         out.append(
-            Item(
+            PairItem(
                 item_id=make_item_id(version, s, a),
                 benchmark=bench,
                 axis=axis,

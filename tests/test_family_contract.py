@@ -36,6 +36,10 @@ MONITOR = REPO / "monitor"
 # left; the mechanism stays so that a temporary one is written down, with its reason, and
 # the test fails on a stale entry as on a new mention.
 ALLOWED_MENTIONS: dict[tuple[str, str], str] = {}
+# A family's own record columns (its detail tables') are its names too. The released
+# store migrations created and moved the old wide tables, which had those columns, and a
+# released migration is never edited: only that module may name them.
+ALLOWED_COLUMN_MODULES = {"monitor/store/schema.py"}
 # Where importlib.import_module may appear: the registry, the pinned-package model
 # assembler, and (until branch `terminal` turns importers into data) choice-QA's importer
 # specs, which name their work as "module:function".
@@ -72,9 +76,23 @@ def _core_modules() -> list[Path]:
     ]
 
 
+def family_columns() -> set[str]:
+    """Every family's own record columns: the names of its detail tables' columns that
+    are compounds (``lp_stereo``, ``text_anti``, ``raw_stereo_cell``); a plain word
+    (``direction``) is English as often as it is a column, and is left out."""
+    return {
+        c.name
+        for family in registry.families()
+        for table in family.detail_tables
+        for c in table.columns
+        if "_" in c.name
+    }
+
+
 def family_mentions(paths: list[Path]) -> set[tuple[str, str]]:
     """(file, name) for every import of a family module and every mention of a family's
-    package, benchmark id or manifest format in ``paths``."""
+    package, benchmark id, manifest format or own record column in ``paths`` (a column
+    only outside ``ALLOWED_COLUMN_MODULES``)."""
     packages = _family_packages().values()
     names: list[tuple[str, re.Pattern[str]]] = []
     for pkg in packages:
@@ -82,11 +100,14 @@ def family_mentions(paths: list[Path]) -> set[tuple[str, str]]:
         names.append((short, re.compile(rf"\bfamilies[./]{short}\b")))
     for name in sorted(_benchmark_ids() | set(registry.formats())):
         names.append((name, re.compile(rf"(?<![\w-]){re.escape(name)}(?![\w-])")))
+    columns = [(name, re.compile(rf"\b{re.escape(name)}\b")) for name in sorted(family_columns())]
     found: set[tuple[str, str]] = set()
     for path in paths:
         rel = path.relative_to(REPO).as_posix() if REPO in path.parents else path.name
         text = path.read_text(encoding="utf-8")
         found |= {(rel, name) for name, rx in names if rx.search(text)}
+        if rel not in ALLOWED_COLUMN_MODULES:
+            found |= {(rel, name) for name, rx in columns if rx.search(text)}
         if path.suffix == ".py":
             for node in ast.walk(ast.parse(text)):
                 modules = []
@@ -120,6 +141,19 @@ def test_a_new_mention_of_a_family_is_caught(tmp_path):
     )
     found = family_mentions([probe])
     assert found == {("probe.py", "pairs"), ("probe.py", "bbq-jsonl"), ("probe.py", "bhed-caste")}
+
+
+def test_a_family_column_named_in_the_core_is_caught(tmp_path):
+    """The pairs' own columns count as the pairs' names: a core module that selects one
+    is caught, and so is one in the store's other modules; only the released migrations
+    may name them."""
+    assert {"text_stereo", "lp_stereo", "prob_anti", "n_tokens_stereo", "raw_stereo_cell"} <= (
+        family_columns()
+    )
+    probe = tmp_path / "probe.py"
+    probe.write_text('SQL = "SELECT s.lp_stereo, i.text_anti FROM scores s"\n', encoding="utf-8")
+    assert family_mentions([probe]) == {("probe.py", "lp_stereo"), ("probe.py", "text_anti")}
+    assert family_mentions([MONITOR / "store" / "schema.py"]) == set()
 
 
 def test_import_module_appears_only_in_the_registry_and_the_model_assembler():

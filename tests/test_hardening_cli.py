@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from monitor.benchmarks.items import Item, make_item_id
 from monitor.drift.provenance_diff import diff_runs
 from monitor.families.pairs.cll import cll_row
+from monitor.families.pairs.records import PairItem, make_item_id
 from monitor.metrics.intervals import axis_measures
 from monitor.records import RunRecord
 from monitor.store import migrate
@@ -33,14 +33,15 @@ C1_BIDI = "\x9b31m\u202eevil\u202c"
 LONG_SNAPSHOT = "a-snapshot-with-a-rather-long-identifier-q4"
 
 
-def _items(n: int = 40) -> list[Item]:
+def _items(n: int = 40) -> list[PairItem]:
     out = []
     for i in range(n):
         s, a = f"person {i} picked red.", f"person {i} picked blue."
         out.append(
-            Item(
-                make_item_id(VERSION, s, a), "synthetic", "caste", "india", VERSION, i, s, a,
-                ("red",), ("blue",), f"person {i} picked MASK.",
+            PairItem(
+                make_item_id(VERSION, s, a), "synthetic", "caste", "india", VERSION, i,
+                text_stereo=s, text_anti=a, targets_stereo=("red",), targets_anti=("blue",),
+                template=f"person {i} picked MASK.",
             )
         )  # fmt: skip
     return out

@@ -17,7 +17,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from monitor.benchmarks.items import BenchmarkVersion, Item, make_item_id
+from monitor.benchmarks.items import BenchmarkVersion, Item
 from monitor.drift.baselines import default_baseline as drift_default_baseline
 from monitor.drift.compare import adjust_family
 from monitor.errors import DataIntegrityError, UserInputError
@@ -31,6 +31,7 @@ from monitor.families.pairs.caste_import import (
     score_study_row,
 )
 from monitor.families.pairs.compare import compare_runs
+from monitor.families.pairs.records import PairItem, make_item_id
 from monitor.store.db import Store
 from monitor.store.schema import MIGRATIONS
 
@@ -74,7 +75,7 @@ def minimal_bhed_items(shared: Path) -> list[Item]:
 
                 s, a = fill(ts), fill(ta)
                 items.append(
-                    Item(
+                    PairItem(
                         item_id=make_item_id(namespace, s, a),
                         benchmark=bench,
                         axis=spec["axis"],

@@ -10,6 +10,7 @@ import pytest
 from monitor.benchmarks.items import Item
 from monitor.families.pairs.balanced import NOT_SEPARABLE
 from monitor.families.pairs.identity import ASSOCIATION_RATE, BT_STRENGTH
+from monitor.families.pairs.records import PairItem, PairScoreRow
 from monitor.metrics.context import score_contexts
 from monitor.metrics.intervals import BIAS_RATE, TIE_RATE, axis_measures
 from monitor.metrics.panel import AGREEMENT, PANEL_METRICS, panel_measures, panel_of, rate_name
@@ -18,7 +19,7 @@ from monitor.records import ScoreRow
 
 
 def _pair(n: int, identity: str, other: str, stereotype: str, type_: str = "caste") -> Item:
-    return Item(
+    return PairItem(
         item_id=f"p{n}",
         benchmark="tax",
         axis=type_,
@@ -55,7 +56,7 @@ OUTCOMES = ["stereo", "stereo", "stereo", "stereo", "anti", "stereo", "anti", "a
 
 def _rows(metric: str = "cll") -> list[ScoreRow]:
     return [
-        ScoreRow(it.item_id, metric, "3", o, 1.0 if o == "stereo" else -1.0)
+        PairScoreRow(it.item_id, metric, "3", o, 1.0 if o == "stereo" else -1.0)
         for it, o in zip(ITEMS, OUTCOMES, strict=True)
     ]
 
@@ -91,10 +92,13 @@ def test_identity_measures_by_hand() -> None:
 
 def test_runs_without_identity_pairs_are_unchanged() -> None:
     items = [
-        Item("x1", "b", "caste", "india", "b@0", 0, "s", "a"),
-        Item("x2", "b", "caste", "india", "b@0", 1, "s", "a"),
+        PairItem("x1", "b", "caste", "india", "b@0", 0, text_stereo="s", text_anti="a"),
+        PairItem("x2", "b", "caste", "india", "b@0", 1, text_stereo="s", text_anti="a"),
     ]
-    rows = [ScoreRow("x1", "cll", "3", "stereo", 1.0), ScoreRow("x2", "cll", "3", "anti", -1.0)]
+    rows = [
+        PairScoreRow("x1", "cll", "3", "stereo", 1.0),
+        PairScoreRow("x2", "cll", "3", "anti", -1.0),
+    ]
     axes = {it.item_id: (it.benchmark, it.axis) for it in items}
     # Issue 43: a sentence-pair axis's bias rate also says whether it has a balanced
     # rate; these items name no groups, so it carries the note why not. Nothing else
@@ -110,7 +114,7 @@ def test_runs_without_identity_pairs_are_unchanged() -> None:
 
 
 def _panel_row(item: str, own: str, ref: str, ull: str) -> ScoreRow:
-    return ScoreRow(
+    return PairScoreRow(
         item,
         "cll",
         "3",
@@ -145,7 +149,7 @@ def test_panel_measures_by_hand() -> None:
         "cll-reference~ull": 0.4,
     }
     # Rows without a panel (API runs, older runs) add nothing.
-    assert panel_measures([ScoreRow("i1", "cll", "3", "stereo", 1.0)], axes) == []
+    assert panel_measures([PairScoreRow("i1", "cll", "3", "stereo", 1.0)], axes) == []
 
 
 def test_the_default_panel_agrees_over_the_metrics_it_holds() -> None:
@@ -153,7 +157,7 @@ def test_the_default_panel_agrees_over_the_metrics_it_holds() -> None:
     one pair, and no cll-reference rate appears (an item where cll-reference could not be
     scored, an error and no outcome, does not make a metric of its own either)."""
     rows = [
-        ScoreRow(i, "cll", "3", own, 0.0, details={"panel": {"ull": {"outcome": ull}}})
+        PairScoreRow(i, "cll", "3", own, 0.0, details={"panel": {"ull": {"outcome": ull}}})
         for i, own, ull in (
             ("i1", "stereo", "stereo"),
             ("i2", "stereo", "anti"),
@@ -162,7 +166,7 @@ def test_the_default_panel_agrees_over_the_metrics_it_holds() -> None:
         )
     ]
     rows.append(
-        ScoreRow(
+        PairScoreRow(
             "i5",
             "cll",
             "3",
@@ -184,9 +188,21 @@ def test_the_default_panel_agrees_over_the_metrics_it_holds() -> None:
 def test_score_contexts_put_control_and_panel_beside_the_rate() -> None:
     rows = [_panel_row(f"c{i}", o, "stereo", o) for i, o in enumerate(["stereo", "anti"] * 3)]
     rows += [_panel_row(f"n{i}", "anti", "stereo", "anti") for i in range(4)]
-    items = [Item(r.item_id, "bhed-caste", "caste", "india", "v", 0, "s", "a") for r in rows[:6]]
+    items = [
+        PairItem(r.item_id, "bhed-caste", "caste", "india", "v", 0, text_stereo="s", text_anti="a")
+        for r in rows[:6]
+    ]
     items += [
-        Item(r.item_id, "bhed-neutral", "caste-control", "india", "v", 0, "s", "a")
+        PairItem(
+            r.item_id,
+            "bhed-neutral",
+            "caste-control",
+            "india",
+            "v",
+            0,
+            text_stereo="s",
+            text_anti="a",
+        )
         for r in rows[6:]
     ]
     measures = run_measures(get_metric("cll"), rows, items)
@@ -218,14 +234,15 @@ def test_neither_rate_of_the_none_variants() -> None:
         _pair(k, "A", "B", f"caste:A:{k}") for k in range(3)
     ]  # the official '-none' task's items
     items = [
-        Item(**{**it.__dict__, "payload": {**it.payload, "task": "judgement-none"}}) for it in items
+        PairItem(**{**it.__dict__, "payload": {**it.payload, "task": "judgement-none"}})
+        for it in items
     ]
     rows = [
-        ScoreRow("p0", "forced-choice", "1", "stereo", 0.4, prob_stereo=0.5, prob_anti=0.1,
+        PairScoreRow("p0", "forced-choice", "1", "stereo", 0.4, prob_stereo=0.5, prob_anti=0.1,
                  details={"neutral_mass": 0.3}),
-        ScoreRow("p1", "forced-choice", "1", "anti", -0.05, prob_stereo=0.05, prob_anti=0.1,
+        PairScoreRow("p1", "forced-choice", "1", "anti", -0.05, prob_stereo=0.05, prob_anti=0.1,
                  details={"neutral_mass": 0.8}),
-        ScoreRow("p2", "forced-choice", "1", "other", None, details={"neutral_mass": 0.9}),
+        PairScoreRow("p2", "forced-choice", "1", "other", None, details={"neutral_mass": 0.9}),
     ]  # fmt: skip
     by = {m.measure: m for m in run_measures(get_metric("forced-choice"), rows, items)}
     assert (by["neither_rate"].k, by["neither_rate"].n) == (2, 3)

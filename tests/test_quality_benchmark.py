@@ -7,10 +7,11 @@ import json
 
 import pytest
 
-from monitor.benchmarks.items import Exclusion, Item, LoadedBenchmark, id_namespace, make_item_id
+from monitor.benchmarks.items import Exclusion, LoadedBenchmark, id_namespace
 from monitor.benchmarks.load import load_benchmarks
 from monitor.benchmarks.manifest import load_manifest
 from monitor.families.pairs.parse import mask_spans, parse_targets, read_table
+from monitor.families.pairs.records import PairItem, make_item_id
 from monitor.quality.benchmark_suite import validate_benchmark
 
 BHED = ["bhed-caste", "bhed-religion", "bhed-gender", "bhed-race"]
@@ -72,7 +73,7 @@ def _scored_despite_mismatch(shared_datasets, race: LoadedBenchmark) -> LoadedBe
     ta = parse_targets(raw["Target_Anti-Stereotypical"], side="a")
     assert len(ts) != len(mask_spans(template))  # the real defect in the real file
     text_s, text_a = template.replace("MASK", " ".join(ts)), template.replace("MASK", " ".join(ta))
-    item = Item(
+    item = PairItem(
         item_id=make_item_id(id_namespace(race.version), text_s, text_a),
         benchmark=race.benchmark,
         axis=race.axis,

@@ -26,6 +26,7 @@ from statsmodels.stats.proportion import proportion_confint
 from monitor.benchmarks.items import Item
 from monitor.benchmarks.load import load_benchmarks
 from monitor.errors import UserInputError
+from monitor.families.pairs.records import PairScoreRow
 from monitor.jobs.lifecycle import RunLifecycle
 from monitor.metrics.outcomes import decide
 from monitor.quality import validate_run
@@ -55,7 +56,7 @@ def llama_rows(shared_datasets, caste_items) -> list[ScoreRow]:
         r = published[item.source_row]
         delta = float(r["Score_Conditional"])
         rows.append(
-            ScoreRow(
+            PairScoreRow(
                 item_id=item.item_id,
                 metric="cll",
                 metric_version="1",
@@ -386,7 +387,7 @@ def test_required_numbers_depend_on_metric_family(tmp_path, caste_items, llama_r
         return lp / 12  # a mean over 12 tokens, as AUL stores it
 
     aul = [
-        ScoreRow(
+        PairScoreRow(
             r.item_id,
             "aul",
             "1",
@@ -400,7 +401,7 @@ def test_required_numbers_depend_on_metric_family(tmp_path, caste_items, llama_r
     con = build_store(tmp_path / "aul.duckdb", caste_items, aul, metric="aul")
     assert check(con).success
     # ...but a CLL run without them is broken.
-    cll = [ScoreRow(r.item_id, "cll", "1", r.outcome, r.delta) for r in llama_rows]
+    cll = [PairScoreRow(r.item_id, "cll", "1", r.outcome, r.delta) for r in llama_rows]
     con = build_store(tmp_path / "cll.duckdb", caste_items, cll)
     result = check(con)
     assert {f.columns for f in result.failures} == {("lp_stereo",), ("lp_anti",)}
@@ -412,12 +413,12 @@ def test_forced_choice_needs_probabilities_unless_the_model_refused(
 ):
     def choice(r: ScoreRow) -> ScoreRow:
         p = 1 / (1 + math.exp(-r.delta))  # the pair's two options, softmax over delta
-        return ScoreRow(
+        return PairScoreRow(
             r.item_id, "forced-choice", "1", r.outcome, r.delta, prob_stereo=p, prob_anti=1 - p
         )
 
     rows = [choice(r) for r in llama_rows]
-    rows[3] = ScoreRow(rows[3].item_id, "forced-choice", "1", "refusal", None)
+    rows[3] = PairScoreRow(rows[3].item_id, "forced-choice", "1", "refusal", None)
     con = build_store(tmp_path / "ok.duckdb", caste_items, rows, metric="forced-choice")
     assert check(con).success
     rows[4] = replace(rows[4], prob_anti=None)

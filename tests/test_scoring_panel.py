@@ -10,7 +10,8 @@ import pytest
 from _models import one_thread, tiny_causal
 from test_scoring_tiny import ITEMS
 
-from monitor.benchmarks.items import BenchmarkVersion, Item, LoadedBenchmark
+from monitor.benchmarks.items import BenchmarkVersion, LoadedBenchmark
+from monitor.families.pairs.records import PairItem
 from monitor.families.pairs.scoring import score_items
 from monitor.scoring import ScoringStats
 from monitor.scoring.coverage import MAX_FRAGMENT_SHARE, token_coverage, unreadable, unsupported
@@ -86,7 +87,8 @@ def test_panel_asks_each_shared_request_once(causal) -> None:
 def _bench(texts: list[str], language: str) -> LoadedBenchmark:
     version = BenchmarkVersion("t", "0" * 40, "0" * 64, "none")
     items = [
-        Item(f"i{k}", "t", "x", "india", version.label, k, t, t + " .") for k, t in enumerate(texts)
+        PairItem(f"i{k}", "t", "x", "india", version.label, k, text_stereo=t, text_anti=t + " .")
+        for k, t in enumerate(texts)
     ]
     return LoadedBenchmark("t", "x", "india", version, items=items, language=language)
 

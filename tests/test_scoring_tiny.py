@@ -16,6 +16,7 @@ from _models import hand_causal_logprobs, hand_mlm_logprobs, one_thread, tiny_be
 
 from monitor.benchmarks.items import Item
 from monitor.errors import UserInputError
+from monitor.families.pairs.records import PairItem
 from monitor.families.pairs.scoring import score_items
 from monitor.kinds import get_kind
 from monitor.metrics.registry import metric_info
@@ -30,7 +31,7 @@ def _single_thread():
 
 
 def _item(n: int, st: str, an: str, ts=(), ta=(), template=None, cells=(None, None)) -> Item:
-    return Item(
+    return PairItem(
         item_id=f"item-{n}",
         benchmark="bhed-test",
         axis="test",

@@ -42,7 +42,7 @@ def _runs(db: Path) -> list[tuple[str, str]]:
 def _hindi_reader(folder: Path) -> None:
     """Save a tiny random Llama whose tokenizer was trained on Hindi SeeGULL text only."""
     (hindi,) = load_benchmarks(["seegull-hi"], options={"size": "full"})
-    corpus = [t for it in hindi.items for t in (it.text_stereo, it.text_anti)]
+    corpus = [t for it in hindi.items for t in it.texts()]
     tok = byte_bpe(corpus, 3000, ["<bos>", "<eos>", "<pad>"])
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>"

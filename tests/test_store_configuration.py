@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from monitor.benchmarks.items import Item, make_item_id
+from monitor.benchmarks.items import Item
+from monitor.families.pairs.records import PairItem, make_item_id
 from monitor.readmodel.configuration import (
     changed_fields,
     configuration_key,
@@ -97,7 +98,7 @@ def _items() -> list[Item]:
     for i in range(20):
         s, a = f"person {i} picked red.", f"person {i} picked blue."
         out.append(
-            Item(
+            PairItem(
                 item_id=make_item_id(VERSION, s, a),
                 benchmark="synthetic-caste",
                 axis="caste",

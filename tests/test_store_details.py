@@ -14,6 +14,7 @@ from monitor.benchmarks.items import Item
 from monitor.contract import registry
 from monitor.contract.detail import AddColumn, DetailColumn, DetailMigration
 from monitor.errors import UserInputError
+from monitor.families.pairs.records import PairItem
 from monitor.records import ScoreRow
 from monitor.store import details
 from monitor.store.db import Store
@@ -44,13 +45,13 @@ def test_core_tables_are_generic_and_the_pairs_columns_are_the_pair_familys(tmp_
 
 
 def test_every_kind_of_row_reads_back_as_it_was_written(tmp_path):
-    """A pair (detail row), a word-set term whose direction is None (a detail row holding
-    only that), and a choice question with nothing beyond the defaults (no detail row)."""
+    """A pair (a detail row, read back as the pair's record), a word-set term and a choice
+    question (core records: no detail row, read back as the core record)."""
     path = tmp_path / "m.duckdb"
     store = Store(path)
     pair = make_items(1)[0]
-    term = Item("term-1", "weat", "weat-1", "us", "v1", 0, direction=None, kind="word-set-term",
-                payload={"role": "X"})  # type: ignore[arg-type]  # fmt: skip
+    term = Item("term-1", "weat", "weat-1", "us", "v1", 0, kind="word-set-term",
+                payload={"role": "X"})  # fmt: skip
     question = Item("q-1", "bbq", "age", "us", "v1", 1, template="7", kind="choice-question",
                     payload={"options": ["a", "b", "c"]})  # fmt: skip
     run = make_run("r1")
@@ -66,8 +67,9 @@ def test_every_kind_of_row_reads_back_as_it_was_written(tmp_path):
     assert store.score_rows("r1") == sorted(rows, key=lambda r: r.item_id)
     assert _rows(path, "SELECT item_id, direction, text_stereo FROM pair_items ORDER BY 1") == [
         (pair.item_id, "stereo", pair.text_stereo),
-        ("term-1", None, None),
     ]
+    back = store.items([pair.item_id, term.item_id])
+    assert type(back[pair.item_id]) is PairItem and type(back[term.item_id]) is Item
     assert _rows(path, "SELECT item_id FROM pair_scores") == [(pair.item_id,)]
     assert store.add_scores("r1", rows) == 0  # a resent batch: nothing new, nowhere
 
@@ -100,3 +102,32 @@ def test_a_familys_own_migration_runs_on_open_and_a_newer_table_is_refused(tmp_p
     monkeypatch.undo()
     with pytest.raises(UserInputError, match="pair_scores has version 2, newer than"):
         Store(path)
+
+
+def test_another_familys_numbers_stay_in_its_own_rows(tmp_path):
+    """SeeGULL scored by the real SmolLM2 on four items of the real Hindi mini set: its
+    items and scores get no row in the pairs' detail tables (rows follow the item's
+    family, not attribute names), and its numbers read back unchanged from its own
+    ``details``. On the store before issue 45 item 5's records, its log-likelihoods
+    landed in ``pair_scores``."""
+    from _models import one_thread, smollm2
+
+    from monitor.benchmarks.load import load_benchmarks
+    from monitor.families.seegull.frames import METRIC
+    from monitor.families.seegull.scoring import score_local
+
+    (bench,) = load_benchmarks(["seegull-hi"], options={"size": "mini"})
+    items = bench.items[:4]
+    with one_thread():
+        rows = score_local(smollm2(), items, METRIC)
+    assert len(rows) == 4 and all(r.details["lp_stereo"] < 0 for r in rows)
+    path = tmp_path / "m.duckdb"
+    store = Store(path)
+    store.record_run(make_run("s1"), items=items, scores=rows, exclusions=[])
+    assert _rows(path, "SELECT count(*) FROM pair_scores") == [(0,)]
+    assert _rows(path, "SELECT count(*) FROM pair_items") == [(0,)]
+    back = store.score_rows("s1")
+    assert back == sorted(rows, key=lambda r: r.item_id)
+    assert [type(r) for r in back] == [ScoreRow] * 4
+    stored = store.items([it.item_id for it in items])
+    assert [stored[it.item_id].payload for it in items] == [it.payload for it in items]

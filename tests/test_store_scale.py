@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from monitor.families.pairs.records import PairScoreRow
 from monitor.store.db import Store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -209,7 +210,6 @@ def test_the_bulk_generator_writes_what_the_store_api_writes(tmp_path: Path):
     through ``Store.record_run`` + ``finish_run`` with full ``ScoreRow`` records: every
     table equal, row for row (the runs' finishing times aside)."""
     from monitor.metrics.registry import get_metric, run_measures
-    from monitor.records import ScoreRow
 
     events = {"drift_night": 2, "break_night": 1}
     bulk = tmp_path / "bulk.duckdb"
@@ -234,7 +234,7 @@ def test_the_bulk_generator_writes_what_the_store_api_writes(tmp_path: Path):
                     stereo, magnitude, np.random.default_rng([0, snap, night, r])
                 )
                 rows = [
-                    ScoreRow(
+                    PairScoreRow(
                         item_id=i,
                         metric=spec.name,
                         metric_version=spec.version,

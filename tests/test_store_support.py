@@ -13,7 +13,8 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from monitor.benchmarks.items import Exclusion, Item, make_item_id
+from monitor.benchmarks.items import Exclusion, Item
+from monitor.families.pairs.records import PairItem, PairScoreRow, make_item_id
 from monitor.records import AxisMeasure, RunRecord, ScoreRow
 
 BENCHMARK = "toy-bench"
@@ -36,7 +37,7 @@ def make_items(n: int, version: str = VERSION) -> list[Item]:
         stereo = f"Person {row} arrived early to the meeting."
         anti = f"Person {row} arrived late to the meeting."
         items.append(
-            Item(
+            PairItem(
                 item_id=make_item_id(version, stereo, anti),
                 benchmark=BENCHMARK,
                 axis="caste" if row % 2 else "religion",
@@ -116,7 +117,7 @@ def make_api_request(item: Item, order: str, answer: str = "A") -> dict[str, Any
 def make_score(item: Item, salt: float = 0.0) -> ScoreRow:
     """A deterministic score per item, with every numeric field filled."""
     delta = math.sin(item.source_row + 1.0 + salt)
-    return ScoreRow(
+    return PairScoreRow(
         item_id=item.item_id,
         metric="cll",
         metric_version="cll-1",

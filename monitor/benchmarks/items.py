@@ -1,7 +1,7 @@
-"""The item: one stereotype / anti-stereotype sentence pair with a stable identity.
+"""The item: one scored unit of a benchmark with a stable identity.
 
 An item's id is a hash of the benchmark version and its normalised content, so the
-same pair in two runs has the same id and an edited pair (e.g. by an erratum) gets a
+same item in two runs has the same id and an edited one (e.g. by an erratum) gets a
 new one. That identity is what makes paired drift tests between runs meaningful.
 """
 
@@ -22,20 +22,6 @@ def normalise_text(text: str) -> str:
     return " ".join(unicodedata.normalize("NFC", text).split())
 
 
-def make_item_id(benchmark_version: str, text_stereo: str, text_anti: str) -> str:
-    """Stable id: sha256 over a benchmark namespace and the normalised pair, 16 hex chars.
-
-    The loader passes ``benchmark@commit:sha256`` *without* the errata version, so an
-    erratum changes the ids of exactly the rows it edits and every other item still pairs
-    across runs made before and after an errata release.
-    """
-    payload = json.dumps(
-        [benchmark_version, normalise_text(text_stereo), normalise_text(text_anti)],
-        ensure_ascii=False,
-    )
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
-
-
 def make_content_id(benchmark_version: str, kind: str, payload: Any) -> str:
     """Stable id of an item that is not a sentence pair (a word set, an identity pair ...):
     sha256 over the benchmark namespace, the item kind and its canonical JSON payload."""
@@ -44,40 +30,17 @@ def make_content_id(benchmark_version: str, kind: str, payload: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def content_pair_id(
-    benchmark_version: str, kind: str, payload: Any, text_stereo: str, text_anti: str
-) -> str:
-    """Id of a sentence pair that carries a payload (an identity pair of the taxonomy, a
-    source row kept only for ``cll-reference``): :func:`make_content_id` over the payload
-    and the normalised pair, so the same sentences in another role get another id."""
-    body = {"payload": payload, "texts": [normalise_text(text_stereo), normalise_text(text_anti)]}
-    return make_content_id(benchmark_version, kind, body)
-
-
-def expected_item_id(item: Item, benchmark_version: str) -> str | None:
-    """The id the loader must have given ``item`` (what the benchmark suite checks):
-    a plain pair hashes its texts, a pair with a payload the payload too."""
-    if item.text_stereo is None or item.text_anti is None:
-        return None
-    if item.payload:
-        return content_pair_id(
-            benchmark_version, item.kind, item.payload, item.text_stereo, item.text_anti
-        )
-    return make_item_id(benchmark_version, item.text_stereo, item.text_anti)
-
-
 @dataclass(frozen=True)
 class Item:
-    """One scored unit of a benchmark; by default a stereotype / anti-stereotype pair.
+    """One scored unit of a benchmark, as every family has it: its identity and content.
 
-    ``text_stereo``/``text_anti`` are the filled sentences (after errata).
-    ``template`` and the ``raw_*_cell`` fields keep the source row as it was, which the
-    ``reference`` CLL variant needs to reproduce the original paper code's own filling.
-
-    ``kind`` says what the item is. A ``pair`` is the two sentences above; other kinds (a
-    word of an association test, an identity pair from a taxonomy) carry their content in
-    ``payload`` (plain JSON), and may carry sentences too when they are scored as pairs.
-    Scoring, quality and drift read the kind, never guess it from which fields are empty.
+    ``kind`` says what the item is (a sentence pair, a word of an association test, a
+    choice question ...); its content is in ``payload`` (plain JSON). A family whose items
+    carry more fields subclasses this record in its own folder (a sentence pair's two
+    sentences and target words) and declares the store columns that hold them
+    (``DetailTable.record``). ``template`` is the cluster key: items filled from one
+    template move together, which drift's tests account for. Scoring, quality and drift
+    read the kind, never guess it from which fields are empty.
     """
 
     item_id: str
@@ -86,19 +49,15 @@ class Item:
     region: str  # "india" | "us"
     benchmark_version: str
     source_row: int  # row index in the source file (0-based data row)
-    # The two sentences of a pair; None for kinds that are not scored as sentence pairs
-    # (word-set terms, choice questions), whose content is in ``payload``.
-    text_stereo: str | None = None
-    text_anti: str | None = None
-    targets_stereo: tuple[str, ...] = ()
-    targets_anti: tuple[str, ...] = ()
     template: str | None = None
-    raw_stereo_cell: str | None = None
-    raw_anti_cell: str | None = None
     errata: tuple[str, ...] = ()  # ids of errata applied to this row
-    direction: str = "stereo"  # CrowS-Pairs stereo_antistereo; "stereo" for Indian-BhED
-    kind: str = "pair"
+    kind: str = "item"
     payload: dict[str, Any] = field(default_factory=dict, hash=False, compare=True)
+
+    def texts(self) -> tuple[str, ...]:
+        """The sentences a model reads for this item, where the record holds them (a
+        tokenizer's coverage of a benchmark is measured on these); none by default."""
+        return ()
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ the store turns into SQL (no SQL outside ``monitor.store``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 # A detail table extends one core table and shares its key: one detail row per item
 # (``items``: item_id) or per score (``scores``: run_id, item_id).
@@ -25,16 +25,36 @@ Default = str | int | float | bool | tuple[str, ...] | None
 
 
 @dataclass(frozen=True)
+class Bounds:
+    """Where a number must lie wherever it is present (the results suite's check):
+    ``minimum``/``maximum`` (None: open), and what the number is, as the check says it
+    after the column's name (e.g. "is a log-probability, so ≤ 0")."""
+
+    says: str
+    minimum: float | None = None
+    maximum: float | None = None
+
+
+@dataclass(frozen=True)
 class DetailColumn:
     """One column: its name (the record's attribute of that name, else the key of that
     name in the item's ``payload`` / the score's ``details``), DuckDB type and the value
-    a record has when it carries nothing here. A record whose columns all equal their
-    defaults gets no detail row, and a missing row reads back as the defaults, so a
-    family's table holds only its own rows."""
+    a record has when it carries nothing here. Only rows of the declaring family (by the
+    item's kind; a score by its item's) get a detail row, and only when some column
+    differs from its default; a missing row reads back as the defaults.
+
+    ``finite``: the store flags a non-finite value as it reads the column and the results
+    suite holds it to finite numbers where present; ``bounds``: the range it must lie in.
+    ``shown``: ``show --items`` lists it (``always``), or only when texts are asked for
+    (``with_texts``: benchmark text, which holds slurs and stereotypes).
+    """
 
     name: str
     type: ColumnType
     default: Default = None
+    finite: bool = False
+    bounds: Bounds | None = None
+    shown: Literal["always", "with_texts"] | None = None
 
 
 @dataclass(frozen=True)
@@ -77,12 +97,17 @@ class DetailMigration:
 class DetailTable:
     """A family's own table beside a core one: ``name`` (unique across families, e.g.
     ``pair_scores``), the core table it ``extends`` (its key is that table's), its
-    ``columns`` beyond the key, and its ``migrations`` in version order."""
+    ``columns`` beyond the key, and its ``migrations`` in version order.
+
+    ``record``: the family's record class (a subclass of the core ``Item`` / ``ScoreRow``
+    whose extra fields are these columns) that the store reads the family's rows back
+    as; None: the core record, the columns filled from its payload/details."""
 
     name: str
     extends: Extends
     columns: tuple[DetailColumn, ...]
     migrations: tuple[DetailMigration, ...] = ()
+    record: type[Any] | None = None
 
     @property
     def key(self) -> tuple[str, ...]:

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
-from monitor.metrics.forced_choice import Option, choice_row, group_by_axis, normalise
+from monitor.metrics.forced_choice import ChoiceScore, Option, choice_row, group_by_axis, normalise
 from monitor.metrics.intervals import rate_measure
 from monitor.records import Measure, Outcome, ScoreRow
 
@@ -139,10 +139,10 @@ def majority_vote(labels: Sequence[Label]) -> tuple[Outcome, str]:
     return winner, winner  # type: ignore[return-value]
 
 
-def sampling_row(item_id: str, answers: Sequence[tuple[str, Label]]) -> ScoreRow:
-    """ScoreRow for one item from its (presentation order, label) answers.
+def sampling_row(item_id: str, answers: Sequence[tuple[str, Label]]) -> ChoiceScore:
+    """The row for one item from its (presentation order, label) answers.
 
-    ``prob_stereo`` / ``prob_anti`` are the shares of answers that chose each side.
+    ``shares`` are the shares of answers that chose each side.
     """
     labels = [label for _, label in answers]
     outcome, vote = majority_vote(labels)

@@ -6,7 +6,10 @@ a metric does not produce a number and a defect where it does. Each metric's spe
 (``monitor.metrics.registry``) declares that (``MetricSpec.numbers``), and its result
 family which measure checks apply; this suite reads those declarations and never guesses
 from a metric's name. Wherever a number is present it must be finite and in range,
-whatever the metric.
+whatever the metric: which numbers must be finite and where each lies are the families'
+declared score columns (``DetailColumn.finite``/``bounds``), beside the core ``delta``.
+A metric's required numbers are its family's columns, or keys of the row's ``details``
+for a family that keeps its numbers there.
 """
 
 from __future__ import annotations
@@ -14,12 +17,21 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any, get_args
 
 from monitor.benchmarks.items import Item
 from monitor.metrics.registry import METRICS, MetricSpec, run_measures
 from monitor.quality.suites import Check, CheckedFrame, SuiteResult, run_suite
-from monitor.records import SCORE_FLOATS, Measure, Outcome, ScoreRow
+from monitor.records import (
+    LEGACY_KIND,
+    Measure,
+    Outcome,
+    ScoreRow,
+    family_record,
+    score_columns,
+    score_floats,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -29,8 +41,6 @@ if TYPE_CHECKING:
 SUITE = "results"
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
 MEASURE_FLOATS = ("value", "ci_low", "ci_high")
-LOG_PROBS = ("lp_stereo", "lp_anti", "prior_stereo", "prior_anti")
-PROBS = ("prob_stereo", "prob_anti")
 PROVENANCE = (
     "snapshot_revision",
     "metric",
@@ -81,6 +91,7 @@ def validate_run_frames(
     metric = str(run["metric"].iloc[0]) if len(run) else None
     spec = spec_of(metric)
     scores, measures = recomputed(spec, scores, _with_measure_kinds(measures))
+    scores = with_numbers(spec, scores)
     run["metric_registered"] = spec is not None
     raw_n_scored = run["n_scored"].iloc[0] if len(run) else None
     n_scored = None if pd.isna(raw_n_scored) else int(raw_n_scored)  # NULL: run not finished
@@ -146,7 +157,11 @@ def recomputed(
         scores["recomputed"] = None
         measures["recomputed"] = None
         return scores, measures
-    rows = [_score_row(r) for r in scores.to_dict("records")]
+    record = next(
+        (t.record for t in spec.family.detail_tables if t.extends == "scores" and t.record),
+        ScoreRow,
+    )
+    rows = [_score_row(r, record) for r in scores.to_dict("records")]
     check = spec.check_row
     scores["recomputed"] = [
         OK if check is None or not (bad := check(row)) else f"{', '.join(bad)} differ"
@@ -170,32 +185,61 @@ def _none(value: Any) -> Any:
 
 
 def _item(r: dict[str, Any]) -> Item:
-    """The stored item as the measure code reads it: ids, axis and payload (no texts)."""
+    """The stored item as the measure code reads it: ids, axis and payload (no texts), as
+    its family's record (``records.family_record``)."""
     payload = r.get("item_payload")
-    return Item(
+    kind = _none(r.get("item_kind")) or LEGACY_KIND
+    record = family_record(kind, "items") or Item
+    return record(
         item_id=r["item_id"],
         benchmark=r["item_benchmark"],
         axis=r["item_axis"],
         region=r.get("item_region") or "",
         benchmark_version="",
         source_row=0,
-        text_stereo="",
-        text_anti="",
-        kind=r.get("item_kind") or "pair",
+        kind=kind,
         payload=json.loads(payload) if isinstance(payload, str) else {},
     )
 
 
-def _score_row(r: dict[str, Any]) -> ScoreRow:
-    """A frame row back into the record the metric code reads (NULL/NaN → None)."""
-    return ScoreRow(
+def _score_row(r: dict[str, Any], record: type[ScoreRow]) -> ScoreRow:
+    """A frame row back into the record the metric code reads (NULL/NaN → None): the
+    metric's family's ``record``, with the numbers the frame holds of its fields."""
+    numbers = {f.name for f in fields(record)} - {f.name for f in fields(ScoreRow)}
+    return record(
         item_id=r["item_id"],
         metric=r["metric"],
         metric_version=r["metric_version"],
         outcome=_none(r["outcome"]),
-        **{c: _none(r[c]) for c in (*SCORE_FLOATS, "n_tokens_stereo", "n_tokens_anti")},
+        delta=_none(r["delta"]),
+        **{c: _none(r[c]) for c in numbers if c in r},
         details=json.loads(r["details"]) if isinstance(r["details"], str) else {},
     )
+
+
+def with_numbers(spec: MetricSpec | None, scores: pd.DataFrame) -> pd.DataFrame:
+    """``scores`` with every number the metric declares (``ItemNumbers``) as a column: a
+    family's declared column where the row holds it there, else the value of that name in
+    the row's ``details`` (a family without a detail table keeps its numbers there)."""
+    if spec is None or "details" not in scores.columns:
+        return scores
+    names = dict.fromkeys((*spec.numbers.required, *spec.numbers.non_positive))
+    out = scores.copy()
+    parsed = [json.loads(d) if isinstance(d, str) else {} for d in out["details"]]
+    for name in names:
+        from_details = [_number(d.get(name)) for d in parsed]
+        if name not in out.columns:
+            out[name] = from_details
+            continue
+        out[name] = [
+            v if _none(v) is not None else d
+            for v, d in zip(out[name].tolist(), from_details, strict=True)
+        ]
+    return out
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _measure_matches(stored: dict[str, Any], fresh: Measure | None) -> str:
@@ -338,7 +382,7 @@ def score_checks(
                 f"every score's {column} equals the run's",
             ),
         ]
-    for column in SCORE_FLOATS:
+    for column in score_floats():
         checks.append(
             Check(
                 "ExpectColumnValuesToBeInSet",
@@ -346,28 +390,22 @@ def score_checks(
                 f"{column} is finite where present (no NaN or inf)",
             )
         )
-    for column in LOG_PROBS:
-        checks.append(
-            Check(
-                "ExpectColumnValuesToBeBetween",
-                {"column": column, "max_value": 0},
-                f"{column} is a log-probability, so ≤ 0",
+    for declared in score_columns():
+        if declared.bounds is None:
+            continue
+        limits = {
+            k: v
+            for k, v in (
+                ("min_value", declared.bounds.minimum),
+                ("max_value", declared.bounds.maximum),
             )
-        )
-    for column in PROBS:
+            if v is not None
+        }
         checks.append(
             Check(
                 "ExpectColumnValuesToBeBetween",
-                {"column": column, "min_value": 0, "max_value": 1},
-                f"{column} is a probability, so within [0, 1]",
-            )
-        )
-    for column in ("n_tokens_stereo", "n_tokens_anti"):
-        checks.append(
-            Check(
-                "ExpectColumnValuesToBeBetween",
-                {"column": column, "min_value": 1},
-                f"{column} counts at least one scored token where present",
+                {"column": declared.name, **limits},
+                f"{declared.name} {declared.bounds.says}",
             )
         )
     checks.append(

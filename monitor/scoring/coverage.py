@@ -72,7 +72,7 @@ def unreadable(backend, benches: Iterable[LoadedBenchmark]) -> dict[str, str]:
     for bench in benches:
         if bench.language == "en" or not bench.items:
             continue
-        texts = [t for it in bench.items for t in (it.text_stereo, it.text_anti) if t]
+        texts = [t for it in bench.items for t in it.texts()]
         cov = token_coverage(backend, texts)
         if cov.fragment_share > MAX_FRAGMENT_SHARE:
             out[bench.benchmark] = (

@@ -60,6 +60,6 @@ def tokenizer_facts(tokenizer: Any, benches: Iterable[LoadedBenchmark] = ()) -> 
     for bench in benches:
         if bench.language == "en" or not bench.items:
             continue
-        texts = [t for it in bench.items for t in (it.text_stereo, it.text_anti) if t]
+        texts = [t for it in bench.items for t in it.texts()]
         shares[bench.benchmark] = round(token_coverage(_Tokens(tokenizer), texts).fragment_share, 4)
     return {"adds_bos": bos is not None, "bos_text": bos, "fragment_share": shares}

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from monitor.benchmarks.items import Exclusion, Item
 from monitor.contract.detail import DetailColumn, Extends
-from monitor.records import Measure, RunRecord, ScoreRow
+from monitor.records import LEGACY_KIND, Measure, RunRecord, ScoreRow, family_record
 from monitor.redaction import redact, redact_json
 from monitor.store import details
 
@@ -86,7 +86,8 @@ def score_schema() -> pa.Schema:
 def _detail_value(record: Any, bag: Mapping[str, Any], column: DetailColumn) -> Any:
     """A declared column's value: the record's attribute of that name, else the key of
     that name in its payload/details (how a plug-in family without its own record type
-    fills its table), else the column's default."""
+    fills its table), else the column's default. The store writes it to the detail
+    table only for rows of the declaring family (``details.belongs``)."""
     if hasattr(record, column.name):
         value = getattr(record, column.name)
     else:
@@ -314,8 +315,6 @@ def decode_rows(table: pa.Table) -> list[dict[str, Any]]:
     return rows
 
 
-_ITEM_FIELDS = frozenset(f.name for f in fields(Item))
-_SCORE_FIELDS = frozenset(f.name for f in fields(ScoreRow))
 _MEASURE_FIELDS = frozenset(f.name for f in fields(Measure))
 
 
@@ -325,12 +324,20 @@ def _record_values(row: Mapping[str, Any], names: frozenset[str]) -> dict[str, A
     return {k: tuple(v) if isinstance(v, list) else v for k, v in row.items() if k in names}
 
 
+def _fields(record: type[Any]) -> frozenset[str]:
+    return frozenset(f.name for f in fields(record))
+
+
 def item_from_row(row: dict[str, Any]) -> Item:
-    """A stored item (a wide row, JSON already parsed) back into the record written."""
-    values = _record_values(row, _ITEM_FIELDS)
-    values["kind"] = row.get("kind") or "pair"
+    """A stored item (a wide row, JSON already parsed) back into the record written: its
+    family's record class (``DetailTable.record``) with that class's fields, else the
+    core ``Item``; another family's columns drop."""
+    kind = row.get("kind") or LEGACY_KIND
+    record = family_record(kind, "items") or Item
+    values = _record_values(row, _fields(record))
+    values["kind"] = kind
     values["payload"] = row.get("payload") or {}
-    return Item(**values)
+    return record(**values)
 
 
 def measure_from_row(row: dict[str, Any]) -> Measure:
@@ -344,8 +351,10 @@ def measure_from_row(row: dict[str, Any]) -> Measure:
     return Measure(**values)
 
 
-def score_from_row(row: dict[str, Any]) -> ScoreRow:
-    """A stored score (a wide row, JSON already parsed) back into the record scoring wrote."""
-    values = _record_values(row, _SCORE_FIELDS)
+def score_from_row(row: dict[str, Any], kind: str | None = None) -> ScoreRow:
+    """A stored score (a wide row, JSON already parsed) back into the record scoring wrote:
+    the record class of its item's family (``kind``: the item's), else the core one."""
+    record = family_record(kind, "scores") or ScoreRow
+    values = _record_values(row, _fields(record))
     values["details"] = row.get("details") or {}
-    return ScoreRow(**values)
+    return record(**values)

@@ -7,8 +7,10 @@ columns one family needs live in the detail tables it declares
 * ``ensure`` creates each registered family's tables and applies their own migrations
   (recorded in ``detail_tables``), on open, inside the store's migration transaction;
 * ``insert`` writes a *wide* batch (core columns plus every declared column, what
-  ``codec`` builds from the records) into the core table and, for rows that carry
-  anything beyond the defaults, into each detail table;
+  ``codec`` builds from the records) into the core table and, for the declaring
+  family's rows (an item of one of its kinds; a score of such an item) that carry
+  anything beyond the defaults, into each detail table: another family's values never
+  land in a table it did not declare;
 * ``wide`` is the relation readers select from to get the core row with every family's
   columns (defaults where a row has no detail), so a record reads back as it was written.
 
@@ -19,7 +21,7 @@ reading the core tables: the 20M-row paths join nothing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
@@ -34,7 +36,11 @@ from monitor.contract.detail import (
     RenameColumn,
 )
 from monitor.errors import UserInputError
+from monitor.records import LEGACY_KIND
 from monitor.store import sql
+
+if TYPE_CHECKING:
+    from monitor.contract.family import Family
 
 BOOKKEEPING = "detail_tables"
 BOOKKEEPING_DDL = f"""
@@ -78,7 +84,11 @@ _KEY_TYPES = {"item_id": "VARCHAR", "run_id": "VARCHAR"}
 def registered() -> tuple[tuple[str, DetailTable], ...]:
     """(family name, table) of every registered family, in registry order; a table name
     or column claimed twice is refused, since the store could not tell whose it is."""
-    out: list[tuple[str, DetailTable]] = []
+    return tuple((family.name, table) for family, table in _declared())
+
+
+def _declared() -> tuple[tuple[Family, DetailTable], ...]:
+    out: list[tuple[Family, DetailTable]] = []
     names: dict[str, str] = {}
     claimed: dict[tuple[str, str], str] = {}
     for family in registry.families():
@@ -97,8 +107,18 @@ def registered() -> tuple[tuple[str, DetailTable], ...]:
                         f"a column of {table.extends} ({claimed.get(slot, 'core')})"
                     )
                 claimed[slot] = table.name
-            out.append((family.name, table))
+            out.append((family, table))
     return tuple(out)
+
+
+def kinds(table: DetailTable) -> tuple[str, ...]:
+    """The item kinds whose rows ``table`` holds: its declaring family's."""
+    return next((f.item_kinds for f, t in _declared() if t.name == table.name), ())
+
+
+def table_for(kind: str, extends: Extends) -> DetailTable | None:
+    """The detail table that holds rows of items of ``kind`` (its family's), if any."""
+    return next((t for f, t in _declared() if t.extends == extends and kind in f.item_kinds), None)
 
 
 def tables_of(extends: Extends) -> tuple[DetailTable, ...]:
@@ -232,10 +252,24 @@ def insert(
         con.execute(
             f"INSERT INTO {table.name} BY NAME SELECT {', '.join([*table.key, *cols])} "
             f"FROM {source} s WHERE ({where}) AND ({carries(table, 's', present)}) "
-            "ON CONFLICT DO NOTHING",
+            f"AND ({belongs(table, 's', present)}) ON CONFLICT DO NOTHING",
             list(params),
         )
     return int(added)
+
+
+def belongs(table: DetailTable, alias: str, present: Sequence[str] | None = None) -> str:
+    """SQL condition: the row is of ``table``'s family. An item by its kind (a row from
+    before kinds, schema < 3, was a sentence pair: ``LEGACY_KIND``); a score by its
+    item's kind, so the item must be stored first (every writer stores items first)."""
+    names = ", ".join(literal(k, "VARCHAR") for k in kinds(table)) or "NULL"
+    if table.extends == "items":
+        kind = f"{alias}.kind" if present is None or "kind" in present else "NULL"
+        return f"coalesce({kind}, {literal(LEGACY_KIND, 'VARCHAR')}) IN ({names})"
+    return (
+        f"{alias}.item_id IN (SELECT item_id FROM items WHERE "
+        f"coalesce(kind, {literal(LEGACY_KIND, 'VARCHAR')}) IN ({names}))"
+    )
 
 
 # -- creating and migrating ------------------------------------------------------------

@@ -141,14 +141,32 @@ def scores(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any]]:
 
 
 def score_rows(con: duckdb.DuckDBPyConnection, run_id: str) -> list[ScoreRow]:
-    return [codec.score_from_row(row) for row in scores(con, run_id)]
+    """A run's scores as the records scoring wrote, each its item's family's record."""
+    rows = codec.decode_rows(
+        fetch_table(
+            con,
+            f"SELECT s.*, i.kind AS item_kind__ FROM {details.wide('scores')} s "
+            "LEFT JOIN items i USING (item_id) WHERE s.run_id = ? ORDER BY s.item_id",
+            [run_id],
+        )
+    )
+    return [codec.score_from_row(row, row.pop("item_kind__")) for row in rows]
 
 
 def item_scores(
     con: duckdb.DuckDBPyConnection, run_id: str, with_texts: bool = False
 ) -> list[dict[str, Any]]:
-    """One row per scored item for people to read; texts are opt-in (they hold slurs)."""
-    texts = ", i.text_stereo, i.text_anti" if with_texts else ""
+    """One row per scored item for people to read: the core numbers, then the score
+    columns families declare as shown; texts (declared ``with_texts``) are opt-in (they
+    hold slurs)."""
+    shown = "".join(
+        f", s.{c.name}" for c in details.detail_columns("scores") if c.shown == "always"
+    )
+    texts = "".join(
+        f", i.{c.name}"
+        for c in details.detail_columns("items")
+        if with_texts and c.shown == "with_texts"
+    )
     # The metric panel's outcomes beside the run's own (NULL for runs without a panel).
     panel = (
         ", json_extract_string(s.details, '$.panel.\"cll-reference\".outcome') AS cll_reference"
@@ -157,8 +175,8 @@ def item_scores(
     )
     return fetch_dicts(
         con,
-        "SELECT s.item_id, i.benchmark, i.source_row, i.axis, s.outcome, s.delta, "
-        f"s.score_stereo, s.score_anti{panel}{texts} "
+        "SELECT s.item_id, i.benchmark, i.source_row, i.axis, s.outcome, s.delta"
+        f"{shown}{panel}{texts} "
         f"FROM {details.wide('scores')} s JOIN {details.wide('items')} i USING (item_id) "
         "WHERE s.run_id = ? ORDER BY i.benchmark, i.source_row, s.item_id",
         [run_id],

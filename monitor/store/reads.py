@@ -28,7 +28,7 @@ from monitor.readmodel.models import (
     TrendSeries,
     ValidationRow,
 )
-from monitor.records import SCORE_FLOATS, UNDECIDED_OUTCOMES
+from monitor.records import UNDECIDED_OUTCOMES, score_columns, score_floats
 from monitor.store import details
 
 RUN_JSON_COLUMNS = ("snapshot_manifest", "dataset_versions", "environment")
@@ -511,13 +511,16 @@ def result_frames(con: duckdb.DuckDBPyConnection, run_id: str) -> ResultFrames:
     ).df()
     if frame.empty:
         raise UserInputError(f"no run with id {run_id!r} in the store")
-    columns = ", ".join(f"s.{c}" for c in SCORE_FLOATS)
+    floats = score_floats()
+    # Every number the suite checks: the finite ones, then the families' bounded ones.
+    checked = [*floats, *(c.name for c in score_columns() if c.bounds and c.name not in floats)]
+    columns = ", ".join(f"s.{c}" for c in checked)
     scores = con.execute(
         f"""
         SELECT s.run_id, s.item_id, s.metric, s.metric_version, s.outcome,
                r.metric AS run_metric, r.metric_version AS run_metric_version,
-               {columns}, s.n_tokens_stereo, s.n_tokens_anti,
-               {_finite_flags("s", SCORE_FLOATS)},
+               {columns},
+               {_finite_flags("s", floats)},
                (i.item_id IS NOT NULL) AS item_known,
                i.benchmark AS item_benchmark, i.axis AS item_axis,
                i.region AS item_region, i.kind AS item_kind,

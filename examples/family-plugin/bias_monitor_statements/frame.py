@@ -71,9 +71,10 @@ def outcome(stance: Stance, says: Literal["True", "False"] | None) -> Outcome:
 def statement_row(
     item_id: str, stance: Stance, answer: Answer, n_tokens: tuple[int, int]
 ) -> ScoreRow:
-    """One statement's stored row: the outcome, the stereotype's side and the other
-    side's log-likelihoods in the core's stereo/anti columns (so the quality gate holds
-    them to finite, non-positive numbers), and the raw answer in ``details``."""
+    """One statement's stored row: the outcome and ``delta``; in ``details`` the
+    stereotype's side's and the other side's log-likelihoods and token counts (named as
+    the metric's ``ItemNumbers`` name them, so the quality gate holds them to present,
+    non-positive numbers) and the raw answer."""
     stereo_ll, anti_ll = (
         (answer.ll_true, answer.ll_false)
         if stance == "endorses"
@@ -86,11 +87,11 @@ def statement_row(
         metric_version=METRIC_VERSION,
         outcome=outcome(stance, answer.says),
         delta=stereo_ll - anti_ll,
-        lp_stereo=stereo_ll,
-        lp_anti=anti_ll,
-        n_tokens_stereo=n_true if stance == "endorses" else n_false,
-        n_tokens_anti=n_false if stance == "endorses" else n_true,
         details={
+            "lp_stereo": stereo_ll,
+            "lp_anti": anti_ll,
+            "n_tokens_stereo": n_true if stance == "endorses" else n_false,
+            "n_tokens_anti": n_false if stance == "endorses" else n_true,
             "stance": stance,
             "says": answer.says,
             "ll_true": answer.ll_true,

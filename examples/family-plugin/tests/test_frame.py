@@ -24,13 +24,17 @@ def test_outcome_is_the_side_of_the_stereotype(stance, says, expected):
 def test_row_puts_the_stereotype_side_first_and_keeps_the_raw_answer():
     endorsing = statement_row("a", "endorses", Answer(ll_true=-1.0, ll_false=-3.0), (1, 2))
     assert (endorsing.outcome, endorsing.delta) == ("stereo", 2.0)
-    assert (endorsing.lp_stereo, endorsing.lp_anti) == (-1.0, -3.0)
-    assert (endorsing.n_tokens_stereo, endorsing.n_tokens_anti) == (1, 2)
+    d = endorsing.details
+    assert (d["lp_stereo"], d["lp_anti"]) == (-1.0, -3.0)
+    assert (d["n_tokens_stereo"], d["n_tokens_anti"]) == (1, 2)
     rejecting = statement_row("b", "rejects", Answer(ll_true=-1.0, ll_false=-3.0), (1, 2))
     # True to a rejecting statement is the other side: delta < 0, the columns swapped.
     assert (rejecting.outcome, rejecting.delta) == ("anti", -2.0)
-    assert (rejecting.lp_stereo, rejecting.lp_anti) == (-3.0, -1.0)
     assert rejecting.details == {
+        "lp_stereo": -3.0,
+        "lp_anti": -1.0,
+        "n_tokens_stereo": 2,
+        "n_tokens_anti": 1,
         "stance": "rejects",
         "says": "True",
         "ll_true": -1.0,

@@ -122,9 +122,6 @@ class _Builder:
                         region=self.region,
                         benchmark_version=self.version.label,
                         source_row=row,
-                        text_stereo=None,  # not a pair
-                        text_anti=None,
-                        direction=None,  # type: ignore[arg-type]
                         kind=ITEM_KIND,
                         payload=payload,
                     )

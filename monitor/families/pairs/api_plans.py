@@ -21,6 +21,7 @@ from typing import Any
 from monitor.backends.openai_chat import ResponseRecord
 from monitor.benchmarks.items import Item, LoadedBenchmark
 from monitor.errors import UserInputError
+from monitor.families.pairs.records import from_choice
 from monitor.metrics.forced_choice import FORCED_CHOICE, Option, forced_choice_row, read_order
 from monitor.metrics.registry import METRICS
 from monitor.metrics.sampling import SAMPLED_CHOICE, is_refusal, parse_answer, sampling_row
@@ -207,9 +208,9 @@ def score_pair_item(
             )
             for p in planned
         ]
-        return forced_choice_row(item_id, results)
+        return from_choice(forced_choice_row(item_id, results))
     answers = [(p.order, parse_answer(records[p.key].text, p.options)) for p in planned]
-    return sampling_row(item_id, answers)
+    return from_choice(sampling_row(item_id, answers))
 
 
 def uses_indic(benches: Sequence[LoadedBenchmark]) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from monitor.families.pairs.records import PairScoreRow
 from monitor.metrics.outcomes import all_finite, decide
 from monitor.records import ScoreRow
 
@@ -31,7 +32,7 @@ def aul_row(
     """One item under ``aul``: delta = AUL(stereo) − AUL(anti); ties are their own outcome."""
     score_s, score_a = aul_score(stereo_logprobs), aul_score(anti_logprobs)
     if not all_finite(score_s, score_a):
-        return ScoreRow(
+        return PairScoreRow(
             item_id,
             AUL,
             AUL_VERSION,
@@ -40,7 +41,7 @@ def aul_row(
             details={"error": "a sentence has no scorable token or a non-finite log-prob"},
         )
     delta = score_s - score_a
-    return ScoreRow(
+    return PairScoreRow(
         item_id=item_id,
         metric=AUL,
         metric_version=AUL_VERSION,

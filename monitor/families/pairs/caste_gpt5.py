@@ -27,6 +27,7 @@ from monitor import __version__
 from monitor.benchmarks.items import Exclusion, Item
 from monitor.errors import DataIntegrityError, UserInputError
 from monitor.families.pairs.caste_import import ItemLookup, loader_lookup, sha256_file
+from monitor.families.pairs.records import PairScoreRow
 from monitor.families.pairs.sampled_study import METRIC, METRIC_VERSION, STEREO_RULE, rule_of
 from monitor.importers.common import UNKNOWN, check_snapshot_id, parse_date
 from monitor.jobs.lifecycle import ImportedRun, RunLifecycle
@@ -150,7 +151,7 @@ def read_file(path: Path, lookup: ItemLookup) -> SampledFile:
             items[item.item_id] = item
             versions.add(item.benchmark_version)
             scores.append(
-                ScoreRow(
+                PairScoreRow(
                     item_id=item.item_id,
                     metric=METRIC,
                     metric_version=METRIC_VERSION,

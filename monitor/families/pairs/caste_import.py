@@ -34,6 +34,7 @@ from monitor import __version__
 from monitor.benchmarks.items import Exclusion, Item, normalise_text
 from monitor.errors import DataIntegrityError, UserInputError
 from monitor.families.pairs.caste_study import METRIC, METRIC_VERSION, OPINIONATED_RULE
+from monitor.families.pairs.records import PairScoreRow
 from monitor.importers.common import UNKNOWN, check_snapshot_id, parse_date
 from monitor.jobs.lifecycle import RunLifecycle
 from monitor.records import Outcome, RunRecord, ScoreRow
@@ -246,7 +247,7 @@ def score_study_row(row: StudyRow, item_id: str, *, where: str) -> ScoreRow:
         stereo_in_top20=finite_s,
         anti_in_top20=finite_a,
     )
-    return ScoreRow(
+    return PairScoreRow(
         item_id=item_id,
         metric=METRIC,
         metric_version=METRIC_VERSION,

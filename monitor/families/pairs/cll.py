@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from monitor.families.pairs.records import PairScoreRow
 from monitor.metrics.outcomes import all_finite, decide, ratio_details
 from monitor.records import ScoreRow
 
@@ -81,7 +82,7 @@ def prior_forms(sentence: str, targets: Sequence[str], template: str | None = No
 
 
 def _unscorable(item_id: str, metric: str, version: str, why: str) -> ScoreRow:
-    return ScoreRow(item_id, metric, version, "other", None, details={"error": why})
+    return PairScoreRow(item_id, metric, version, "other", None, details={"error": why})
 
 
 def cll_row(
@@ -108,7 +109,7 @@ def cll_row(
         "n_targets_stereo": n_targets_stereo,
         "n_targets_anti": n_targets_anti,
     }
-    return ScoreRow(
+    return PairScoreRow(
         item_id=item_id,
         metric=CLL,
         metric_version=CLL_VERSION,
@@ -138,7 +139,7 @@ def ull_row(
     if not all_finite(lp_stereo, lp_anti):
         return _unscorable(item_id, ULL, ULL_VERSION, "non-finite log-probability")
     delta = lp_stereo - lp_anti
-    return ScoreRow(
+    return PairScoreRow(
         item_id=item_id,
         metric=ULL,
         metric_version=ULL_VERSION,

@@ -37,6 +37,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
+from monitor.families.pairs.records import PairScoreRow
 from monitor.metrics.intervals import rate_measure
 from monitor.metrics.outcomes import all_finite
 from monitor.records import Measure, Outcome, ScoreRow
@@ -161,7 +162,7 @@ def cll_reference_row(
     """One item under ``cll-reference``; delta is the original ``Score_Conditional``."""
     delta = score_conditional(s_stereo, t_stereo, s_anti, t_anti)
     outcome = reference_outcome(delta)
-    return ScoreRow(
+    return PairScoreRow(
         item_id=item_id,
         metric=CLL_REFERENCE,
         metric_version=CLL_REFERENCE_VERSION,
@@ -185,7 +186,7 @@ def cll_reference_row(
 
 
 def unscorable_row(item_id: str, why: str) -> ScoreRow:
-    return ScoreRow(
+    return PairScoreRow(
         item_id, CLL_REFERENCE, CLL_REFERENCE_VERSION, "other", None, details={"error": why}
     )
 

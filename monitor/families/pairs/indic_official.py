@@ -41,10 +41,10 @@ from monitor.benchmarks.items import (
     Exclusion,
     Item,
     LoadedBenchmark,
-    content_pair_id,
     id_namespace,
 )
 from monitor.errors import DataIntegrityError, UserInputError
+from monitor.families.pairs.records import PairItem, content_pair_id
 from monitor.families.pairs.taxonomy import KIND, TYPES, Taxonomy, mentions
 
 TASKS = ("plausibility", "plausibility-none", "judgement", "judgement-none", "generation")
@@ -210,7 +210,7 @@ def _row_item(
     """Row ``n``'s item of ``kind``, its id from its content (kind, payload, texts; a
     missing second text counts as empty), as both tasks build theirs."""
     text_s, text_a = texts
-    return Item(
+    return PairItem(
         item_id=content_pair_id(id_namespace(version), kind, payload, text_s, text_a or ""),
         benchmark=version.benchmark,
         benchmark_version=version.label,

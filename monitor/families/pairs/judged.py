@@ -25,6 +25,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
+from monitor.families.pairs.records import PairScoreRow
 from monitor.metrics.intervals import axis_measures
 from monitor.metrics.ranking import cluster_rate, subject_seed
 from monitor.records import Measure, ScoreRow
@@ -92,7 +93,7 @@ def judged_row(item_id: str, judge_text: str | None, *, temperature: float) -> S
     """One item's row from the judge's answer."""
     verdict = parse_judge(judge_text)
     if verdict is None:
-        return ScoreRow(
+        return PairScoreRow(
             item_id,
             METRIC,
             METRIC_VERSION,
@@ -102,7 +103,7 @@ def judged_row(item_id: str, judge_text: str | None, *, temperature: float) -> S
         )
     one, two = verdict
     associated = int(one) + int(two)
-    return ScoreRow(
+    return PairScoreRow(
         item_id,
         METRIC,
         METRIC_VERSION,

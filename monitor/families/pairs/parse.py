@@ -20,12 +20,11 @@ from monitor.benchmarks.items import (
     BenchmarkVersion,
     Exclusion,
     Item,
-    content_pair_id,
     id_namespace,
-    make_item_id,
     normalise_text,
 )
 from monitor.errors import DataIntegrityError
+from monitor.families.pairs.records import PairItem, content_pair_id, make_item_id
 
 MASK = re.compile(r"\bMASK\b")
 
@@ -194,7 +193,7 @@ class _Collector:
             return False
         v = self.version
         self.result.items.append(
-            Item(
+            PairItem(
                 item_id=item_id,
                 benchmark=v.benchmark,
                 benchmark_version=v.label,
@@ -301,7 +300,7 @@ def _reference_row(
     ts, ta = code_targets(raw_s), code_targets(raw_a)
     text_s, text_a = code_fill(template, ts), code_fill(template, ta)
     payload = {"reference_row": True, "excluded_as": reason, "source_row": n}
-    return Item(
+    return PairItem(
         item_id=content_pair_id(namespace, "pair", payload, text_s, text_a),
         benchmark=version.benchmark,
         benchmark_version=version.label,

@@ -18,8 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from monitor.benchmarks.items import Item, LoadedBenchmark, expected_item_id, id_namespace
+from monitor.benchmarks.items import Item, LoadedBenchmark, id_namespace
 from monitor.families.pairs.parse import mask_spans
+from monitor.families.pairs.records import expected_item_id
 from monitor.quality.suites import Check, CheckedFrame, SuiteResult, run_suite
 
 if TYPE_CHECKING:

@@ -49,10 +49,10 @@ from monitor.benchmarks.items import (
     BenchmarkVersion,
     Exclusion,
     Item,
-    content_pair_id,
     normalise_text,
 )
 from monitor.errors import DataIntegrityError, UserInputError
+from monitor.families.pairs.records import PairItem, content_pair_id
 
 KIND = "identity-pair"
 TYPES = ("religion", "region", "caste", "tribe")
@@ -369,7 +369,7 @@ def _item(
         "seed": options.seed,
         "partner_pool": how,
     }
-    return Item(
+    return PairItem(
         item_id=content_pair_id(namespace, KIND, payload, text_s, text_a),
         benchmark=version.benchmark,
         axis=s.type,

@@ -23,7 +23,6 @@ sampled twin yet).
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -90,7 +89,7 @@ def score_item(
     item_id: str, planned: Sequence[PlannedRequest], records: Mapping[str, ResponseRecord]
 ) -> ScoreRow:
     """The item's row once every order has an answer: the core's forced-choice reading,
-    under this family's metric name."""
+    under this family's metric name, the two identities' option masses in ``details``."""
     results = [
         read_order(
             p.order, records[p.key].positions, p.options, refusal=is_refusal(records[p.key].text)
@@ -98,7 +97,15 @@ def score_item(
         for p in planned
     ]
     row = forced_choice_row(item_id, results)
-    return dataclasses.replace(row, metric=CHOICE_METRIC, metric_version=CHOICE_VERSION)
+    ps, pa = row.shares if row.shares is not None else (None, None)
+    return ScoreRow(
+        item_id=item_id,
+        metric=CHOICE_METRIC,
+        metric_version=CHOICE_VERSION,
+        outcome=row.outcome,
+        delta=row.delta,
+        details={**row.details, "prob_stereo": ps, "prob_anti": pa},
+    )
 
 
 def score_api(metric: str) -> ApiScoring | None:

@@ -29,8 +29,8 @@ run in the benchmark's sampling):
 Item id: ``make_content_id(namespace, KIND, payload)`` over the file version and (S, C,
 a, the kind, the row's votes and offensiveness), so a changed row gets a new id and
 drift never pairs it with its old self. ``template`` is S, so the core's clustering by
-template clusters on the stereotyped identity. ``text_stereo``/``text_anti`` are frame 1
-naming S and C with the attribute: what the core's tokenizer check reads.
+template clusters on the stereotyped identity. Its ``texts`` are frame 1 naming S and C
+with the attribute, built from the payload: what the core's tokenizer check reads.
 """
 
 from __future__ import annotations
@@ -58,6 +58,21 @@ from monitor.families.seegull.frames import FRAMES, continuation, frames_label, 
 from monitor.families.seegull.identities import KINDS, identity_kinds
 
 KIND = "seegull-stereotype"
+
+
+@dataclass(frozen=True)
+class SeegullItem(Item):
+    """A SeeGULL item: the core record (its content in ``payload``) that can say which
+    sentences a model reads (frame 1 naming S, then C, with the attribute)."""
+
+    kind: str = KIND
+
+    def texts(self) -> tuple[str, ...]:
+        p = self.payload
+        lang, cont = str(p["language"]), continuation(str(p["attribute"]))
+        return tuple(prompt(lang, 0, str(p[who])) + cont for who in ("identity", "contrast"))
+
+
 FORMAT = "seegull-stereotypes-csv"
 COLUMNS = (
     "identity",
@@ -284,18 +299,13 @@ def _item(
         "contrast_en": sorted(glosses[contrast])[0],
         "attribute_en": r.attribute_en,
     }
-    cont = continuation(r.attribute)
-    return Item(
+    return SeegullItem(
         item_id=make_content_id(namespace, KIND, payload),
         benchmark=spec.id,
         axis=kind_of[r.identity],
         region=spec.region,
         benchmark_version=version.label,
         source_row=r.n,
-        text_stereo=prompt(spec.language, 0, r.identity) + cont,
-        text_anti=prompt(spec.language, 0, contrast) + cont,
-        targets_stereo=(r.identity,),
-        targets_anti=(contrast,),
         template=r.identity,
         kind=KIND,
         payload=payload,

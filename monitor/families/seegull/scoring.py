@@ -59,8 +59,9 @@ def _logprobs(backend: CausalLM, seqs: Sequence[tuple[int, ...]], tails: Sequenc
 
 
 def item_row(item_id: str, lls: Sequence[float], n_tokens: Sequence[int]) -> ScoreRow:
-    """One item's stored row: frame 1 is the outcome, ``delta`` and the stereo/anti
-    columns (S's and C's log-likelihoods, nats); frame 2 in ``details``."""
+    """One item's stored row: frame 1 is the outcome and ``delta``; its numbers (S's and
+    C's log-likelihoods, nats, and continuation token counts) and frame 2 in ``details``
+    (the family keeps its numbers there, not in another family's columns)."""
     s1, c1, s2, c2 = lls
     return ScoreRow(
         item_id=item_id,
@@ -68,11 +69,11 @@ def item_row(item_id: str, lls: Sequence[float], n_tokens: Sequence[int]) -> Sco
         metric_version=METRIC_VERSION,
         outcome=outcome(s1, c1),
         delta=s1 - c1,
-        lp_stereo=s1,
-        lp_anti=c1,
-        n_tokens_stereo=n_tokens[0],
-        n_tokens_anti=n_tokens[1],
         details={
+            "lp_stereo": s1,
+            "lp_anti": c1,
+            "n_tokens_stereo": n_tokens[0],
+            "n_tokens_anti": n_tokens[1],
             "frame2_outcome": outcome(s2, c2),
             "frame2_delta": s2 - c2,
             "frame2_lp_stereo": s2,
