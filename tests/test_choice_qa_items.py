@@ -82,7 +82,8 @@ def test_bbq_first_row_payload(full):
         "en",
         None,
     )
-    assert first.text_stereo is None and first.text_anti is None
+    # A choice question is a core item: no sentence-pair fields, its text in the payload.
+    assert not hasattr(first, "text_stereo") and first.texts() == ()
 
 
 def test_bharatbbq_first_rows_payload(full):

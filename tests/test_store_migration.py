@@ -292,6 +292,12 @@ def test_drift_reads_the_same_after_migration(released):
         n["p_mcnemar"], n["p_bh"] = o["p_mcnemar"], o["p_bh"]
         for field in ("balanced", "balanced_note", "robustness"):
             n.pop(field)
+        # Why an interval clear of zero is not flagged (docs/reading-a-verdict.md): the
+        # rule that held each unflagged comparison back, and its words where they apply.
+        held = n.pop("not_flagged_by")
+        assert held in ("fdr", "flip-noise-floor", "rate-noise-floor"), held
+        note = n.pop("interval_note")
+        assert note is None or note.startswith("not flagged although the interval excludes 0")
         # The reason now leads with the balanced change; the flips it read are the same.
         reason = n.pop("reason")
         assert o["reason"].split("; BH-adjusted")[0] in reason, (reason, o["reason"])
@@ -496,4 +502,13 @@ def test_a_store_before_generic_records_migrates_and_reads_the_same(before_gener
     # no pair numbers and have no detail rows.
     assert moved["forced-choice-top20-imported"] > 0 and moved["mc-imported"] == 0
     assert pair_items == kinds["pair"] and kinds.get("choice-question", 0) > 0
+    # Drift's JSON now says why an unflagged comparison was held back (interval_note,
+    # not_flagged_by: docs/reading-a-verdict.md); the release before it had neither.
+    # The report's comparisons carry the same words (interval_note).
+    for c in new["drift"]["comparisons"]:
+        assert c.pop("not_flagged_by") in ("fdr", "flip-noise-floor", "rate-noise-floor", None)
+        c.pop("interval_note")
+    for report in new["reports"].values():
+        for c in report["comparisons"]:
+            c.pop("interval_note", None)
     assert _timeless(new) == _timeless(old)

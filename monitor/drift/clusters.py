@@ -51,11 +51,15 @@ def design_effect(d: Mapping[str, int], clusters: Mapping[str, str]) -> ClusterS
     largest = max((len(v) for v in groups.values()), default=0)
     if n < 2 or g < 2 or largest <= 1:
         return ClusterSummary(n, g, largest, 1.0)
+    # fsum: correctly rounded whatever the order, so the figure does not depend on the
+    # order the store hands the items out in (a migrated and a fresh store of the same
+    # runs gave different last digits with a plain sum).
     mean = sum(d.values()) / n
-    var_iid = sum((x - mean) ** 2 for x in d.values()) / (n - 1) / n
+    var_iid = math.fsum((x - mean) ** 2 for x in d.values()) / (n - 1) / n
     if var_iid == 0:
         return ClusterSummary(n, g, largest, 1.0)
-    var_cr = g / (g - 1) * sum(sum(x - mean for x in v) ** 2 for v in groups.values()) / n**2
+    spread = math.fsum(math.fsum(x - mean for x in v) ** 2 for v in groups.values())
+    var_cr = g / (g - 1) * spread / n**2
     return ClusterSummary(n, g, largest, max(1.0, var_cr / var_iid))
 
 
