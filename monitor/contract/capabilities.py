@@ -432,19 +432,26 @@ class RunCheck(Protocol):
     def __call__(self, options: BaseModel, specs: Sequence[BenchmarkSpec]) -> None: ...
 
 
+@dataclass(frozen=True)
+class TaskRequest:
+    """What ``run`` hands a family's ``ScoreTask`` for one snapshot: the ``store`` the run
+    is written to, the ``snapshot`` scored, the run's ``options`` (repeats, seed, ...),
+    ``on_event`` (its messages) and ``progress_factory`` (its progress bars; None: none).
+    One object, so a task reads what it uses and a new field changes no family's
+    signature."""
+
+    store: Store
+    snapshot: Snapshot
+    options: RunOptions
+    on_event: EventSink
+    progress_factory: ProgressFactory | None = None
+
+
 class ScoreTask(Protocol):
     """One snapshot scored on a task the family scores itself (not by the snapshot kind's
     driver), stored as a run of its own."""
 
-    def __call__(
-        self,
-        store: Store,
-        snapshot: Snapshot,
-        options: RunOptions,
-        *,
-        on_event: EventSink,
-        progress_factory: ProgressFactory | None = None,
-    ) -> RunOutcome: ...
+    def __call__(self, request: TaskRequest) -> RunOutcome: ...
 
 
 @dataclass(frozen=True)
