@@ -47,7 +47,7 @@ def test_manifest_lists_every_category_and_none_is_default():
 def test_the_family_loads_its_formats_and_adds_measures_and_importers():
     family = get_family("choice-qa")
     assert set(family.formats) == {"bbq-jsonl", "bharatbbq-csv"}
-    assert callable(family.items().load) and family.items().load_corrected is None
+    assert callable(family.items().load) and not family.items().takes_errata
     assert callable(family.metrics().measures) and callable(family.importers().declared)
 
 

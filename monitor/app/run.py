@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from monitor.app.run_plan import RunPlan, plan_run
 from monitor.app.run_request import RunEvents, RunRequest, RunResult
+from monitor.contract.capabilities import TaskRequest
 from monitor.jobs.options import RunOutcome
 from monitor.store.db import Store
 
@@ -47,12 +48,6 @@ def _score(store: Store, plan: RunPlan, events: RunEvents) -> list[RunOutcome]:
                 )
             for task in plan.tasks:
                 outcomes.append(
-                    task(
-                        store,
-                        snap,
-                        plan.options,
-                        on_event=events.on_event,
-                        progress_factory=factory,
-                    )
+                    task(TaskRequest(store, snap, plan.options, events.on_event, factory))
                 )
     return outcomes

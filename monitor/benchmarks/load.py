@@ -15,6 +15,7 @@ from monitor.benchmarks.errata import ErrataFile, load_errata
 from monitor.benchmarks.fetch import read_verified
 from monitor.benchmarks.items import BenchmarkVersion, LoadedBenchmark
 from monitor.benchmarks.manifest import BenchmarkManifest, BenchmarkSpec, load_manifest
+from monitor.contract.capabilities import LoadRequest
 from monitor.contract.registry import formats
 from monitor.errors import UserInputError
 
@@ -81,10 +82,15 @@ def _load_one(
         errata_version=corrections.version if corrections is not None else "none",
     )
     items = formats()[spec.format].items()
-    if items.load_corrected is not None:  # rows the errata edit; companions in data_dir
-        return items.load_corrected(
-            spec, data, version, options, errata=corrections, data_dir=data_dir
-        )
-    if corrections is not None and corrections.for_benchmark(spec.id):
+    if not items.takes_errata and corrections is not None and corrections.for_benchmark(spec.id):
         raise UserInputError(f"errata for {spec.id}: {items.errata_noun} take no errata")
-    return items.load(spec, data, version, options)
+    return items.load(
+        LoadRequest(
+            spec,
+            data,
+            version,
+            options or {},
+            errata=corrections if items.takes_errata else None,
+            data_dir=data_dir,
+        )
+    )

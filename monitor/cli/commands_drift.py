@@ -148,6 +148,7 @@ def drift(
 
 def _drift_json(result, show_flips: bool, snapshot_of: dict[str, str]) -> dict:
     from monitor.cli.output_family import family_json
+    from monitor.contract.capabilities import DriftJsonRequest
 
     parts = _by_family(result, lambda d: d.json)
     generic = [c for hook, mine in parts if hook is None for c in mine]
@@ -169,7 +170,7 @@ def _drift_json(result, show_flips: bool, snapshot_of: dict[str, str]) -> dict:
             k: v
             for hook, mine in parts
             if hook is not None
-            for k, v in hook(mine, snapshot_of, drift=result, show_flips=show_flips).items()
+            for k, v in hook(DriftJsonRequest(mine, snapshot_of, result, show_flips)).items()
         },
         # The other families: one generic list (absent when there are none).
         **(

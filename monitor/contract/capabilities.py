@@ -20,7 +20,7 @@ checking only (``exclude_type_checking_imports`` in the import contracts).
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol, TypedDict, Unpack
 
 if TYPE_CHECKING:
@@ -92,33 +92,28 @@ class Metrics:
 # ------------------------------------------------------------------------------- items
 
 
+@dataclass(frozen=True)
+class LoadRequest:
+    """What the benchmark loader hands a family's ``LoadItems``, built once per file:
+    ``spec`` (the manifest entry), ``data`` (its verified bytes), ``version`` (what the
+    items' provenance records), ``options`` (``load_benchmarks``' own, e.g. ``size``; the
+    entry's are in ``spec.options``), ``errata`` (the corrections, only for a family whose
+    ``Items.takes_errata``; None otherwise) and ``data_dir`` (the data folder, where a
+    parser reads companion files; None: the default mirror). One object, so a loader
+    takes what it uses and a new field changes no family's signature."""
+
+    spec: BenchmarkSpec
+    data: bytes
+    version: BenchmarkVersion
+    options: Mapping[str, object] = field(default_factory=dict)
+    errata: ErrataFile | None = None
+    data_dir: Path | None = None
+
+
 class LoadItems(Protocol):
-    """Parse a pinned benchmark file (its verified bytes) into items and exclusions;
-    ``options``: the manifest entry's and ``load_benchmarks``' (e.g. ``size``)."""
+    """Parse a pinned benchmark file (its verified bytes) into items and exclusions."""
 
-    def __call__(
-        self,
-        spec: BenchmarkSpec,
-        data: bytes,
-        version: BenchmarkVersion,
-        options: Mapping[str, object] | None = None,
-    ) -> LoadedBenchmark: ...
-
-
-class LoadCorrectedItems(Protocol):
-    """``LoadItems`` for a family whose rows the errata edit, and whose parsers read
-    companion files from the data folder."""
-
-    def __call__(
-        self,
-        spec: BenchmarkSpec,
-        data: bytes,
-        version: BenchmarkVersion,
-        options: Mapping[str, object] | None = None,
-        *,
-        errata: ErrataFile | None = None,
-        data_dir: Path | None = None,
-    ) -> LoadedBenchmark: ...
+    def __call__(self, request: LoadRequest) -> LoadedBenchmark: ...
 
 
 class BenchmarkSuite(Protocol):
@@ -132,15 +127,16 @@ class BenchmarkSuite(Protocol):
 class Items:
     """How the family reads and checks its benchmark files.
 
-    ``load`` parses one manifest format's file; ``load_corrected`` is the same loader
-    for a family whose rows the errata edit (None: errata for its benchmarks are refused,
-    naming them ``errata_noun``). ``quality`` is its benchmark-data suite.
+    ``load`` parses one manifest format's file; ``takes_errata``: the family's rows are
+    ones the errata edit, so ``load`` is handed the corrections (False: errata for its
+    benchmarks are refused, naming them ``errata_noun``). ``quality`` is its
+    benchmark-data suite.
     """
 
     load: LoadItems
     quality: BenchmarkSuite
     errata_noun: str = "items"
-    load_corrected: LoadCorrectedItems | None = None
+    takes_errata: bool = False
 
 
 # ----------------------------------------------------------------------------- scoring
@@ -272,17 +268,24 @@ class DriftTable(Protocol):
     ) -> None: ...
 
 
+@dataclass(frozen=True)
+class DriftJsonRequest:
+    """What ``drift --format json`` hands a family's ``DriftJson``: its ``comparisons``
+    (possibly none), ``snapshot_of`` (each run's snapshot id), the whole ``drift`` result
+    (its unscored axes; None where there is none) and ``show_flips`` (list the items whose
+    answer moved; a family whose items do not flip ignores it). One object, so a family
+    reads what it shows and a new field changes no family's signature."""
+
+    comparisons: Sequence[Comparison]
+    snapshot_of: Mapping[str, str]
+    drift: DriftResult | None = None
+    show_flips: bool = False
+
+
 class DriftJson(Protocol):
     """The family's keys of ``drift --format json`` (called with no comparisons too)."""
 
-    def __call__(
-        self,
-        comparisons: Sequence[Comparison],
-        snapshot_of: dict[str, str],
-        *,
-        drift: DriftResult | None = None,
-        show_flips: bool = False,
-    ) -> dict[str, object]: ...
+    def __call__(self, request: DriftJsonRequest) -> dict[str, object]: ...
 
 
 @dataclass(frozen=True)
@@ -429,19 +432,26 @@ class RunCheck(Protocol):
     def __call__(self, options: BaseModel, specs: Sequence[BenchmarkSpec]) -> None: ...
 
 
+@dataclass(frozen=True)
+class TaskRequest:
+    """What ``run`` hands a family's ``ScoreTask`` for one snapshot: the ``store`` the run
+    is written to, the ``snapshot`` scored, the run's ``options`` (repeats, seed, ...),
+    ``on_event`` (its messages) and ``progress_factory`` (its progress bars; None: none).
+    One object, so a task reads what it uses and a new field changes no family's
+    signature."""
+
+    store: Store
+    snapshot: Snapshot
+    options: RunOptions
+    on_event: EventSink
+    progress_factory: ProgressFactory | None = None
+
+
 class ScoreTask(Protocol):
     """One snapshot scored on a task the family scores itself (not by the snapshot kind's
     driver), stored as a run of its own."""
 
-    def __call__(
-        self,
-        store: Store,
-        snapshot: Snapshot,
-        options: RunOptions,
-        *,
-        on_event: EventSink,
-        progress_factory: ProgressFactory | None = None,
-    ) -> RunOutcome: ...
+    def __call__(self, request: TaskRequest) -> RunOutcome: ...
 
 
 @dataclass(frozen=True)

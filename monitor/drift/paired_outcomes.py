@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from monitor.drift.clusters import design_effect, widen
 from monitor.drift.deltas import SignFlipBatch
+from monitor.drift.estimate import NOT_YET_ADJUSTED, PairedEstimate, unadjusted
 from monitor.drift.noise import NoiseBook
 from monitor.drift.power import mcnemar_mde
 from monitor.drift.run_pair import run_pair
@@ -206,31 +207,29 @@ class OutcomeComparison:
             else:
                 words = self.words(diff.p_old, diff.p_new, diff.n, flips)
             tested = blocked is None and diff.delta is not None
+            p = mcnemar_exact(flips.b, flips.c) if tested else None
+            estimate = PairedEstimate(
+                diff.n, diff.p_old, diff.p_new, diff.delta, interval.ci_low, interval.ci_high, p
+            )
             out.append(
-                FamilyComparison(
-                    family=self.family,
-                    benchmark=benchmark,
-                    axis=self.axis(benchmark),
-                    measure=self.measure,
-                    scope=self.scope(benchmark),
-                    new_run_id=new_run_id,
-                    baseline_run_id=baseline_run_id,
-                    n_paired=diff.n,
-                    value_old=diff.p_old,
-                    value_new=diff.p_new,
-                    delta=diff.delta,
-                    ci_low=interval.ci_low,
-                    ci_high=interval.ci_high,
-                    confidence=confidence,
-                    p_value=mcnemar_exact(flips.b, flips.c) if tested else None,
-                    p_adjusted=None,
+                unadjusted(
+                    self.family,
+                    self.measure,
+                    self.scope(benchmark),
+                    estimate,
                     method=self.method,
                     change=words,
                     towards_stereotype=None if not diff.delta else diff.delta > 0,
-                    verdict=ComparisonVerdict(
-                        "not comparable" if blocked else "no significant change",
-                        blocked.reason if blocked else "not yet adjusted",
+                    verdict=(
+                        ComparisonVerdict("not comparable", blocked.reason)
+                        if blocked
+                        else NOT_YET_ADJUSTED
                     ),
+                    benchmark=benchmark,
+                    axis=self.axis(benchmark),
+                    new_run_id=new_run_id,
+                    baseline_run_id=baseline_run_id,
+                    confidence=confidence,
                     noise=noise,
                     noise_note=note,
                     mde=(

@@ -11,10 +11,11 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from scipy.special import ndtri
 
-from monitor.records import Measure, ScoreRow
+from monitor.records import Measure, MeasureKind, ScoreRow
 
 ALL_AXES = "all"  # axis label of a benchmark-wide row when a benchmark spans several axes
 
@@ -100,16 +101,48 @@ def rate_measure(
     (default: this module's likelihood-metric measures)."""
     low, high = wilson(k, n)
     empty = n == 0
+    return estimated_measure(
+        benchmark,
+        axis,
+        measure,
+        (k, n),
+        (None, None, None) if empty else (k / n, low, high),
+        definition=(DEFINITIONS if definitions is None else definitions)[measure],
+    )
+
+
+def estimated_measure(
+    benchmark: str,
+    axis: str,
+    measure: str,
+    counts: tuple[int | None, int | None],
+    estimate: tuple[float | None, float | None, float | None],
+    *,
+    definition: str,
+    kind: MeasureKind = "rate",
+    method: str = "wilson",
+    confidence: float = 0.95,
+    details: dict[str, Any] | None = None,
+) -> Measure:
+    """A measure from its ``counts`` (k, n) and ``estimate`` (value, interval low, high;
+    all None when there is nothing to estimate), under the interval's ``method`` and
+    ``confidence``, with what that method records in ``details``. The one place a rate's
+    numbers become a ``Measure``, so every family's measures name their interval alike."""
+    value, low, high = estimate
     return Measure(
         benchmark=benchmark,
         axis=axis,
         measure=measure,
-        k=k,
-        n=n,
-        value=None if empty else k / n,
-        ci_low=None if empty else low,
-        ci_high=None if empty else high,
-        definition=(DEFINITIONS if definitions is None else definitions)[measure],
+        k=counts[0],
+        n=counts[1],
+        value=value,
+        ci_low=low,
+        ci_high=high,
+        definition=definition,
+        kind=kind,
+        method=method,
+        confidence=confidence,
+        details={} if details is None else details,
     )
 
 

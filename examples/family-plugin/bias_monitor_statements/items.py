@@ -14,19 +14,16 @@ paired with its old self.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
 
 from bias_monitor_statements.frame import STANCES
 from monitor.benchmarks.items import (
-    BenchmarkVersion,
     Item,
     LoadedBenchmark,
     check_row_count,
     id_namespace,
     make_content_id,
 )
-from monitor.benchmarks.manifest import BenchmarkSpec
+from monitor.contract.capabilities import LoadRequest
 from monitor.errors import DataIntegrityError, UserInputError
 
 KIND = "truth-statement"
@@ -48,15 +45,11 @@ def _record(line: str, n: int, name: str) -> dict[str, str]:
     return record
 
 
-def load(
-    spec: BenchmarkSpec,
-    data: bytes,
-    version: BenchmarkVersion,
-    options: Mapping[str, Any] | None = None,
-) -> LoadedBenchmark:
+def load(request: LoadRequest) -> LoadedBenchmark:
     """The pinned statements file as a ``LoadedBenchmark``: every row, one item each."""
+    spec, data, version = request.spec, request.data, request.version
     name = f"{spec.id} ({spec.path})"
-    del options  # a run's options (``--size``) are other families'; none applies here
+    # request.options (a run's ``--size``) are other families'; none applies here
     if spec.options:  # in the manifest entry: a typo or a pin meant for another file
         raise UserInputError(f"{name}: this benchmark takes no options")
     try:

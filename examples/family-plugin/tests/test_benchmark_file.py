@@ -14,6 +14,7 @@ from bias_monitor_statements.quality import validate_statements
 
 from monitor.benchmarks.items import BenchmarkVersion
 from monitor.benchmarks.manifest import BenchmarkSpec
+from monitor.contract.capabilities import LoadRequest
 from monitor.errors import DataIntegrityError
 
 PACKAGE = files("bias_monitor_statements")
@@ -40,7 +41,7 @@ def _load(data: bytes, rows: int | None = None):
         }
     )
     version = BenchmarkVersion("truth-statements", "0" * 40, spec.sha256, "none")
-    return load(spec, data, version)
+    return load(LoadRequest(spec, data, version))
 
 
 def _data() -> bytes:

@@ -47,7 +47,7 @@ from monitor.benchmarks.items import (
     make_content_id,
     normalise_text,
 )
-from monitor.benchmarks.manifest import BenchmarkSpec
+from monitor.contract.capabilities import LoadRequest
 from monitor.errors import DataIntegrityError
 
 ITEM_KIND = "word-set-term"
@@ -236,14 +236,10 @@ def parse_word_sets(
     raise DataIntegrityError(f"{version.benchmark}: unknown word-set format {fmt!r}")
 
 
-def load(
-    spec: BenchmarkSpec,
-    data: bytes,
-    version: BenchmarkVersion,
-    options: Mapping[str, Any] | None = None,
-) -> LoadedBenchmark:
+def load(request: LoadRequest) -> LoadedBenchmark:
     """The family's ``load`` hook: a word-set file (association tests), every listed term
     an item. The manifest's ``rows`` pins the number of terms; no options apply."""
+    spec, data, version = request.spec, request.data, request.version
     name = f"{spec.id} ({spec.path})"
     terms = count_terms(data, spec.format, name=name)
     if terms != spec.rows:

@@ -16,6 +16,7 @@ from typing import Any
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from monitor.contract.capabilities import DriftJsonRequest
 from monitor.fmt import MINUS, MISSING, pvalue
 from monitor.terminal.output import out
 
@@ -84,16 +85,10 @@ def cli_table(measures: Iterable[Any], title: str) -> RichTable:
     return table
 
 
-def drift_json(
-    comparisons: Iterable[Any],
-    snapshot_of: dict[str, str],
-    *,
-    drift: Any = None,
-    show_flips: bool = False,
-) -> dict[str, Any]:
+def drift_json(request: DriftJsonRequest) -> dict[str, Any]:
     """The ``drift_json`` hook: the family's entries of ``drift --format json`` (always
     present, empty when no association test was compared). Terms have no flips to list."""
-    return {"association_tests": [effect_comparison_json(c) for c in comparisons]}
+    return {"association_tests": [effect_comparison_json(c) for c in request.comparisons]}
 
 
 def effect_comparison_json(c: Any) -> dict[str, Any]:

@@ -71,6 +71,7 @@ import numpy as np
 
 from monitor.benchmarks.items import Item
 from monitor.drift.clusters import design_effect
+from monitor.drift.estimate import PairedEstimate, unadjusted
 from monitor.drift.noise import NoiseBook
 from monitor.drift.power import mcnemar_mde
 from monitor.drift.run_pair import run_pair
@@ -602,20 +603,13 @@ def _score_comparison(
     and accuracy): its values, Δ, interval and p come from ``change``, its noise from the
     repeat runs' spread of ``measure``; ``own`` is what the measure says for itself
     (method, MDE, label, details, how its direction reads)."""
-    return FamilyComparison(
-        family=FAMILY,
-        measure=measure,
-        scope=scope,
-        n_paired=n_paired,
-        value_old=change.old,
-        value_new=change.new,
-        delta=change.delta,
-        ci_low=change.ci_low,
-        ci_high=change.ci_high,
-        p_value=change.p_value,
-        p_adjusted=None,
+    c = change
+    return unadjusted(
+        FAMILY,
+        measure,
+        scope,
+        PairedEstimate(n_paired, c.old, c.new, c.delta, c.ci_low, c.ci_high, c.p_value),
         change=words,
-        verdict=ComparisonVerdict("no significant change", "not yet adjusted"),
         noise=noise.spreads.get(measure),
         **own,
         **common,
@@ -748,22 +742,16 @@ def _answers_comparison(s: _Slice, bias: FamilyComparison) -> FamilyComparison:
             f"({_signed(100 * moves[down], 1)} points); {moved} of {n} answers moved"
         )
     towards = bias.delta > 0 if bias.delta else None
-    return FamilyComparison(
-        family=FAMILY,
-        measure=f"answers_{context}",
-        scope=scope,
-        n_paired=n,
-        value_old=float(share_old[top]) if n else None,
-        value_new=float(share_new[top]) if n else None,
-        delta=float(moves[top]) if n else None,
-        ci_low=None,
-        ci_high=None,
-        p_value=sm.p_value if n else None,
-        p_adjusted=None,
+    values = (float(share_old[top]), float(share_new[top]), float(moves[top])) if n else (None,) * 3
+    estimate = PairedEstimate(n, *values, p_value=sm.p_value if n else None)
+    return unadjusted(
+        FAMILY,
+        f"answers_{context}",
+        scope,
+        estimate,
         method=SM_METHOD,
         change=words,
         towards_stereotype=towards,
-        verdict=ComparisonVerdict("no significant change", "not yet adjusted"),
         noise=noise.spreads.get(f"answers_{context}:{role}"),
         mde=mde.mde,
         mde_method=MDE_SM,

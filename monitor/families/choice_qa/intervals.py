@@ -26,6 +26,7 @@ import numpy as np
 from monitor.benchmarks.items import Item
 from monitor.metrics import few_clusters
 from monitor.metrics.few_clusters import FEW_CLUSTERS, effective_rate
+from monitor.metrics.intervals import estimated_measure
 from monitor.records import Measure, MeasureKind
 
 RESAMPLES = 2000
@@ -173,15 +174,12 @@ def interval_measure(
     ``method`` names the interval (the bootstrap, or with few clusters the effective-n
     Wilson), ``extra`` adds to its details."""
     lo, hi = ci if ci is not None else (value, value)
-    return Measure(
-        benchmark=benchmark,
-        axis=axis,
-        measure=name,
-        k=k,
-        n=n,
-        value=value,
-        ci_low=min(lo, value),
-        ci_high=max(hi, value),
+    return estimated_measure(
+        benchmark,
+        axis,
+        name,
+        (k, n),
+        (value, min(lo, value), max(hi, value)),
         definition=definition,
         kind=kind,
         method=method,

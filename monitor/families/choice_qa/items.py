@@ -68,6 +68,7 @@ from monitor.benchmarks.items import (
     make_content_id,
 )
 from monitor.benchmarks.manifest import BenchmarkSpec
+from monitor.contract.capabilities import LoadRequest
 from monitor.errors import DataIntegrityError, UserInputError
 from monitor.inputs import read_input_file
 
@@ -111,15 +112,11 @@ def category_id(benchmark: str) -> str:
     return benchmark.split("-", 1)[1]
 
 
-def load(
-    spec: BenchmarkSpec,
-    data: bytes,
-    version: BenchmarkVersion,
-    options: Mapping[str, Any] | None = None,
-) -> LoadedBenchmark:
+def load(request: LoadRequest) -> LoadedBenchmark:
     """The family's ``load`` hook: a pinned BBQ or BharatBBQ file as a ``LoadedBenchmark``."""
+    spec, data, version, options = request.spec, request.data, request.version, request.options
     name = f"{spec.id} ({spec.path})"
-    opts = {**spec.options, **(options or {})}
+    opts = {**spec.options, **options}
     unknown = sorted(set(opts) - OPTION_NAMES)
     if unknown:
         raise UserInputError(f"{name}: unknown option(s) {', '.join(unknown)}")

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from monitor.contract.capabilities import DriftJsonRequest
 from monitor.drift.robustness import NOT_VALID, Robustness, robustness_json
 from monitor.drift.verdicts import interval_note
 from monitor.fmt import interval, pct, pvalue
@@ -377,17 +378,13 @@ def _table_row(c: Any) -> list[str]:
     ]
 
 
-def drift_json(
-    comparisons: Sequence[Any],
-    snapshot_of: dict[str, str],
-    *,
-    drift: Any = None,
-    show_flips: bool = False,
-) -> dict[str, Any]:
+def drift_json(request: DriftJsonRequest) -> dict[str, Any]:
     """The ``drift_json`` hook: ``comparisons`` (one entry per compared axis), ``unscored``
     (the axes only one run of a pair scored: never compared, never a verdict) and
     ``comparison_details`` (what each comparison could have detected and the noise it was
     judged against, in the same order as ``comparisons``). Always present."""
+    comparisons, snapshot_of, drift = request.comparisons, request.snapshot_of, request.drift
+    show_flips = request.show_flips
     return {
         "comparisons": [_comparison_json(c, snapshot_of, show_flips) for c in comparisons],
         "unscored": [

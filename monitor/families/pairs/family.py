@@ -29,7 +29,7 @@ class _Capabilities(Builders):
         return cap.Items(
             load=items.load,
             quality=quality.validate_pairs,
-            load_corrected=items.load,
+            takes_errata=True,
         )
 
     def metrics(self) -> cap.Metrics:

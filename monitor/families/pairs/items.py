@@ -9,11 +9,10 @@ parsers themselves are ``monitor.families.pairs.parse`` and ``monitor.families.p
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from monitor.benchmarks.errata import ErrataFile, apply_errata
+from monitor.benchmarks.errata import apply_errata
 from monitor.benchmarks.fetch import read_verified
 from monitor.benchmarks.items import (
     BenchmarkVersion,
@@ -22,6 +21,7 @@ from monitor.benchmarks.items import (
     id_namespace,
 )
 from monitor.benchmarks.manifest import BenchmarkManifest, BenchmarkSpec, load_manifest
+from monitor.contract.capabilities import LoadRequest
 from monitor.errors import UserInputError
 from monitor.families.pairs import taxonomy
 from monitor.families.pairs.indic_official import load_official
@@ -30,19 +30,13 @@ from monitor.families.pairs.parse import parse_rows, read_table
 CSV_OPTIONS = {"indian-bhed": frozenset({"strip_sentences"}), "crows-pairs": frozenset()}
 
 
-def load(
-    spec: BenchmarkSpec,
-    data: bytes,
-    version: BenchmarkVersion,
-    options: Mapping[str, Any] | None = None,
-    *,
-    errata: ErrataFile | None = None,
-    data_dir: Path | None = None,
-) -> LoadedBenchmark:
+def load(request: LoadRequest) -> LoadedBenchmark:
     """The family's ``load`` hook: a pinned pair file with ``errata`` applied (None: the
     raw file). Of ``options`` (``load_benchmarks``' own) a sentence-pair file takes
     ``size`` (``run --size``: ``mini`` keeps whole templates per axis, ``sizes``); the
     others (a translation of choice questions) are not the pairs'."""
+    spec, data, version, options = request.spec, request.data, request.version, request.options
+    errata, data_dir = request.errata, request.data_dir
     name = f"{spec.id} ({spec.path})"
     size = str((options or {}).get("size", "full"))
     if spec.format == "indic-taxonomy":

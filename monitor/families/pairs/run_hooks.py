@@ -14,15 +14,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from monitor.contract.capabilities import Panel, RunAdditions
+from monitor.contract.capabilities import Panel, RunAdditions, TaskRequest
 from monitor.families.pairs.run_options import PairRunOptions
 
 if TYPE_CHECKING:
     from monitor.benchmarks.items import LoadedBenchmark
     from monitor.benchmarks.manifest import BenchmarkManifest, BenchmarkSpec
-    from monitor.jobs.options import EventSink, ProgressFactory, RunOptions, RunOutcome
+    from monitor.jobs.options import EventSink, RunOutcome
     from monitor.snapshots.model import Snapshot
-    from monitor.store.db import Store
 
 # The pinned taxonomy the official templates take their identity partners from.
 TAXONOMY = "indic-taxonomy"
@@ -91,26 +90,18 @@ class JudgedGeneration:
     generation: list[LoadedBenchmark]
     options: PairRunOptions
 
-    def __call__(
-        self,
-        store: Store,
-        snapshot: Snapshot,
-        options: RunOptions,
-        *,
-        on_event: EventSink,
-        progress_factory: ProgressFactory | None = None,
-    ) -> RunOutcome:
+    def __call__(self, request: TaskRequest) -> RunOutcome:
         from monitor.families.pairs.judged_task import score_judged
 
         return score_judged(
-            store,
-            snapshot,
+            request.store,
+            request.snapshot,
             self.judge,
             self.generation,
-            options,
+            request.options,
             temperature=self.options.temperature,
             max_tokens=self.options.generation_max_tokens,
             judge_max_tokens=self.options.judge_max_tokens,
-            on_event=on_event,
-            progress_factory=progress_factory,
+            on_event=request.on_event,
+            progress_factory=request.progress_factory,
         )

@@ -53,6 +53,7 @@ from monitor.benchmarks.items import (
     make_content_id,
 )
 from monitor.benchmarks.manifest import BenchmarkSpec
+from monitor.contract.capabilities import LoadRequest
 from monitor.errors import DataIntegrityError, UserInputError
 from monitor.families.seegull.frames import FRAMES, continuation, frames_label, prompt
 from monitor.families.seegull.identities import KINDS, identity_kinds
@@ -149,13 +150,9 @@ def _excluded(version: BenchmarkVersion, row: Row, reason: str, detail: str) -> 
     return Exclusion(version.benchmark, version.label, row.n, reason, detail)
 
 
-def load(
-    spec: BenchmarkSpec,
-    data: bytes,
-    version: BenchmarkVersion,
-    options: Mapping[str, Any] | None = None,
-) -> LoadedBenchmark:
+def load(request: LoadRequest) -> LoadedBenchmark:
     """The pinned file as items by the rule in the module docstring."""
+    spec, data, version, options = request.spec, request.data, request.version, request.options
     name = f"{spec.id} ({spec.path})"
     if spec.options:
         raise UserInputError(f"{name}: this benchmark takes no manifest options")

@@ -49,7 +49,7 @@ from typing import Any
 
 from monitor.benchmarks.items import Item
 from monitor.metrics.few_clusters import critical_value, wilson_float
-from monitor.metrics.intervals import wilson
+from monitor.metrics.intervals import estimated_measure, wilson
 from monitor.records import Measure, ScoreRow
 
 ALL = "all"
@@ -177,23 +177,17 @@ def _measure(
     conf: float,
 ) -> Measure:
     """One measure from a rate's (value, low, high, ..., details), or empty for None."""
-    value = low = high = None
-    details: dict[str, float] = {}
-    if got is not None:
-        value, low, high, details = got[0], got[1], got[2], got[-1]
-    return Measure(
-        benchmark=benchmark,
-        axis=axis,
-        measure=name,
-        k=k,
-        n=n,
-        value=value,
-        ci_low=low,
-        ci_high=high,
+    estimate = (None, None, None) if got is None else (got[0], got[1], got[2])
+    return estimated_measure(
+        benchmark,
+        axis,
+        name,
+        (k, n),
+        estimate,
         definition=DEFINITIONS[name],
         method=method,
         confidence=conf,
-        details=details,
+        details={} if got is None else got[-1],
     )
 
 
