@@ -127,6 +127,24 @@ def test_table_wide_title_has_no_trailing_space_at_any_width(history):
         assert [x for x in lines.splitlines() if x.endswith(" ")] == [], columns
 
 
+def test_the_report_says_why_in_markdown_html_and_json(history, tmp_path):
+    """The report shows the same reason beside the verdict, in all three formats, on the
+    April → July comparison only."""
+    out = tmp_path / "report"
+    cli(history, "report", "--out", str(out))
+    data = json.loads((out / "report.json").read_text())
+    notes = [c["interval_note"] for c in data["comparisons"]]
+    assert sum(n is not None for n in notes) == 1 and len(notes) >= 2, notes
+    (note,) = [n for n in notes if n]
+    assert note.startswith(NOTE) and "35.6%" in note
+    markdown = (out / "report.md").read_text()
+    rows = [x for x in markdown.splitlines() if NOTE in x]
+    assert rows and all("no significant change" in x for x in rows), rows
+    assert "−1.6" not in " ".join(rows)  # July → July carries none
+    html = (out / "report.html").read_text()
+    assert html.count(f'<span class="muted">{NOTE}') == markdown.count(NOTE) == len(rows)
+
+
 def _noise(upper: float) -> NoiseFloor:
     return NoiseFloor(
         n_runs=3,

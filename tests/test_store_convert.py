@@ -217,3 +217,22 @@ def test_a_second_conversion_needs_no_network(old_store, tmp_path, session_cache
     converted = f"converted {old_store['db']} (written by DuckDB v2.0.0) to {out}"
     assert done.stdout.startswith(converted)
     out.unlink()
+
+
+def test_merging_a_shard_written_by_duckdb_2_names_the_conversion(
+    old_store, tmp_path, session_cache, shared_datasets
+):
+    """`db merge` opens its shards itself: a 2.0.0 shard gets the same one-line refusal,
+    naming the shard, and neither the shard nor the target is changed."""
+    shard = old_store["db"]
+    digest = _sha256(shard)
+    target = tmp_path / "team.duckdb"
+    env = _env(tmp_path, session_cache, shared_datasets)
+    done = cli(env, "db", "merge", str(shard), "--db", str(target))
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"error: shard {shard} was written by DuckDB v2.0.0"), lines[0]
+    assert lines[0].endswith(f"convert it with: bias-monitor db convert {shard}"), lines[0]
+    assert _sha256(shard) == digest

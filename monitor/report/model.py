@@ -349,6 +349,9 @@ class Comparison(PairedRates, ComparedAxis):
     noise_floor: OptFloat = None
     verdict: Verdict
     reason: str = ""
+    # Why it is not flagged although its tested interval excludes zero (the rule that held
+    # it back, in words; drift's `interval_note`); None where there is nothing to explain.
+    interval_note: str | None = None
     metric: str | None = None
     flipped_item_ids: tuple[str, ...] | None = None
     # Why this baseline: the previous run, or the last run before a configuration change.

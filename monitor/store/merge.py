@@ -35,7 +35,7 @@ import pyarrow as pa
 from monitor.display import safe_text
 from monitor.errors import DataIntegrityError, UserInputError
 from monitor.records import RUN_ID, SNAPSHOT_ID
-from monitor.store import codec, details, migrate, sql
+from monitor.store import codec, details, fileformat, migrate, sql
 from monitor.store.db import Store
 from monitor.store.export import EXPORT_TABLES, is_export_folder, verify_export
 
@@ -264,6 +264,9 @@ def _load_shard(path: Path, kind: SourceKind, store: Store) -> _Shard:
         try:
             src = duckdb.connect(str(path), read_only=True)
         except duckdb.Error as exc:
+            newer = fileformat.newer_file_error(path, exc, f"shard {path}")
+            if newer is not None:
+                raise newer from exc
             raise UserInputError(f"cannot open shard {path}: {str(exc).splitlines()[0]}") from exc
         try:
             src.execute("SET TimeZone = 'UTC'")

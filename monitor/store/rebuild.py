@@ -18,6 +18,7 @@ from pathlib import Path
 import duckdb
 
 from monitor.errors import UserInputError
+from monitor.store import fileformat
 from monitor.store.db import Store, check_writable
 from monitor.store.export import MANIFEST_NAME
 from monitor.store.merge import MergeReport, merge
@@ -50,6 +51,9 @@ def stored_runs(path: Path) -> int:
     try:
         con = duckdb.connect(str(path), read_only=True)
     except duckdb.Error as exc:
+        newer = fileformat.newer_file_error(path, exc, str(path))
+        if newer is not None:
+            raise newer from exc
         raise UserInputError(
             f"{path} is not a readable DuckDB store: {str(exc).splitlines()[0]}"
         ) from exc

@@ -332,6 +332,8 @@ def _answer(report: ReportInput, max_rows: int) -> list[str]:
                 verdict += f": {md(c.reason, 100)}"
             if c.flagged and c.robustness is not None:
                 verdict += f", {md(c.robustness.label, 40)} across the panel"
+            if c.interval_note:
+                verdict += f" ({md(c.interval_note, 200)})"
             rates, delta = rate_cells(c, with_ci=False)
             control = (
                 f"{fmt.pct(row.control.old)} → {fmt.pct(row.control.new)} "

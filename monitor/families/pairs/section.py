@@ -26,6 +26,7 @@ from monitor import fmt
 from monitor.contract.capabilities import ReportScope
 from monitor.families.pairs import answer, charts
 from monitor.families.pairs.comparison import AxisComparison
+from monitor.families.pairs.drift_output import held_note
 from monitor.families.pairs.section_history import method_comparisons, repeat_groups
 from monitor.families.pairs.section_model import PairsData, own
 from monitor.metrics.context import score_contexts
@@ -167,6 +168,7 @@ def comparison_model(c: AxisComparison, metric: str | None, *, with_flips: bool)
         noise_floor=c.noise.upper if c.noise else None,
         verdict=c.verdict.label,
         reason=c.verdict.reason,
+        interval_note=held_note(c),
         flagged=c.flagged,
         control=ControlBeside(
             benchmark=c.control.benchmark,
@@ -465,6 +467,8 @@ def _row(c: Comparison) -> str:
     verdict = VERDICT_BADGE[c.verdict]
     if c.verdict == "not comparable" and c.reason:
         verdict += f": {md(c.reason, 100)}"
+    if c.interval_note:
+        verdict += f" ({md(c.interval_note, 200)})"
     rates, delta = answer.rate_cells(c, with_ci=True)
     cells = [
         md(c.snapshot_id, 60),
