@@ -104,7 +104,7 @@ def test_a_familys_own_migration_runs_on_open_and_a_newer_table_is_refused(tmp_p
         Store(path)
 
 
-def test_another_familys_numbers_stay_in_its_own_rows(tmp_path):
+def test_another_familys_numbers_stay_in_its_own_rows(tmp_path, monitor_env):
     """SeeGULL scored by the real SmolLM2 on four items of the real Hindi mini set: its
     items and scores get no row in the pairs' detail tables (rows follow the item's
     family, not attribute names), and its numbers read back unchanged from its own
@@ -112,10 +112,13 @@ def test_another_familys_numbers_stay_in_its_own_rows(tmp_path):
     landed in ``pair_scores``."""
     from _models import one_thread, smollm2
 
+    from monitor.benchmarks.fetch import fetch
     from monitor.benchmarks.load import load_benchmarks
+    from monitor.benchmarks.manifest import load_manifest
     from monitor.families.seegull.frames import METRIC
     from monitor.families.seegull.scoring import score_local
 
+    fetch(load_manifest(), ["seegull-hi"])  # from the shared mirror, verified
     (bench,) = load_benchmarks(["seegull-hi"], options={"size": "mini"})
     items = bench.items[:4]
     with one_thread():
