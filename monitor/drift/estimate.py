@@ -11,7 +11,7 @@ layout.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from monitor.records import ComparisonVerdict, FamilyComparison
@@ -22,13 +22,14 @@ NOT_YET_ADJUSTED = ComparisonVerdict("no significant change", "not yet adjusted"
 @dataclass(frozen=True)
 class PairedEstimate:
     """What a paired comparison measured: ``n_paired`` items (or questions) both runs
-    answered, the measure's ``old`` and ``new`` values, their difference ``delta``, its
-    interval (``ci_low``, ``ci_high``; None where the test gives none) and the test's
-    unadjusted ``p_value`` (None where nothing was tested)."""
+    answered, the measure's ``value_old`` and ``value_new``, their difference ``delta``,
+    its interval (``ci_low``, ``ci_high``; None where the test gives none) and the test's
+    unadjusted ``p_value`` (None where nothing was tested). The fields are the record's
+    own (``FamilyComparison``), so the estimate fills them as one."""
 
     n_paired: int
-    old: float | None
-    new: float | None
+    value_old: float | None
+    value_new: float | None
     delta: float | None
     ci_low: float | None = None
     ci_high: float | None = None
@@ -54,13 +55,7 @@ def unadjusted(
         family=family,
         measure=measure,
         scope=scope,
-        n_paired=estimate.n_paired,
-        value_old=estimate.old,
-        value_new=estimate.new,
-        delta=estimate.delta,
-        ci_low=estimate.ci_low,
-        ci_high=estimate.ci_high,
-        p_value=estimate.p_value,
+        **asdict(estimate),
         p_adjusted=None,
         method=method,
         change=change,
