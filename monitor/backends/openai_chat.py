@@ -18,7 +18,7 @@ import json
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, TypedDict, Unpack
 
 from monitor.backends.api_client import (
@@ -61,6 +61,17 @@ class ChatRequest:
         }
 
 
+# The stored ``response`` object: its key (the response body's name) -> the record's field.
+RAW_FIELDS = {
+    "id": "response_id",
+    "model": "reported_model",
+    "system_fingerprint": "system_fingerprint",
+    "usage": "usage",
+    "finish_reason": "finish_reason",
+    "request_id": "request_id",
+}
+
+
 @dataclass
 class ResponseRecord:
     """What came back for one request, reduced to plain values."""
@@ -86,14 +97,8 @@ class ResponseRecord:
         return [[p.token, p.logprob, [[a.token, a.logprob] for a in p.top]] for p in self.positions]
 
     def raw_subset(self) -> dict[str, Any]:
-        return {
-            "id": self.response_id,
-            "model": self.reported_model,
-            "system_fingerprint": self.system_fingerprint,
-            "usage": self.usage,
-            "finish_reason": self.finish_reason,
-            "request_id": self.request_id,
-        }
+        """The response's own fields as a stored row keeps them, under the body's names."""
+        return {key: getattr(self, name) for key, name in RAW_FIELDS.items()}
 
 
 def request_body(endpoint: Endpoint, model: str, req: ChatRequest) -> dict[str, Any]:
@@ -325,12 +330,9 @@ class ProbeResult:
     system_fingerprint: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "logprobs_accepted": self.accepted,
-            "detail": self.detail,
-            "reported_model": self.reported_model,
-            "system_fingerprint": self.system_fingerprint,
-        }
+        """The probe as a run records it: its fields, ``accepted`` named for what it says."""
+        out = asdict(self)
+        return {"logprobs_accepted": out.pop("accepted"), **out}
 
 
 # How servers say a model gives no log-probabilities (OpenAI's reasoning models:

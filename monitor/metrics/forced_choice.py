@@ -29,7 +29,7 @@ import re
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Literal
 
 from monitor.metrics.intervals import ALL_AXES, axis_of, rate_measure
@@ -320,14 +320,7 @@ class ChoiceScore(ScoreRow):
 
     def core(self) -> dict[str, object]:
         """The core row's fields, for a family's own record of this row."""
-        return {
-            "item_id": self.item_id,
-            "metric": self.metric,
-            "metric_version": self.metric_version,
-            "outcome": self.outcome,
-            "delta": self.delta,
-            "details": self.details,
-        }
+        return {f.name: getattr(self, f.name) for f in fields(ScoreRow)}
 
 
 def choice_row(
