@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 import pytest
 
 from monitor.benchmarks.items import Item, source_version
+from monitor.contract.capabilities import CompareRequest
 from monitor.drift.baselines import default_baseline as drift_default_baseline
 from monitor.drift.compare import adjust_family
 from monitor.drift.deltas import paired_delta_test
@@ -55,7 +56,7 @@ def con(tmp_path) -> Store:
 
 def compare(store: Store, new: str, old: str, **kwargs):
     with store.read() as view:
-        return compare_runs(view, new, old, **kwargs)
+        return compare_runs(CompareRequest(view, new, old, **kwargs))
 
 
 def default_baseline(store: Store, run_id: str) -> str | None:

@@ -370,8 +370,14 @@ def test_a_function_that_strays_from_its_protocol_is_caught():
         return []
 
     problems = signature_problems(compare, capabilities.Compare)
-    assert "no parameter 'baseline_run_id'" in problems
-    assert any("'view'" in p for p in problems)  # a str does not take a StoreView
+    assert "no parameter 'request'" in problems  # the hook takes one CompareRequest
+    assert any("'view'" in p for p in problems)  # the long signature it replaced is refused
+
+    def mistyped(request: str) -> list[str]:
+        return []
+
+    # a str does not take a CompareRequest
+    assert any("'request'" in p for p in signature_problems(mistyped, capabilities.Compare))
 
 
 # ------------------------------------------------------------------ the registry

@@ -18,6 +18,7 @@ import duckdb
 import pytest
 
 from monitor.benchmarks.items import BenchmarkVersion, Item
+from monitor.contract.capabilities import CompareRequest
 from monitor.drift.baselines import default_baseline as drift_default_baseline
 from monitor.drift.compare import adjust_family
 from monitor.errors import DataIntegrityError, UserInputError
@@ -109,7 +110,7 @@ def default_baseline(db: Path, run_id: str) -> str | None:
 
 def compare(db: Path, new: str, old: str):
     with Store(db, read_only=True).read() as view:
-        return compare_runs(view, new, old)
+        return compare_runs(CompareRequest(view, new, old))
 
 
 @pytest.fixture(scope="module")

@@ -200,22 +200,33 @@ class Scoring:
 # ------------------------------------------------------------------------------- drift
 
 
+@dataclass(frozen=True)
+class CompareRequest:
+    """What drift's session hands a family's ``Compare`` for one pair of runs: the
+    ``view`` both are read from, ``new_run_id`` and ``baseline_run_id``, ``alpha`` (the
+    session's false discovery rate, drift's ``ALPHA``), ``confidence`` (the level of its
+    intervals, drift's ``CONFIDENCE``), ``noise_book`` (the session's shared reads of
+    repeat groups; None: the comparator makes its own), ``role`` (what the baseline is to
+    the new run: "previous run", a pinned reference, ...), ``sign_flips`` (the session's
+    batch for the delta tests' p-values; None: the comparisons come back complete) and
+    ``controls`` (benchmark -> its control benchmarks; None: the manifest's). One object,
+    so a comparator reads what it uses and a new field changes no family's signature."""
+
+    view: StoreView
+    new_run_id: str
+    baseline_run_id: str
+    alpha: float = 0.05
+    confidence: float = 0.95
+    noise_book: NoiseBook | None = None
+    role: str = "previous run"
+    sign_flips: SignFlipBatch | None = None
+    controls: Mapping[str, Sequence[str]] | None = None
+
+
 class Compare(Protocol):
     """Drift's comparator: the paired comparisons of two runs of the family."""
 
-    def __call__(
-        self,
-        view: StoreView,
-        new_run_id: str,
-        baseline_run_id: str,
-        *,
-        alpha: float = ...,
-        confidence: float = ...,
-        noise_book: NoiseBook | None = None,
-        role: str = ...,
-        sign_flips: SignFlipBatch | None = None,
-        controls: Mapping[str, Sequence[str]] | None = None,
-    ) -> Sequence[Comparison]: ...
+    def __call__(self, request: CompareRequest) -> Sequence[Comparison]: ...
 
 
 class Unscored(Protocol):

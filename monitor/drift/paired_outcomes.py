@@ -28,11 +28,11 @@ change towards the stereotype (c > b) is a regression.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from monitor.contract.capabilities import CompareRequest
 from monitor.drift.clusters import design_effect, widen
-from monitor.drift.deltas import SignFlipBatch
 from monitor.drift.estimate import NOT_YET_ADJUSTED, PairedEstimate, unadjusted
 from monitor.drift.noise import NoiseBook
 from monitor.drift.power import mcnemar_mde
@@ -160,27 +160,16 @@ class OutcomeComparison:
         }
         return _Interval(ci_low, ci_high, n_eff, counts)
 
-    def compare(
-        self,
-        view: StoreView,
-        new_run_id: str,
-        baseline_run_id: str,
-        *,
-        alpha: float = 0.05,
-        confidence: float = 0.95,
-        noise_book: NoiseBook | None = None,
-        role: str = "previous run",
-        sign_flips: SignFlipBatch | None = None,
-        controls: Mapping[str, Sequence[str]] | None = None,
-    ) -> list[FamilyComparison]:
+    def compare(self, request: CompareRequest) -> list[FamilyComparison]:
         """The family's ``Drift.compare``: one comparison per benchmark both runs scored
-        (p not yet BH-adjusted). ``sign_flips`` and ``controls`` are the contract's (other
-        families' delta tests and control sets) and unused here: McNemar needs no
+        (p not yet BH-adjusted). The request's ``sign_flips`` and ``controls`` (other
+        families' delta tests and control sets) are unused here: McNemar needs no
         sign-flip batch, and such benchmarks have no control set."""
-        del sign_flips, controls
+        view, alpha, confidence = request.view, request.alpha, request.confidence
+        new_run_id, baseline_run_id = request.new_run_id, request.baseline_run_id
         pair = run_pair(view, new_run_id, baseline_run_id)
         new, old, attribution = pair.new, pair.old, pair.attribution
-        book = noise_book or NoiseBook(view, alpha=alpha)
+        book = request.noise_book or NoiseBook(view, alpha=alpha)
         axes_new, axes_old = book.outcomes(new_run_id), book.outcomes(baseline_run_id)
         out = []
         for benchmark in sorted({b for b, _ in axes_new} & {b for b, _ in axes_old}):
@@ -241,7 +230,7 @@ class OutcomeComparison:
                     unit="points",
                     label="stereotype's side",
                     signed=False,
-                    role=role,
+                    role=request.role,
                     attribution=attribution,
                     details=interval.details,
                 )

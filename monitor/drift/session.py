@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from monitor.contract.capabilities import CompareRequest
 from monitor.contract.registry import find_family
 from monitor.drift.baselines import Tracks, family_of
 from monitor.drift.compare import (
@@ -246,15 +247,17 @@ def run_drift(
                 f"run {p.new_run_id}: no drift comparator for {family.name} results"
             )
         pair_comps = compare(
-            view,
-            p.new_run_id,
-            p.baseline_run_id,
-            alpha=alpha,
-            confidence=confidence,
-            noise_book=book,
-            role=p.role,
-            sign_flips=sign_flips,
-            controls=controls,
+            CompareRequest(
+                view,
+                p.new_run_id,
+                p.baseline_run_id,
+                alpha=alpha,
+                confidence=confidence,
+                noise_book=book,
+                role=p.role,
+                sign_flips=sign_flips,
+                controls=controls,
+            )
         )
         unscored = family.drift().unscored if family.drift is not None else None
         if unscored is not None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from monitor.contract.capabilities import CompareRequest
 from monitor.drift.provenance_diff import ProvenanceDiff
 from monitor.drift.run_pair import run_pair
 from monitor.drift.verdicts import MIN_ITEM_OVERLAP, Verdict, between_runs
@@ -134,21 +135,12 @@ def _paired_values(old: TestTerms, new: TestTerms) -> tuple[list[float], ...]:
     return ox, oy, nx, ny
 
 
-def compare_effect_sizes(
-    view: StoreView,
-    new_run_id: str,
-    baseline_run_id: str,
-    *,
-    alpha: float = 0.05,
-    confidence: float = 0.95,
-    min_overlap: float = MIN_ITEM_OVERLAP,
-    noise: object = None,  # the pair comparators' noise; effect sizes measure their own
-    noise_book: object = None,  # (repeat spread of d below, from the stored runs)
-    role: str = "previous run",
-    sign_flips: object = None,  # the pair comparators' delta tests; none here
-    controls: object = None,  # the pair comparator's control axes; none here
-) -> list[EffectComparison]:
-    """Every test of either run, compared (p not yet adjusted across the session)."""
+def compare_effect_sizes(request: CompareRequest) -> list[EffectComparison]:
+    """Every test of either run, compared (p not yet adjusted across the session). The
+    request's noise book, sign flips and controls are the pair comparators'; effect sizes
+    measure their own noise (the repeat spread of d, from the stored runs)."""
+    view, alpha, confidence = request.view, request.alpha, request.confidence
+    new_run_id, baseline_run_id = request.new_run_id, request.baseline_run_id
     pair = run_pair(view, new_run_id, baseline_run_id)
     new, old, provenance, attribution = pair.new, pair.old, pair.provenance, pair.attribution
     ddof = METRIC_DDOF.get(new.metric, 1)
@@ -167,7 +159,7 @@ def compare_effect_sizes(
             (a_old.benchmark_versions, a_new.benchmark_versions),
             (len(a_old.targets), len(a_new.targets), both),
             min(len(ox), len(oy)),
-            min_overlap,
+            MIN_ITEM_OVERLAP,
         )
         delta = interval = p = sd = None
         if blocked is None:

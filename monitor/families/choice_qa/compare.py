@@ -70,6 +70,7 @@ from typing import Any
 import numpy as np
 
 from monitor.benchmarks.items import Item
+from monitor.contract.capabilities import CompareRequest
 from monitor.drift.clusters import design_effect
 from monitor.drift.estimate import PairedEstimate, unadjusted
 from monitor.drift.noise import NoiseBook
@@ -277,24 +278,15 @@ def _noise(
     return _Noise(spreads, "judged against " + "; ".join(described))
 
 
-def compare_choice_qa(
-    view: StoreView,
-    new_run_id: str,
-    baseline_run_id: str,
-    *,
-    alpha: float = 0.05,
-    confidence: float = 0.95,
-    noise_book: NoiseBook | None = None,
-    role: str = "previous run",
-    min_overlap: float = MIN_ITEM_OVERLAP,
-    **_: object,  # the pair comparator's session arguments (sign flips, controls)
-) -> list[FamilyComparison]:
+def compare_choice_qa(request: CompareRequest) -> list[FamilyComparison]:
     """Every (benchmark, category) × context both runs answered, compared (p not yet
-    adjusted across the session: ``drift.compare.adjust_family`` does that)."""
-    pair = run_pair(view, new_run_id, baseline_run_id)
+    adjusted across the session: ``drift.compare.adjust_family`` does that). The
+    request's sign flips and controls are the pair comparator's; none here."""
+    view, alpha, confidence = request.view, request.alpha, request.confidence
+    pair = run_pair(view, request.new_run_id, request.baseline_run_id)
     new, old, attribution = pair.new, pair.old, pair.attribution
-    book = noise_book or NoiseBook(view, alpha=alpha)
-    axes_new, axes_old = book.outcomes(new_run_id), book.outcomes(baseline_run_id)
+    book = request.noise_book or NoiseBook(view, alpha=alpha)
+    axes_new, axes_old = book.outcomes(new.run_id), book.outcomes(old.run_id)
     out: list[FamilyComparison] = []
     for key in sorted(set(axes_new) & set(axes_old)):
         a_new, a_old = axes_new[key], axes_old[key]
@@ -315,16 +307,16 @@ def compare_choice_qa(
             (a_old.benchmark_versions, a_new.benchmark_versions),
             (len(a_old.outcomes), len(a_new.outcomes), len(a_new.outcomes.keys() & a_old.outcomes)),
             len(paired),
-            min_overlap,
+            MIN_ITEM_OVERLAP,
         )
         noise = _noise(view, book, new, old, key, questions)
         common = {
             "benchmark": key[0],
             "axis": key[1],
-            "new_run_id": new_run_id,
-            "baseline_run_id": baseline_run_id,
+            "new_run_id": request.new_run_id,
+            "baseline_run_id": request.baseline_run_id,
             "confidence": confidence,
-            "role": role,
+            "role": request.role,
             "attribution": attribution,
             "noise_note": noise.note,
             "contrast": across.words if across is not None else None,

@@ -62,18 +62,17 @@ from monitor.benchmarks.items import (
     Item,
     LoadedBenchmark,
     id_namespace,
-    make_content_id,
 )
 from monitor.benchmarks.manifest import BenchmarkManifest
 from monitor.errors import DataIntegrityError, UserInputError
 from monitor.families.choice_qa.items import (
-    KIND,
     PREDICTIONS_COLUMNS,
     _index,
     bbq_record,
     bharatbbq_record,
     csv_table,
-    payload_core,
+    question_id,
+    question_item,
 )
 from monitor.families.choice_qa.metrics import MC_IMPORTED, MC_IMPORTED_VERSION
 from monitor.importers.common import UNKNOWN, check_snapshot_id, parse_date
@@ -296,17 +295,14 @@ def _bharat_item(
     record = bharatbbq_record(
         row, n, name=where, columns=PREDICTIONS_COLUMNS, kind="BharatBBQ predictions row"
     )
-    payload = {**{k: v for k, v in record.items() if k != "source_row"}, "language": "en"}
-    return Item(
-        item_id=make_content_id(id_namespace(version), KIND, payload_core(payload)),
+    return question_item(
+        record,
+        version,
+        id_namespace(version),
+        "en",
         benchmark=benchmark,
         axis=benchmark.removeprefix("bharatbbq-"),
         region="india",
-        benchmark_version=version.label,
-        source_row=n,
-        template=payload["template"],
-        kind=KIND,
-        payload=payload,
     )
 
 
@@ -483,16 +479,14 @@ def _jsonl(data: bytes, path: Path) -> list[dict[str, Any]]:
 def content_key(run: PredictionRun) -> str:
     """What makes two imports the same run: the rows read, not the bytes they came in.
 
-    Each row is its item's content (``make_content_id`` over the benchmark and the payload
+    Each row is its item's content (``question_id`` over the benchmark and the payload
     without its language: the BharatBBQ predictions' item ids are namespaced by the
     file's sha256, so a CRLF copy gives other ids for the same questions), the prediction
     as written and the option it picked; rows and exclusions are sorted, so their order
     in the file does not count. The date, file names and line endings are not part of it."""
     rows = sorted(
         [
-            make_content_id(
-                run.items[s.item_id].benchmark, KIND, payload_core(run.items[s.item_id].payload)
-            ),
+            question_id(run.items[s.item_id].benchmark, run.items[s.item_id].payload),
             s.details.get("prediction"),
             s.details.get("choice"),
         ]

@@ -167,7 +167,9 @@ def load(request: LoadRequest) -> LoadedBenchmark:
     ]
     excluded = {e.source_row for e in exclusions}
     items = [
-        _item(r, spec, version, namespace, axis, language)
+        question_item(
+            r, version, namespace, language, benchmark=spec.id, axis=axis, region=spec.region
+        )
         for r in records
         if r["source_row"] not in excluded
     ]
@@ -457,21 +459,34 @@ def payload_core(payload: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in payload.items() if k != "language"}
 
 
-def _item(
+def question_id(namespace: str, payload: Mapping[str, Any]) -> str:
+    """A question's content id in ``namespace``, over its payload without its language
+    (``payload_core``): one rule for the loader's items, the imported predictions' items
+    and the imports' content keys."""
+    return make_content_id(namespace, KIND, payload_core(payload))
+
+
+def question_item(
     record: Mapping[str, Any],
-    spec: BenchmarkSpec,
     version: BenchmarkVersion,
     namespace: str,
-    axis: str,
     language: str,
+    *,
+    benchmark: str,
+    axis: str,
+    region: str,
 ) -> Item:
+    """One question's ``Item`` from its record (the payload's fields and ``source_row``) in
+    ``language``, filed under ``benchmark``/``axis``/``region``, its id hashed over the
+    payload without its language (``question_id``): the loader's items and the BharatBBQ
+    predictions' imported ones are built here alike."""
     payload = {k: v for k, v in record.items() if k != "source_row"}
     payload["language"] = language
     return Item(
-        item_id=make_content_id(namespace, KIND, payload_core(payload)),
-        benchmark=spec.id,
+        item_id=question_id(namespace, payload),
+        benchmark=benchmark,
         axis=axis,
-        region=spec.region,
+        region=region,
         benchmark_version=version.label,
         source_row=int(record["source_row"]),
         template=payload["template"],

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
+
+from monitor.contract.flags import flag_field
 
 
 class ChoiceRunOptions(BaseModel):
@@ -18,28 +20,27 @@ class ChoiceRunOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    size: str | None = Field(
+    size: str | None = flag_field(
+        "--size",
         None,
-        description="Choice-question benchmarks (bbq-*, bharatbbq-*): mini (a few whole "
+        "Choice-question benchmarks (bbq-*, bharatbbq-*): mini (a few whole "
         "templates per category, both contexts and polarities), default (a few hundred "
         "items per category) or full (every row). Sentence pairs (bhed-*, crows-pairs): "
         "mini keeps 24 whole templates per axis, taken in turns from the identities the "
         "stereotypes name (a quick look); default and full, every row.",
-        json_schema_extra={"flag": "--size"},
     )
-    translations: Path | None = Field(
+    translations: Path | None = flag_field(
+        "--translations",
         None,
-        description="BharatBBQ benchmarks (bharatbbq-*): a folder holding your translation "
+        "BharatBBQ benchmarks (bharatbbq-*): a folder holding your translation "
         "of the files, row-parallel to the pinned English ones and named like them "
         "(Caste_examples.csv, same columns); score it instead of the English text. "
         "Needs --language. Drift pairs its items with an English run's by source id.",
-        json_schema_extra={"flag": "--translations"},
     )
-    language: str | None = Field(
+    language: str | None = flag_field(
+        "--language",
         None,
-        description="With --translations: the BCP-47 code of the translation (e.g. hi); "
-        "recorded with the run.",
-        json_schema_extra={"flag": "--language"},
+        "With --translations: the BCP-47 code of the translation (e.g. hi); recorded with the run.",
     )
 
     def loader_options(self) -> dict[str, str]:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from monitor.families.pairs.records import PairScoreRow
-from monitor.metrics.outcomes import all_finite, decide
+from monitor.families.pairs.cll import decided_row, unscorable_row
+from monitor.metrics.outcomes import all_finite
 from monitor.records import ScoreRow
 
 AUL = "aul"
@@ -32,25 +32,16 @@ def aul_row(
     """One item under ``aul``: delta = AUL(stereo) − AUL(anti); ties are their own outcome."""
     score_s, score_a = aul_score(stereo_logprobs), aul_score(anti_logprobs)
     if not all_finite(score_s, score_a):
-        return PairScoreRow(
-            item_id,
-            AUL,
-            AUL_VERSION,
-            "other",
-            None,
-            details={"error": "a sentence has no scorable token or a non-finite log-prob"},
-        )
-    delta = score_s - score_a
-    return PairScoreRow(
-        item_id=item_id,
-        metric=AUL,
-        metric_version=AUL_VERSION,
-        outcome=decide(delta),
-        delta=delta,
-        score_stereo=score_s,
-        score_anti=score_a,
-        lp_stereo=float(sum(float(v) for v in stereo_logprobs)),
-        lp_anti=float(sum(float(v) for v in anti_logprobs)),
-        n_tokens_stereo=len(stereo_logprobs),
-        n_tokens_anti=len(anti_logprobs),
+        why = "a sentence has no scorable token or a non-finite log-prob"
+        return unscorable_row(item_id, AUL, AUL_VERSION, why)
+    return decided_row(
+        item_id,
+        AUL,
+        AUL_VERSION,
+        (score_s, score_a),
+        lp=(
+            float(sum(float(v) for v in stereo_logprobs)),
+            float(sum(float(v) for v in anti_logprobs)),
+        ),
+        n_tokens=(len(stereo_logprobs), len(anti_logprobs)),
     )

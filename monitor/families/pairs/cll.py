@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from monitor.families.pairs.records import PairScoreRow
 from monitor.metrics.outcomes import all_finite, decide, ratio_details
@@ -81,8 +82,44 @@ def prior_forms(sentence: str, targets: Sequence[str], template: str | None = No
     return out
 
 
-def _unscorable(item_id: str, metric: str, version: str, why: str) -> ScoreRow:
+def unscorable_row(item_id: str, metric: str, version: str, why: str) -> ScoreRow:
+    """A pair no score could be computed for: outcome ``other``, ``why`` in its details."""
     return PairScoreRow(item_id, metric, version, "other", None, details={"error": why})
+
+
+def decided_row(
+    item_id: str,
+    metric: str,
+    version: str,
+    scores: tuple[float, float],
+    *,
+    lp: tuple[float, float],
+    n_tokens: tuple[int, int],
+    prior: tuple[float | None, float | None] = (None, None),
+    details: dict[str, Any] | None = None,
+) -> ScoreRow:
+    """A scored pair's row under a likelihood metric: delta = the stereotypical sentence's
+    score − the other's (``scores``), the outcome decided by its sign, and the numbers it
+    came from (sentence log-probs ``lp``, target priors ``prior``, token counts) kept so
+    that any rate traces back to them. ``details``: None for none; else the ratio details
+    of delta (``ratio_details``), then these."""
+    delta = scores[0] - scores[1]
+    return PairScoreRow(
+        item_id=item_id,
+        metric=metric,
+        metric_version=version,
+        outcome=decide(delta),
+        delta=delta,
+        score_stereo=scores[0],
+        score_anti=scores[1],
+        lp_stereo=lp[0],
+        lp_anti=lp[1],
+        prior_stereo=prior[0],
+        prior_anti=prior[1],
+        n_tokens_stereo=n_tokens[0],
+        n_tokens_anti=n_tokens[1],
+        details={} if details is None else {**ratio_details(delta), **details},
+    )
 
 
 def cll_row(
@@ -99,31 +136,20 @@ def cll_row(
 ) -> ScoreRow:
     """One item under ``cll``: delta = CLL(stereo) − CLL(anti) in nats."""
     if not all_finite(lp_stereo, lp_anti, prior_stereo, prior_anti):
-        return _unscorable(item_id, CLL, CLL_VERSION, "non-finite log-probability")
-    score_s = lp_stereo - prior_stereo
-    score_a = lp_anti - prior_anti
-    delta = score_s - score_a
-    details = {
-        **ratio_details(delta),
-        "delta_unconditional": lp_stereo - lp_anti,
-        "n_targets_stereo": n_targets_stereo,
-        "n_targets_anti": n_targets_anti,
-    }
-    return PairScoreRow(
-        item_id=item_id,
-        metric=CLL,
-        metric_version=CLL_VERSION,
-        outcome=decide(delta),
-        delta=delta,
-        score_stereo=score_s,
-        score_anti=score_a,
-        lp_stereo=lp_stereo,
-        lp_anti=lp_anti,
-        prior_stereo=prior_stereo,
-        prior_anti=prior_anti,
-        n_tokens_stereo=n_tokens_stereo,
-        n_tokens_anti=n_tokens_anti,
-        details=details,
+        return unscorable_row(item_id, CLL, CLL_VERSION, "non-finite log-probability")
+    return decided_row(
+        item_id,
+        CLL,
+        CLL_VERSION,
+        (lp_stereo - prior_stereo, lp_anti - prior_anti),
+        lp=(lp_stereo, lp_anti),
+        prior=(prior_stereo, prior_anti),
+        n_tokens=(n_tokens_stereo, n_tokens_anti),
+        details={
+            "delta_unconditional": lp_stereo - lp_anti,
+            "n_targets_stereo": n_targets_stereo,
+            "n_targets_anti": n_targets_anti,
+        },
     )
 
 
@@ -137,19 +163,13 @@ def ull_row(
 ) -> ScoreRow:
     """One item under ``ull``: delta = ln P(S_stereo) − ln P(S_anti), no prior."""
     if not all_finite(lp_stereo, lp_anti):
-        return _unscorable(item_id, ULL, ULL_VERSION, "non-finite log-probability")
-    delta = lp_stereo - lp_anti
-    return PairScoreRow(
-        item_id=item_id,
-        metric=ULL,
-        metric_version=ULL_VERSION,
-        outcome=decide(delta),
-        delta=delta,
-        score_stereo=lp_stereo,
-        score_anti=lp_anti,
-        lp_stereo=lp_stereo,
-        lp_anti=lp_anti,
-        n_tokens_stereo=n_tokens_stereo,
-        n_tokens_anti=n_tokens_anti,
-        details=ratio_details(delta),
+        return unscorable_row(item_id, ULL, ULL_VERSION, "non-finite log-probability")
+    return decided_row(
+        item_id,
+        ULL,
+        ULL_VERSION,
+        (lp_stereo, lp_anti),
+        lp=(lp_stereo, lp_anti),
+        n_tokens=(n_tokens_stereo, n_tokens_anti),
+        details={},
     )

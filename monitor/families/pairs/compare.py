@@ -22,18 +22,16 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
+from monitor.contract.capabilities import CompareRequest
 from monitor.drift.clusters import ClusterSummary, design_effect, widen
 from monitor.drift.compare import (
-    ALPHA,
-    CONFIDENCE,
-    PREVIOUS_RUN,
     UnscoredAxis,
     adjust_family,
     with_sign_flips,
 )
 from monitor.drift.controls import Controls, controlled_by, manifest_controls
 from monitor.drift.deltas import DeltaTest, SignFlipBatch, paired_delta_test
-from monitor.drift.noise import NoiseBook, NoiseContext
+from monitor.drift.noise import NoiseBook
 from monitor.drift.power import DetectableChange, mcnemar_mde
 from monitor.drift.provenance_diff import diff_runs
 from monitor.drift.stats import (
@@ -108,21 +106,9 @@ def _decided_both(old: Mapping[str, str], new: Mapping[str, str]) -> list[str]:
     return [i for i in old if i in new and old[i] in decided and new[i] in decided]
 
 
-def compare_runs(
-    view: StoreView,
-    new_run_id: str,
-    baseline_run_id: str,
-    *,
-    alpha: float = ALPHA,
-    confidence: float = CONFIDENCE,
-    min_overlap: float = MIN_ITEM_OVERLAP,
-    noise: Mapping[AxisKey, NoiseContext] | None = None,
-    noise_book: NoiseBook | None = None,
-    role: str = PREVIOUS_RUN,
-    sign_flips: SignFlipBatch | None = None,
-    controls: Controls | None = None,
-) -> list[AxisComparison]:
-    """Paired comparison of ``new_run_id`` with ``baseline_run_id`` on every axis both scored.
+def compare_runs(request: CompareRequest) -> list[AxisComparison]:
+    """Paired comparison of the request's new run with its baseline on every axis both
+    scored.
 
     Axes only one run scored are no comparison (see :func:`unscored_axes`), and their
     dataset versions are left out of the provenance diff and the configuration changes:
@@ -137,15 +123,18 @@ def compare_runs(
     their comparisons, so that the false discovery rate is controlled over everything
     it shows.
 
-    ``noise`` overrides the noise contexts; by default they come from the runs' repeat
-    groups (``drift.noise``; ``noise_book`` shares its reads across a session).
+    The noise contexts come from the runs' repeat groups (``drift.noise``; the request's
+    ``noise_book`` shares its reads across a session).
 
     ``sign_flips``: a session's batch for the delta tests' p-values; the comparisons come
     back with those p-values still NaN, for :func:`with_sign_flips` once every pair is
     compared. Without it the comparisons are complete.
     """
+    view, alpha, confidence = request.view, request.alpha, request.confidence
+    new_run_id, baseline_run_id, role = request.new_run_id, request.baseline_run_id, request.role
     new, old = view.run(new_run_id), view.run(baseline_run_id)
     axes_new, axes_old = view.axis_outcomes(new_run_id), view.axis_outcomes(baseline_run_id)
+    controls = request.controls
     control_of = controlled_by(manifest_controls() if controls is None else controls)
     both = sorted(set(axes_new) & set(axes_old))
     shared = {bench for bench, _ in both}
@@ -155,11 +144,7 @@ def compare_runs(
         new.origin == old.origin == "local" and new.snapshot_revision == old.snapshot_revision
     )
     attribution = provenance.attribution(pinned_local=pinned_local)
-    contexts = (
-        dict(noise)
-        if noise is not None
-        else (noise_book or NoiseBook(view, alpha=alpha)).for_pair(new, old)
-    )
+    contexts = (request.noise_book or NoiseBook(view, alpha=alpha)).for_pair(new, old)
     changes = tuple(
         describe_changes(
             measurement_configuration(old_fields), measurement_configuration(new_fields)
@@ -168,6 +153,7 @@ def compare_runs(
     spec = METRICS.get(new.metric)
     continuous = new.metric == old.metric and spec is not None and "delta" in spec.numbers.required
     empty = AxisOutcomes()
+    sign_flips = request.sign_flips
     batch = sign_flips if sign_flips is not None else SignFlipBatch()
     # The same change under the panel's other metrics, for each axis's robustness label.
     panel = PanelCheck.of(view, new, old, confidence=confidence)
@@ -184,7 +170,7 @@ def compare_runs(
             (a_old.benchmark_versions, a_new.benchmark_versions),
             (len(a_old.outcomes), len(a_new.outcomes), flips.n_overlap),
             flips.n_paired,
-            min_overlap,
+            MIN_ITEM_OVERLAP,
         )
         clustered, clusters, detectable, delta_test = _paired_extras(
             flips,

@@ -44,7 +44,7 @@ from monitor.benchmarks.items import (
     id_namespace,
 )
 from monitor.errors import DataIntegrityError, UserInputError
-from monitor.families.pairs.records import PairItem, content_pair_id
+from monitor.families.pairs.records import payload_pair
 from monitor.families.pairs.taxonomy import KIND, TYPES, Taxonomy, mentions
 
 TASKS = ("plausibility", "plausibility-none", "judgement", "judgement-none", "generation")
@@ -183,7 +183,8 @@ def _pair_item(
         text_s, text_a = template.replace("MASK", x), template.replace("MASK", other)
         targets_s, targets_a = (x,), (other,)
         payload["scenario"] = raw  # the API prompt fills it in each option order
-    return _row_item(
+    return payload_pair(
+        id_namespace(version),
         version,
         n,
         KIND,
@@ -196,30 +197,6 @@ def _pair_item(
         template=template,
         raw_stereo_cell=str(list(targets_s)),
         raw_anti_cell=str(list(targets_a)),
-    )
-
-
-def _row_item(
-    version: BenchmarkVersion,
-    n: int,
-    kind: str,
-    payload: dict[str, Any],
-    texts: tuple[str, str | None],
-    **fields: Any,
-) -> Item:
-    """Row ``n``'s item of ``kind``, its id from its content (kind, payload, texts; a
-    missing second text counts as empty), as both tasks build theirs."""
-    text_s, text_a = texts
-    return PairItem(
-        item_id=content_pair_id(id_namespace(version), kind, payload, text_s, text_a or ""),
-        benchmark=version.benchmark,
-        benchmark_version=version.label,
-        source_row=n,
-        text_stereo=text_s,
-        text_anti=text_a,
-        kind=kind,
-        payload=payload,
-        **fields,
     )
 
 
@@ -324,8 +301,15 @@ def load_generation(
         scenario = str(row["scenario"])
         axis = (types or {}).get(truth["identity_1"], "mixed")
         items.append(
-            _row_item(
-                version, n, "judged-generation", payload, (scenario, None), axis=axis, region=region
+            payload_pair(
+                id_namespace(version),
+                version,
+                n,
+                "judged-generation",
+                payload,
+                (scenario, None),
+                axis=axis,
+                region=region,
             )
         )
     sampling = {"limit": limit, "seed": seed, "source": DATASET}

@@ -24,7 +24,7 @@ from monitor.benchmarks.items import (
     normalise_text,
 )
 from monitor.errors import DataIntegrityError
-from monitor.families.pairs.records import PairItem, content_pair_id, make_item_id
+from monitor.families.pairs.records import file_pair, make_item_id, payload_pair
 
 MASK = re.compile(r"\bMASK\b")
 
@@ -191,17 +191,8 @@ class _Collector:
         item_id = self.admit(row, text_stereo, text_anti)
         if item_id is None:
             return False
-        v = self.version
         self.result.items.append(
-            PairItem(
-                item_id=item_id,
-                benchmark=v.benchmark,
-                benchmark_version=v.label,
-                source_row=row,
-                text_stereo=text_stereo,
-                text_anti=text_anti,
-                **fields,
-            )
+            file_pair(self.version, row, (text_stereo, text_anti), item_id=item_id, **fields)
         )
         return True
 
@@ -300,13 +291,13 @@ def _reference_row(
     ts, ta = code_targets(raw_s), code_targets(raw_a)
     text_s, text_a = code_fill(template, ts), code_fill(template, ta)
     payload = {"reference_row": True, "excluded_as": reason, "source_row": n}
-    return PairItem(
-        item_id=content_pair_id(namespace, "pair", payload, text_s, text_a),
-        benchmark=version.benchmark,
-        benchmark_version=version.label,
-        source_row=n,
-        text_stereo=text_s,
-        text_anti=text_a,
+    return payload_pair(
+        namespace,
+        version,
+        n,
+        "pair",
+        payload,
+        (text_s, text_a),
         axis=axis,
         region=region,
         targets_stereo=tuple(ts),
@@ -314,7 +305,6 @@ def _reference_row(
         template=template,
         raw_stereo_cell=raw_s,
         raw_anti_cell=raw_a,
-        payload=payload,
     )
 
 

@@ -223,23 +223,16 @@ def benchmark_checks(
                 when=scored,
             )
         )
+    # Each sentence column read against two patterns: some text, and no blank left.
+    texts = (
+        ("ExpectColumnValuesToMatchRegex", r"\S", "is not empty", scored),
+        ("ExpectColumnValuesToNotMatchRegex", r"\bMASK\b", "has no unfilled MASK blank", templated),
+    )
     for column in ("text_stereo", "text_anti"):
-        checks.append(
-            Check(
-                "ExpectColumnValuesToMatchRegex",
-                {"column": column, "regex": r"\S"},
-                f"{column} is not empty",
-                when=scored,
-            )
-        )
-        checks.append(
-            Check(
-                "ExpectColumnValuesToNotMatchRegex",
-                {"column": column, "regex": r"\bMASK\b"},
-                f"{column} has no unfilled MASK blank",
-                when=templated,
-            )
-        )
+        checks += [
+            Check(expectation, {"column": column, "regex": regex}, f"{column} {words}", when=when)
+            for expectation, regex, words, when in texts
+        ]
     checks += [
         Check(
             "ExpectColumnValuesToBeUnique",

@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from monitor.benchmarks.items import Item, make_content_id, normalise_text
+from monitor.benchmarks.items import BenchmarkVersion, Item, make_content_id, normalise_text
 from monitor.metrics.forced_choice import ChoiceScore
 from monitor.records import ScoreRow
 
@@ -70,6 +70,45 @@ class PairItem(Item):
     def texts(self) -> tuple[str, ...]:
         """The two sentences a model reads (those present)."""
         return tuple(t for t in (self.text_stereo, self.text_anti) if t)
+
+
+def file_pair(
+    version: BenchmarkVersion,
+    row: int,
+    texts: tuple[str | None, str | None],
+    *,
+    item_id: str,
+    **fields: Any,
+) -> PairItem:
+    """Row ``row`` of ``version``'s file as a pair item with ``texts`` (stereotypical,
+    anti-stereotypical) and ``item_id``; ``fields``: what the format says besides (axis,
+    region, targets, ...). Every loader of the family files its pairs here."""
+    return PairItem(
+        item_id=item_id,
+        benchmark=version.benchmark,
+        benchmark_version=version.label,
+        source_row=row,
+        text_stereo=texts[0],
+        text_anti=texts[1],
+        **fields,
+    )
+
+
+def payload_pair(
+    namespace: str,
+    version: BenchmarkVersion,
+    row: int,
+    kind: str,
+    payload: dict[str, Any],
+    texts: tuple[str, str | None],
+    **fields: Any,
+) -> PairItem:
+    """Row ``row``'s pair of ``kind`` that carries a ``payload``, its id from its content
+    in ``namespace`` (``content_pair_id`` over kind, payload and texts; a missing second
+    text counts as empty)."""
+    text_s, text_a = texts
+    item_id = content_pair_id(namespace, kind, payload, text_s, text_a or "")
+    return file_pair(version, row, texts, item_id=item_id, kind=kind, payload=payload, **fields)
 
 
 def expected_item_id(item: Item, benchmark_version: str) -> str | None:

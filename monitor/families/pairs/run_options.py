@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
+
+from monitor.contract.flags import flag_field
 
 
 class PairRunOptions(BaseModel):
@@ -21,75 +23,75 @@ class PairRunOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    panel: bool = Field(
+    panel: bool = flag_field(
+        "--panel/--no-panel",
         True,
-        description="With a log-probability metric (cll, cll-reference, ull) on a causal LM, "
+        "With a log-probability metric (cll, cll-reference, ull) on a causal LM, "
         "local or served by vLLM: also score the metric panel in the same pass (cll and "
         "ull, and what --metrics adds; shown beside the bias rate). ull reads cll's "
         "sentences, so the default panel costs about what cll alone does. --no-panel "
         "scores the run's metric alone.",
-        json_schema_extra={"flag": "--panel/--no-panel"},
     )
-    panel_metrics: list[str] | None = Field(
+    panel_metrics: list[str] | None = flag_field(
+        "--metrics",
         None,
-        description="Add metrics to the panel (repeatable or comma-separated): cll-reference, "
+        "Add metrics to the panel (repeatable or comma-separated): cll-reference, "
         "the seed code's no-BOS variant kept for parity with published numbers, is "
         "scored only when asked (its sequences share no forward pass with cll's: about "
         "twice the scoring time).",
-        json_schema_extra={"flag": "--metrics"},
     )
-    indic_bias: Path | None = Field(
+    indic_bias: Path | None = flag_field(
+        "--indic-bias",
         None,
-        description="Folder with a downloaded copy of the gated Hugging Face dataset "
+        "Folder with a downloaded copy of the gated Hugging Face dataset "
         "ai4bharat/Indic-Bias (CC-BY-4.0): also score its official stereotype templates "
         "(see --indic-task). Without -b, only these are scored.",
-        json_schema_extra={"flag": "--indic-bias"},
     )
-    indic_task: list[str] | None = Field(
+    indic_task: list[str] | None = flag_field(
+        "--indic-task",
         None,
-        description="With --indic-bias (repeatable): plausibility, plausibility-none, "
+        "With --indic-bias (repeatable): plausibility, plausibility-none, "
         "judgement, judgement-none, generation. Default: plausibility and judgement.",
-        json_schema_extra={"flag": "--indic-task"},
     )
-    indic_partners: int = Field(
+    indic_partners: int = flag_field(
+        "--indic-partners",
         2,
-        ge=1,
-        description="With --indic-bias: identities each template's identity is paired with "
+        "With --indic-bias: identities each template's identity is paired with "
         "(the paper used 10).",
-        json_schema_extra={"flag": "--indic-partners"},
-    )
-    indic_limit: int | None = Field(
-        None,
         ge=1,
-        description="With --indic-bias: score this many templates per task, drawn with --seed.",
-        json_schema_extra={"flag": "--indic-limit"},
     )
-    judge: str | None = Field(
+    indic_limit: int | None = flag_field(
+        "--indic-limit",
         None,
-        description="With --indic-task generation: the snapshot id of the judge model (an "
-        "openai-chat or openai-responses kind, e.g. served by vLLM).",
-        json_schema_extra={"flag": "--judge"},
+        "With --indic-bias: score this many templates per task, drawn with --seed.",
+        ge=1,
     )
-    temperature: float = Field(
+    judge: str | None = flag_field(
+        "--judge",
+        None,
+        "With --indic-task generation: the snapshot id of the judge model (an "
+        "openai-chat or openai-responses kind, e.g. served by vLLM).",
+    )
+    temperature: float = flag_field(
+        "--temperature",
         0.8,
+        "With --indic-task generation: sampling temperature of the generating "
+        "model (the paper's default 0.8); recorded with the run.",
         ge=0.0,
         le=2.0,
-        description="With --indic-task generation: sampling temperature of the generating "
-        "model (the paper's default 0.8); recorded with the run.",
-        json_schema_extra={"flag": "--temperature"},
     )
-    generation_max_tokens: int = Field(
+    generation_max_tokens: int = flag_field(
+        "--generation-max-tokens",
         512,
-        ge=1,
-        description="With --indic-task generation: longest answer of the generating model "
+        "With --indic-task generation: longest answer of the generating model "
         "(the paper allowed 2048; a server's context must hold the prompt and this).",
-        json_schema_extra={"flag": "--generation-max-tokens"},
-    )
-    judge_max_tokens: int = Field(
-        400,
         ge=1,
-        description="With --indic-task generation: longest answer of the judge (its JSON verdict).",
-        json_schema_extra={"flag": "--judge-max-tokens"},
+    )
+    judge_max_tokens: int = flag_field(
+        "--judge-max-tokens",
+        400,
+        "With --indic-task generation: longest answer of the judge (its JSON verdict).",
+        ge=1,
     )
 
     def extra_panel_metrics(self) -> tuple[str, ...]:

@@ -52,7 +52,7 @@ from monitor.benchmarks.items import (
     normalise_text,
 )
 from monitor.errors import DataIntegrityError, UserInputError
-from monitor.families.pairs.records import PairItem, content_pair_id
+from monitor.families.pairs.records import payload_pair
 
 KIND = "identity-pair"
 TYPES = ("religion", "region", "caste", "tribe")
@@ -369,20 +369,18 @@ def _item(
         "seed": options.seed,
         "partner_pool": how,
     }
-    return PairItem(
-        item_id=content_pair_id(namespace, KIND, payload, text_s, text_a),
-        benchmark=version.benchmark,
+    return payload_pair(
+        namespace,
+        version,
+        s.row,
+        KIND,
+        payload,
+        (text_s, text_a),
         axis=s.type,
         region=region,
-        benchmark_version=version.label,
-        source_row=s.row,
-        text_stereo=text_s,
-        text_anti=text_a,
         targets_stereo=(mine,),
         targets_anti=(theirs,),
         template=template,
         raw_stereo_cell=str([mine]),
         raw_anti_cell=str([theirs]),
-        kind=KIND,
-        payload=payload,
     )
