@@ -87,6 +87,15 @@ class BenchmarkVersion:
             f":errata-{self.errata_version}"
         )
 
+    def content_id(self, kind: str, payload: Any) -> str:
+        """The id of an item of ``kind`` with ``payload`` read from this version's file:
+        ``make_content_id`` in its ``id_namespace`` (errata left out)."""
+        return make_content_id(id_namespace(self), kind, payload)
+
+    def excluded(self, source_row: int, reason: str, detail: str) -> Exclusion:
+        """Source row ``source_row`` of this version's file, left out for ``reason``."""
+        return Exclusion(self.benchmark, self.label, source_row, reason, detail)
+
 
 def source_version(label: str) -> str:
     """A benchmark version label without its errata part (``…:errata-N``).

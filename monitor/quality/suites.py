@@ -61,6 +61,26 @@ class Check:
         )
 
 
+def item_id_checks(
+    hashed: str = "the file version, the kind and the payload",
+    *,
+    unique: str = "item ids are unique",
+    when: tuple[Condition, ...] = (),
+) -> list[Check]:
+    """A benchmark suite's two rules on its items' ids (columns ``item_id`` and
+    ``expected_item_id``, the id recomputed from the item's content): each is unique
+    (``unique``: the rule's words) and each is the hash of ``hashed``."""
+    return [
+        Check("ExpectColumnValuesToBeUnique", {"column": "item_id"}, unique, when),
+        Check(
+            "ExpectColumnPairValuesToBeEqual",
+            {"column_A": "item_id", "column_B": "expected_item_id"},
+            f"the item id is the hash of {hashed}",
+            when,
+        ),
+    ]
+
+
 @dataclass(frozen=True)
 class CheckedFrame:
     """A pandas frame and the checks to run on it as one GE batch."""

@@ -12,11 +12,14 @@ than cut.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
-from monitor.terminal.lines import wrap
-from monitor.terminal.output import SafeTable
+from monitor.terminal.lines import by_pair, wrap
+from monitor.terminal.output import SafeTable, out
+
+C = TypeVar("C")
 
 
 @dataclass(frozen=True)
@@ -108,3 +111,29 @@ def fitted_table(
     for r in rows:
         table.add_row(*(r[i] for i in keep))
     return Fitted(table, drawn, tuple(dropped), width)
+
+
+def print_pair_tables(
+    comparisons: Iterable[C],
+    headers: Sequence[str],
+    row: Callable[[C], Sequence[str]],
+    width: int,
+    *,
+    droppable: Sequence[str] = (),
+) -> None:
+    """Per compared pair of runs (``lines.by_pair``), one fitted table titled ``base →
+    new``: a row per comparison (``row``: a cell per header, then the verdict's label),
+    ``headers`` after the first right-aligned, then a ``verdict`` column; the columns left
+    out to fit named under it."""
+    for (new, base), mine in by_pair(comparisons).items():
+        fitted = fitted_table(
+            f"{base} → {new}",
+            (*headers, "verdict"),
+            [row(c) for c in mine],
+            width,
+            right=headers[1:],
+            droppable=droppable,
+        )
+        out.print_at(fitted.table, fitted.width)
+        for line in fitted.dropped_lines():
+            out.print(line, markup=False)

@@ -43,8 +43,6 @@ from monitor.benchmarks.items import (
     Exclusion,
     Item,
     LoadedBenchmark,
-    id_namespace,
-    make_content_id,
     normalise_text,
 )
 from monitor.contract.capabilities import LoadRequest
@@ -79,9 +77,8 @@ def decode_json(data: bytes, *, name: str) -> Any:
 class _Builder:
     """Turns (test, role, text) triples into items and counts occurrences and overlaps."""
 
-    def __init__(self, version: BenchmarkVersion, namespace: str, region: str) -> None:
+    def __init__(self, version: BenchmarkVersion, region: str) -> None:
         self.version = version
-        self.namespace = namespace
         self.region = region
         self.items: list[Item] = []
         self.exclusions: list[Exclusion] = []
@@ -100,9 +97,7 @@ class _Builder:
                 text = normalise_text(entry["text"])
                 if not text:
                     self.exclusions.append(
-                        Exclusion(
-                            self.version.benchmark,
-                            self.version.label,
+                        self.version.excluded(
                             row,
                             "empty_term",
                             f"test {test} set {role}: empty term",
@@ -116,7 +111,7 @@ class _Builder:
                     payload["shared_with"] = [partner[role]]
                 self.items.append(
                     Item(
-                        item_id=make_content_id(self.namespace, ITEM_KIND, payload),
+                        item_id=self.version.content_id(ITEM_KIND, payload),
                         benchmark=self.version.benchmark,
                         axis=test,
                         region=self.region,
@@ -147,12 +142,10 @@ def count_terms(data: bytes, fmt: str, *, name: str) -> int:
     return sum(len(t[r]["list"]) for t in tests.values() for r in ROLES)
 
 
-def parse_weat_json(
-    data: bytes, *, version: BenchmarkVersion, namespace: str, test: str, region: str
-) -> _Builder:
+def parse_weat_json(data: bytes, *, version: BenchmarkVersion, test: str, region: str) -> _Builder:
     name = f"{version.benchmark}"
     obj = decode_json(data, name=name)
-    out = _Builder(version, namespace, region)
+    out = _Builder(version, region)
     sets: dict[str, list[dict[str, Any]]] = {}
     for key, role in WEAT_JSON_KEYS.items():
         category, examples = _examples(obj, key, name)
@@ -177,16 +170,14 @@ def sochindi_test_id(number: str, group: str) -> str:
     return f"t{int(number):02d}-{SOCHINDI_GROUPS.get(group, group.split()[0])}"
 
 
-def parse_sochindi(
-    data: bytes, *, version: BenchmarkVersion, namespace: str, region: str, seat: bool
-) -> _Builder:
+def parse_sochindi(data: bytes, *, version: BenchmarkVersion, region: str, seat: bool) -> _Builder:
     name = version.benchmark
     obj = decode_json(data, name=name)
     tests = _sochindi_tests(obj, name)
     templates = obj.get("seat_templates") if seat else None
     if seat and not isinstance(templates, dict):
         raise DataIntegrityError(f"{name}: no 'seat_templates' object")
-    out = _Builder(version, namespace, region)
+    out = _Builder(version, region)
     for number in sorted(tests, key=int):
         test = tests[number]
         test_id = sochindi_test_id(number, str(test.get("group", "")))
@@ -222,17 +213,14 @@ def parse_word_sets(
     fmt: str,
     *,
     version: BenchmarkVersion,
-    namespace: str,
     axis: str,
     region: str,
 ) -> _Builder:
     """Dispatch on the manifest's ``format`` (one of ``WORD_SET_FORMATS``)."""
     if fmt == "weat-json":
-        return parse_weat_json(data, version=version, namespace=namespace, test=axis, region=region)
+        return parse_weat_json(data, version=version, test=axis, region=region)
     if fmt in ("sochindi-weat", "sochindi-seat"):
-        return parse_sochindi(
-            data, version=version, namespace=namespace, region=region, seat=fmt == "sochindi-seat"
-        )
+        return parse_sochindi(data, version=version, region=region, seat=fmt == "sochindi-seat")
     raise DataIntegrityError(f"{version.benchmark}: unknown word-set format {fmt!r}")
 
 
@@ -244,14 +232,7 @@ def load(request: LoadRequest) -> LoadedBenchmark:
     terms = count_terms(data, spec.format, name=name)
     if terms != spec.rows:
         raise DataIntegrityError(f"{name}: {terms} terms, the manifest pins {spec.rows}")
-    built = parse_word_sets(
-        data,
-        spec.format,
-        version=version,
-        namespace=id_namespace(version),
-        axis=spec.axis,
-        region=spec.region,
-    )
+    built = parse_word_sets(data, spec.format, version=version, axis=spec.axis, region=spec.region)
     return LoadedBenchmark.of_entry(
         spec,
         version,

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from monitor.benchmarks.items import LoadedBenchmark, id_namespace, make_content_id
-from monitor.quality.suites import Check, CheckedFrame, SuiteResult, run_suite
+from monitor.benchmarks.items import LoadedBenchmark
+from monitor.quality.suites import Check, CheckedFrame, SuiteResult, item_id_checks, run_suite
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -23,13 +23,12 @@ KNOWN_REASONS = ["empty_term"]
 def word_set_frame(loaded: LoadedBenchmark) -> pd.DataFrame:
     import pandas as pd
 
-    namespace = id_namespace(loaded.version)
     rows = [
         {
             "state": "scored",
             "source_row": it.source_row,
             "item_id": it.item_id,
-            "expected_item_id": make_content_id(namespace, it.kind, it.payload),
+            "expected_item_id": loaded.version.content_id(it.kind, it.payload),
             "test": it.axis,
             "role": it.payload.get("role"),
             "text": it.payload.get("text"),
@@ -59,18 +58,7 @@ def validate_word_sets(loaded: LoadedBenchmark, *, expected_rows: int | None = N
             "every term slot of the file is an item or an exclusion",
         ),
         Check("ExpectColumnValuesToBeUnique", {"column": "source_row"}, "each slot once"),
-        Check(
-            "ExpectColumnValuesToBeUnique",
-            {"column": "item_id"},
-            "item ids are unique",
-            when=scored,
-        ),
-        Check(
-            "ExpectColumnPairValuesToBeEqual",
-            {"column_A": "item_id", "column_B": "expected_item_id"},
-            "the item id is the hash of the file version, the kind and the payload",
-            when=scored,
-        ),
+        *item_id_checks(when=scored),
         Check(
             "ExpectColumnValuesToBeInSet",
             {"column": "role", "value_set": ROLES},

@@ -126,8 +126,8 @@ def drift_table(
     (``fitted_table``: cells wrap between words; at a narrow width the raw p, then the MDE
     are left out and named); then each verdict's reason, whose sentences in a cell
     squeezed the rest (run ids and numbers came out as "20261…" and "+0…")."""
-    from monitor.terminal.fit import fitted_table
-    from monitor.terminal.lines import by_pair, wrap
+    from monitor.terminal.fit import print_pair_tables
+    from monitor.terminal.lines import wrap
     from monitor.terminal.output import output_width
 
     rows = list(comparisons)
@@ -141,18 +141,7 @@ def drift_table(
     ):
         out.print(line, markup=False)
     headers = ("benchmark/test", "d old", "d new", f"Δd [{level} CI]", "MDE", "p", "p(BH)")
-    for (new, base), mine in by_pair(rows).items():
-        fitted = fitted_table(
-            f"{base} → {new}",
-            (*headers, "verdict"),
-            [_table_row(c) for c in mine],
-            width,
-            right=headers[1:],
-            droppable=("p", "MDE"),
-        )
-        out.print_at(fitted.table, fitted.width)
-        for line in fitted.dropped_lines():
-            out.print(line, markup=False)
+    print_pair_tables(rows, headers, _table_row, width, droppable=("p", "MDE"))
     for c in rows:  # each reason wrapped to the width, its lines after the first indented
         for line in wrap(
             f"{c.benchmark}/{c.axis}: {c.verdict.label}: {c.verdict.reason}", width, "  "

@@ -61,7 +61,6 @@ from monitor.benchmarks.items import (
     Exclusion,
     Item,
     LoadedBenchmark,
-    id_namespace,
 )
 from monitor.benchmarks.manifest import BenchmarkManifest
 from monitor.errors import DataIntegrityError, UserInputError
@@ -298,7 +297,6 @@ def _bharat_item(
     return question_item(
         record,
         version,
-        id_namespace(version),
         "en",
         benchmark=benchmark,
         axis=benchmark.removeprefix("bharatbbq-"),

@@ -60,7 +60,6 @@ from typing import Any
 
 from monitor.benchmarks.items import (
     BenchmarkVersion,
-    Exclusion,
     Item,
     LoadedBenchmark,
     check_row_count,
@@ -126,7 +125,6 @@ def load(request: LoadRequest) -> LoadedBenchmark:
     seed = opts.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise UserInputError(f"{name}: seed must be an integer")
-    namespace = id_namespace(version)
     language = spec.language
     translation: dict[str, str] = {}
     if spec.format == "bbq-jsonl":
@@ -161,15 +159,13 @@ def load(request: LoadRequest) -> LoadedBenchmark:
         raise UserInputError(f"{name}: format {spec.format!r} is not a choice-QA format")
     axis = category_id(spec.id)
     exclusions = [
-        Exclusion(spec.id, version.label, r["source_row"], SAME_OPTIONS, SAME_OPTIONS_DETAIL)
+        version.excluded(r["source_row"], SAME_OPTIONS, SAME_OPTIONS_DETAIL)
         for r in records
         if not options_distinct(r["options"])
     ]
     excluded = {e.source_row for e in exclusions}
     items = [
-        question_item(
-            r, version, namespace, language, benchmark=spec.id, axis=axis, region=spec.region
-        )
+        question_item(r, version, language, benchmark=spec.id, axis=axis, region=spec.region)
         for r in records
         if r["source_row"] not in excluded
     ]
@@ -469,7 +465,6 @@ def question_id(namespace: str, payload: Mapping[str, Any]) -> str:
 def question_item(
     record: Mapping[str, Any],
     version: BenchmarkVersion,
-    namespace: str,
     language: str,
     *,
     benchmark: str,
@@ -478,12 +473,12 @@ def question_item(
 ) -> Item:
     """One question's ``Item`` from its record (the payload's fields and ``source_row``) in
     ``language``, filed under ``benchmark``/``axis``/``region``, its id hashed over the
-    payload without its language (``question_id``): the loader's items and the BharatBBQ
-    predictions' imported ones are built here alike."""
+    payload without its language (``question_id``) in ``version``'s ``id_namespace``: the
+    loader's items and the BharatBBQ predictions' imported ones are built here alike."""
     payload = {k: v for k, v in record.items() if k != "source_row"}
     payload["language"] = language
     return Item(
-        item_id=question_id(namespace, payload),
+        item_id=question_id(id_namespace(version), payload),
         benchmark=benchmark,
         axis=axis,
         region=region,

@@ -26,8 +26,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from monitor.benchmarks.items import LoadedBenchmark, id_namespace, make_content_id
-from monitor.quality.suites import Check, CheckedFrame, Condition, SuiteResult, run_suite
+from monitor.benchmarks.items import LoadedBenchmark
+from monitor.quality.suites import (
+    Check,
+    CheckedFrame,
+    Condition,
+    SuiteResult,
+    item_id_checks,
+    run_suite,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -65,7 +72,6 @@ def choice_frame(loaded: LoadedBenchmark) -> pd.DataFrame:
     """One row per item: indices, flags and ids, no texts."""
     import pandas as pd
 
-    namespace = id_namespace(loaded.version)
     rows: list[dict[str, Any]] = []
     for it in loaded.items:
         p = it.payload
@@ -75,7 +81,7 @@ def choice_frame(loaded: LoadedBenchmark) -> pd.DataFrame:
             {
                 "source_row": it.source_row,
                 "item_id": it.item_id,
-                "expected_item_id": make_content_id(namespace, it.kind, _core(p)),
+                "expected_item_id": loaded.version.content_id(it.kind, _core(p)),
                 "kind": it.kind,
                 "template": it.template,
                 "n_options": len(options),
@@ -107,12 +113,7 @@ def choice_checks() -> list[Check]:
     with_target = (("target", "not_null", None),)
     return [
         Check("ExpectColumnValuesToBeUnique", {"column": "source_row"}, "each row once"),
-        Check("ExpectColumnValuesToBeUnique", {"column": "item_id"}, "item ids are unique"),
-        Check(
-            "ExpectColumnPairValuesToBeEqual",
-            {"column_A": "item_id", "column_B": "expected_item_id"},
-            "the item id is the hash of the file version, the kind and the payload",
-        ),
+        *item_id_checks(),
         Check.in_set("kind", ["choice-question"], "every item is a choice question"),
         Check("ExpectColumnValuesToNotBeNull", {"column": "template"}, "a template per item"),
         Check.in_set("n_options", [3], "three options per question"),

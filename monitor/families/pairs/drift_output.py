@@ -303,8 +303,7 @@ def drift_table(
     with ``show_flips`` the ids of the items that flipped."""
     if not comparisons:
         return
-    from monitor.terminal.fit import fitted_table
-    from monitor.terminal.lines import by_pair
+    from monitor.terminal.fit import print_pair_tables
     from monitor.terminal.output import output_width
 
     width = output_width()
@@ -313,18 +312,7 @@ def drift_table(
     ):
         out.print(line, markup=False)
     headers = ("benchmark/axis", "old", "new", f"Δ [{level} CI]", "MDE", "b/c", "p", "p(BH)")
-    for (new, base), mine in by_pair(comparisons).items():
-        fitted = fitted_table(
-            f"{base} → {new}",
-            (*headers, "verdict"),
-            [_table_row(c) for c in mine],
-            width,
-            right=headers[1:],
-            droppable=("p", "b/c", "MDE"),
-        )
-        out.print_at(fitted.table, fitted.width)
-        for line in fitted.dropped_lines():
-            out.print(line, markup=False)
+    print_pair_tables(comparisons, headers, _table_row, width, droppable=("p", "b/c", "MDE"))
     # Under the table, each a paragraph wrapped to the width: the reasons (long sentences,
     # which in a cell squeeze the rest), then each comparison in plain words.
     lines: list[str] = []

@@ -221,16 +221,12 @@ def load_pair_task(
         row = rows[n]
         type_, x = str(row["identity_type"]), str(row["identity"])
         if marker not in str(row["template"]):
-            exclusions.append(
-                Exclusion(version.benchmark, version.label, n, "no_placeholder", f"no {marker}")
-            )
+            exclusions.append(version.excluded(n, "no_placeholder", f"no {marker}"))
             continue
         pool, how = tax.partner_pool(type_, x)
         candidates = [p for p in pool if not mentions(p, str(row["template"]))]
         if not candidates:
-            exclusions.append(
-                Exclusion(version.benchmark, version.label, n, "no_partner", "no partner left")
-            )
+            exclusions.append(version.excluded(n, "no_partner", "no partner left"))
             continue
         rng = random.Random(f"{seed}:{task}:{row['template_id']}:{n}")
         for other in rng.sample(candidates, min(partners, len(candidates))):

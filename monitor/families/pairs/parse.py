@@ -168,8 +168,7 @@ class _Collector:
         self.first_row: dict[str, int] = {}
 
     def exclude(self, row: int, reason: str, detail: str) -> None:
-        v = self.version
-        self.result.exclusions.append(Exclusion(v.benchmark, v.label, row, reason, detail))
+        self.result.exclusions.append(self.version.excluded(row, reason, detail))
 
     def admit(self, row: int, text_stereo: str, text_anti: str) -> str | None:
         """The new item's id, or None (and an exclusion) if the pair must not be scored."""

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from monitor.benchmarks.items import Item, LoadedBenchmark, id_namespace
 from monitor.families.pairs.parse import mask_spans
 from monitor.families.pairs.records import expected_item_id
-from monitor.quality.suites import Check, CheckedFrame, SuiteResult, run_suite
+from monitor.quality.suites import Check, CheckedFrame, SuiteResult, item_id_checks, run_suite
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -234,16 +234,9 @@ def benchmark_checks(
             for expectation, regex, words, when in texts
         ]
     checks += [
-        Check(
-            "ExpectColumnValuesToBeUnique",
-            {"column": "item_id"},
-            "item ids are unique among scored rows",
-            when=scored,
-        ),
-        Check(
-            "ExpectColumnPairValuesToBeEqual",
-            {"column_A": "item_id", "column_B": "expected_item_id"},
-            "the item id is the hash of the file version and the normalised pair",
+        *item_id_checks(
+            "the file version and the normalised pair",
+            unique="item ids are unique among scored rows",
             when=scored,
         ),
         Check(

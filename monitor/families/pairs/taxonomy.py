@@ -272,10 +272,6 @@ class BuiltItems:
     not_sampled: list[int]
 
 
-def _exclusion(version: BenchmarkVersion, row: int, reason: str, detail: str) -> Exclusion:
-    return Exclusion(version.benchmark, version.label, row, reason, detail)
-
-
 def build_items(
     taxonomy: Taxonomy,
     templates: TemplateSet,
@@ -293,15 +289,12 @@ def build_items(
         key = (s.type, s.identity, normalise_text(s.text).casefold())
         if DUPLICATE_MARK.search(s.text):
             out.exclusions.append(
-                _exclusion(
-                    version, s.row, "duplicate_stereotype", "marked '(duplicate)' in the file"
-                )
+                version.excluded(s.row, "duplicate_stereotype", "marked '(duplicate)' in the file")
             )
             continue
         if key in seen:
             out.exclusions.append(
-                _exclusion(
-                    version,
+                version.excluded(
                     s.row,
                     "duplicate_stereotype",
                     f"same stereotype of the same identity as row {seen[key]}",
@@ -326,7 +319,7 @@ def build_items(
         candidates = [p for p in pool if not mentions(p, s.text)]
         if not candidates:
             out.exclusions.append(
-                _exclusion(version, s.row, "no_partner", "the stereotype mentions every partner")
+                version.excluded(s.row, "no_partner", "the stereotype mentions every partner")
             )
             continue
         rng = random.Random(f"{options.seed}:{s.id}")

@@ -26,7 +26,7 @@ run in the benchmark's sampling):
   the drawn identities of its kind. Rows of other identities are ``not_sampled`` (left
   out by design, not for a defect).
 
-Item id: ``make_content_id(namespace, KIND, payload)`` over the file version and (S, C,
+Item id: ``version.content_id(KIND, payload)`` over the file version and (S, C,
 a, the kind, the row's votes and offensiveness), so a changed row gets a new id and
 drift never pairs it with its old self. ``template`` is S, so the core's clustering by
 template clusters on the stereotyped identity. Its ``texts`` are frame 1 naming S and C
@@ -49,8 +49,6 @@ from monitor.benchmarks.items import (
     Item,
     LoadedBenchmark,
     check_row_count,
-    id_namespace,
-    make_content_id,
 )
 from monitor.benchmarks.manifest import BenchmarkSpec
 from monitor.contract.capabilities import LoadRequest
@@ -146,10 +144,6 @@ def _size(options: Mapping[str, Any] | None, name: str) -> str:
     return size
 
 
-def _excluded(version: BenchmarkVersion, row: Row, reason: str, detail: str) -> Exclusion:
-    return Exclusion(version.benchmark, version.label, row.n, reason, detail)
-
-
 def load(request: LoadRequest) -> LoadedBenchmark:
     """The pinned file as items by the rule in the module docstring."""
     spec, data, version, options = request.spec, request.data, request.version, request.options
@@ -178,23 +172,21 @@ def load(request: LoadRequest) -> LoadedBenchmark:
     seen: set[tuple[str, str]] = set()
     for r in rows:
         if not r.identity or not r.attribute:
-            exclusions.append(_excluded(version, r, "empty_field", "identity or attribute empty"))
+            exclusions.append(version.excluded(r.n, "empty_field", "identity or attribute empty"))
         elif (r.identity, r.attribute) in seen:
-            exclusions.append(_excluded(version, r, "duplicate", "repeats an earlier row"))
+            exclusions.append(version.excluded(r.n, "duplicate", "repeats an earlier row"))
         elif r.votes[0] < MIN_VOTES:
             exclusions.append(
-                _excluded(
-                    version,
-                    r,
+                version.excluded(
+                    r.n,
                     "fewer_than_two_votes",
                     f"{r.votes[0]} of 3 annotators voted stereotype",
                 )
             )
         elif kind_of[r.identity] not in KINDS:
             exclusions.append(
-                _excluded(
-                    version,
-                    r,
+                version.excluded(
+                    r.n,
                     "identity_kind_unknown",
                     f"the gloss names no nationality or Indian region ({kind_of[r.identity]})",
                 )
@@ -223,16 +215,14 @@ def load(request: LoadRequest) -> LoadedBenchmark:
             pool = [i for i in by_kind[kind] if i in with_stereotypes]
             drawn |= set(rng.sample(pool, min(MINI_IDENTITIES, len(pool))))
 
-    namespace = id_namespace(version)
     items: list[Item] = []
     not_sampled: list[int] = []
     for r in stereotypes:
         eligible = contrasts(r)
         if not eligible:
             exclusions.append(
-                _excluded(
-                    version,
-                    r,
+                version.excluded(
+                    r.n,
                     "no_contrast",
                     "every identity of its kind has a row with this attribute",
                 )
@@ -253,7 +243,7 @@ def load(request: LoadRequest) -> LoadedBenchmark:
         else:
             chosen = eligible
         for c in chosen:
-            items.append(_item(spec, version, namespace, r, c, kind_of, glosses))
+            items.append(_item(spec, version, r, c, kind_of, glosses))
     return LoadedBenchmark(
         benchmark=spec.id,
         axis=spec.axis,
@@ -277,7 +267,6 @@ def load(request: LoadRequest) -> LoadedBenchmark:
 def _item(
     spec: BenchmarkSpec,
     version: BenchmarkVersion,
-    namespace: str,
     r: Row,
     contrast: str,
     kind_of: Mapping[str, str],
@@ -297,7 +286,7 @@ def _item(
         "attribute_en": r.attribute_en,
     }
     return SeegullItem(
-        item_id=make_content_id(namespace, KIND, payload),
+        item_id=version.content_id(KIND, payload),
         benchmark=spec.id,
         axis=kind_of[r.identity],
         region=spec.region,

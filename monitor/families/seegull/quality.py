@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from monitor.benchmarks.items import LoadedBenchmark, id_namespace, make_content_id
+from monitor.benchmarks.items import LoadedBenchmark
 from monitor.families.seegull.identities import KINDS
 from monitor.families.seegull.items import BANDS, MIN_VOTES
-from monitor.quality.suites import Check, CheckedFrame, SuiteResult, run_suite
+from monitor.quality.suites import Check, CheckedFrame, SuiteResult, item_id_checks, run_suite
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -45,7 +45,6 @@ def item_frame(loaded: LoadedBenchmark) -> pd.DataFrame:
 
     import pandas as pd
 
-    namespace = id_namespace(loaded.version)
     rows = []
     for it in loaded.items:
         p = it.payload
@@ -54,7 +53,7 @@ def item_frame(loaded: LoadedBenchmark) -> pd.DataFrame:
             {
                 "source_row": it.source_row,
                 "item_id": it.item_id,
-                "expected_item_id": make_content_id(namespace, it.kind, p),
+                "expected_item_id": loaded.version.content_id(it.kind, p),
                 "triple": hashlib.sha256(triple.encode("utf-8")).hexdigest()[:16],
                 "votes": int((p.get("votes") or [0])[0]),
                 "distinct": p.get("identity") != p.get("contrast"),
@@ -81,12 +80,7 @@ def accounting_frame(loaded: LoadedBenchmark) -> pd.DataFrame:
 def checks(expected_rows: int) -> list[Check]:
     """The item rules above, as declared checks (great-expectations runs them)."""
     return [
-        Check("ExpectColumnValuesToBeUnique", {"column": "item_id"}, "item ids are unique"),
-        Check(
-            "ExpectColumnPairValuesToBeEqual",
-            {"column_A": "item_id", "column_B": "expected_item_id"},
-            "the item id is the hash of the file version, the kind and the payload",
-        ),
+        *item_id_checks(),
         Check(
             "ExpectColumnValuesToBeUnique",
             {"column": "triple"},
