@@ -230,16 +230,10 @@ class Compare(Protocol):
 
 
 class Unscored(Protocol):
-    """The subjects only one run of the pair scored (named by drift, never compared)."""
+    """The subjects only one run of the pair scored (named by drift, never compared),
+    handed the ``CompareRequest`` the family's ``Compare`` was."""
 
-    def __call__(
-        self,
-        view: StoreView,
-        new_run_id: str,
-        baseline_run_id: str,
-        *,
-        controls: Mapping[str, Sequence[str]] | None = None,
-    ) -> list[UnscoredAxis]: ...
+    def __call__(self, request: CompareRequest) -> list[UnscoredAxis]: ...
 
 
 class Explain(Protocol):

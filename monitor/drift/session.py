@@ -246,22 +246,21 @@ def run_drift(
             raise UserInputError(
                 f"run {p.new_run_id}: no drift comparator for {family.name} results"
             )
-        pair_comps = compare(
-            CompareRequest(
-                view,
-                p.new_run_id,
-                p.baseline_run_id,
-                alpha=alpha,
-                confidence=confidence,
-                noise_book=book,
-                role=p.role,
-                sign_flips=sign_flips,
-                controls=controls,
-            )
+        request = CompareRequest(
+            view,
+            p.new_run_id,
+            p.baseline_run_id,
+            alpha=alpha,
+            confidence=confidence,
+            noise_book=book,
+            role=p.role,
+            sign_flips=sign_flips,
+            controls=controls,
         )
+        pair_comps = compare(request)
         unscored = family.drift().unscored if family.drift is not None else None
         if unscored is not None:
-            result.unscored += unscored(view, p.new_run_id, p.baseline_run_id, controls=controls)
+            result.unscored += unscored(request)
         for c in pair_comps:
             context = getattr(c, "noise_context", None)
             for side in context.sides if context else ():

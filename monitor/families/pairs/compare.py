@@ -29,7 +29,7 @@ from monitor.drift.compare import (
     adjust_family,
     with_sign_flips,
 )
-from monitor.drift.controls import Controls, controlled_by, manifest_controls
+from monitor.drift.controls import controlled_by, manifest_controls
 from monitor.drift.deltas import DeltaTest, SignFlipBatch, paired_delta_test
 from monitor.drift.noise import NoiseBook
 from monitor.drift.power import DetectableChange, mcnemar_mde
@@ -324,15 +324,11 @@ def _scored_in(fields: Mapping[str, Any], benchmarks: set[str]) -> dict[str, Any
     return out
 
 
-def unscored_axes(
-    view: StoreView,
-    new_run_id: str,
-    baseline_run_id: str,
-    *,
-    controls: Controls | None = None,
-) -> list[UnscoredAxis]:
-    """The axes only one run of the pair scored (controls left out: they are never an
-    axis of their own), in (benchmark, axis) order."""
+def unscored_axes(request: CompareRequest) -> list[UnscoredAxis]:
+    """The axes only one run of the request's pair scored (controls left out: they are
+    never an axis of their own), in (benchmark, axis) order."""
+    view, controls = request.view, request.controls
+    new_run_id, baseline_run_id = request.new_run_id, request.baseline_run_id
     axes_new, axes_old = view.axis_outcomes(new_run_id), view.axis_outcomes(baseline_run_id)
     control_of = controlled_by(manifest_controls() if controls is None else controls)
     return [

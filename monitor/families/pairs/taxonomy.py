@@ -39,7 +39,7 @@ import random
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
@@ -79,7 +79,7 @@ class TaxonomyOptions:
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any], *, name: str) -> TaxonomyOptions:
-        known = {"partners", "templates", "per_identity", "seed"}
+        known = {f.name for f in fields(cls)}
         unknown = sorted(set(options) - known)
         if unknown:
             raise UserInputError(
@@ -97,12 +97,8 @@ class TaxonomyOptions:
         return out
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "partners": self.partners,
-            "templates": self.templates,
-            "per_identity": self.per_identity,
-            "seed": self.seed,
-        }
+        """The options as recorded in a run's sampling, in their declared order."""
+        return asdict(self)
 
 
 @dataclass(frozen=True)
