@@ -33,8 +33,9 @@ DATA_ENV = "MONITOR_LAKE_DATA"
 USAGE = "ducklake:sqlite:FILE or ducklake:postgres:'dbname=... host=...'"
 
 # A password in a libpq keyword string (``password=...``) or in a URI's userinfo
-# (``postgresql://user:secret@host``): either would put a credential on a command line.
-_PASSWORD = re.compile(r"(?i)(?:\bpassword\s*=|://[^/@\s]*:[^/@\s]*@)")
+# (``postgresql://user:secret@host``; also after a path-like value lost a slash:
+# ``postgresql:/user:secret@host``): either would put a credential on a command line.
+_PASSWORD = re.compile(r"(?i)(?:\bpassword\s*=|:/*[^/@\s:]*:[^/@\s]*@)")
 
 
 @dataclass(frozen=True)
