@@ -27,6 +27,7 @@ n_excluded, notes) and its axis measures, which ``finish_run`` replaces whole.
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import os
 import shutil
@@ -67,6 +68,38 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     "quarantined": frozenset({"complete"}),
 }
 WRITABLE_STATUSES = frozenset(queries.RESUMABLE_STATUSES)
+
+
+def _is_commit_conflict(exc: BaseException) -> bool:
+    """A lake's commit refused because another writer committed first (DuckLake's
+    conflict, or a SQLite catalog busy with another process's commit)."""
+    text = str(exc)
+    return isinstance(exc, duckdb.Error) and (
+        "Transaction conflict" in text or "database is locked" in text
+    )
+
+
+def _serialised(method: Callable[Concatenate[Store, P], R]) -> Callable[Concatenate[Store, P], R]:
+    """A write method, retried whole on a lake when its commit lost to another writer's.
+
+    Every write transaction on a lake first touches one catalog row (``sql.claim_writes``),
+    so of two that overlap DuckLake commits one and refuses the other; rerun, the other
+    sees what the first wrote, so its key checks (``sql.insert_absent``) are sound and a
+    row can never be stored twice. A file store needs none of it (one writer at a time)."""
+
+    @functools.wraps(method)
+    def write(self: Store, *args: P.args, **kwargs: P.kwargs) -> R:
+        if not isinstance(self.location, LakeLocation) or self._in_transaction:
+            return method(self, *args, **kwargs)
+        retrying = Retrying(
+            retry=retry_if_exception(_is_commit_conflict),
+            stop=stop_after_delay(self.lock_timeout),
+            wait=wait_random_exponential(multiplier=0.05, max=1.0),
+            reraise=True,
+        )
+        return retrying(method, self, *args, **kwargs)
+
+    return write
 
 
 class StoreLockedError(UserInputError):
@@ -324,6 +357,8 @@ class Store:
             try:
                 con.begin()
                 try:
+                    if isinstance(self.location, LakeLocation):
+                        sql.claim_writes(con)
                     yield con
                 except BaseException:
                     con.rollback()
@@ -425,6 +460,7 @@ class Store:
 
     # -- writes ----------------------------------------------------------------------
 
+    @_serialised
     def begin_run(self, run: RunRecord, *, owner: leases.Owner | None = None) -> None:
         """Record a new run (status ``running`` unless the record says otherwise); with
         ``owner``, the run is leased to it in the same transaction."""
@@ -441,6 +477,7 @@ class Store:
 
     # -- leases: one owning process per run in progress (see monitor.store.leases) ----
 
+    @_serialised
     def claim_resumable(
         self,
         fingerprint: str,
@@ -469,11 +506,13 @@ class Store:
             candidates = queries.resumable_runs(con, fingerprint)
             return leases.first_free(con, candidates, owner, codec.now(), stale_after)[0]
 
+    @_serialised
     def heartbeat(self, run_id: str, owner: leases.Owner) -> bool:
         """Refresh ``owner``'s lease on ``run_id``; False when it no longer holds it."""
         with self._transaction() as con:
             return leases.refresh(con, run_id, owner)
 
+    @_serialised
     def release(self, run_id: str, owner: leases.Owner) -> None:
         """Give up ``owner``'s lease on ``run_id`` (a no-op when it holds none)."""
         with self._transaction() as con:
@@ -481,6 +520,7 @@ class Store:
                 "DELETE FROM run_leases WHERE run_id = ? AND owner = ?", [run_id, owner.token]
             )
 
+    @_serialised
     def record_run(
         self,
         run: RunRecord,
@@ -533,6 +573,7 @@ class Store:
                 finally:
                     con.unregister(view)
 
+    @_serialised
     def upsert_items(self, items: Iterable[Item]) -> int:
         """Insert items not yet stored (by item_id); returns how many were new."""
         table = codec.items_table(items)
@@ -545,6 +586,7 @@ class Store:
             con.unregister("_new_items")
         return int(inserted)
 
+    @_serialised
     def add_scores(self, run_id: str, rows: Sequence[ScoreRow]) -> int:
         """Append one batch of scores atomically; rows already stored for an item are ignored.
 
@@ -569,6 +611,7 @@ class Store:
             con.unregister("_new_scores")
         return int(inserted)
 
+    @_serialised
     def add_embeddings(self, run_id: str, vectors: Mapping[str, Sequence[float]]) -> int:
         """Store the vectors an association run embedded (item id -> float32 vector), one
         transaction; a vector already stored for an item is kept (append-only, resumable).
@@ -595,6 +638,7 @@ class Store:
         """The vectors stored for ``run_id``, by item id (empty for runs of other kinds)."""
         return self._read(queries.embeddings, run_id)
 
+    @_serialised
     def add_exclusions(self, run_id: str, exclusions: Sequence[Exclusion]) -> int:
         """Record rows left out of a run; re-sending one already stored is a no-op."""
         table = codec.exclusions_table(run_id, exclusions)
@@ -615,6 +659,7 @@ class Store:
             con.unregister("_new_exclusions")
         return int(inserted)
 
+    @_serialised
     def finish_run(
         self,
         run_id: str,
@@ -657,6 +702,7 @@ class Store:
                 },
             )
 
+    @_serialised
     def set_status(
         self,
         run_id: str,
@@ -688,6 +734,7 @@ class Store:
                 [status, codec.redact_text(notes), run_id],
             )
 
+    @_serialised
     def mark_stale_runs(self, idle_for: timedelta, now: datetime | None = None) -> list[str]:
         """Mark ``running`` runs with no score for ``idle_for`` as ``interrupted``.
 
@@ -705,6 +752,7 @@ class Store:
                 )
         return stale
 
+    @_serialised
     def add_validation(self, run_id: str, suite: str, success: bool, results: dict) -> None:
         """Append a quality-gate result; a run may be validated many times."""
         with self._transaction() as con:
@@ -780,6 +828,7 @@ class Store:
 
     # -- API runs (schema 2) -----------------------------------------------------------
 
+    @_serialised
     def add_api_requests(self, run_id: str, rows: Sequence[dict[str, Any]]) -> int:
         """Store what API requests asked and what came back, one transaction per batch.
 
@@ -853,6 +902,7 @@ class Store:
                     row[column] = json.loads(row[column])
         return rows
 
+    @_serialised
     def update_run_environment(self, run_id: str, patch: dict[str, Any]) -> None:
         """Merge ``patch`` into a run's ``environment`` JSON (top-level keys replaced).
 
@@ -869,6 +919,7 @@ class Store:
                 "UPDATE runs SET environment = ? WHERE run_id = ?", [codec.dumps(env), run_id]
             )
 
+    @_serialised
     def add_api_batch(
         self,
         run_id: str,
@@ -888,6 +939,7 @@ class Store:
                 codec.clean([batch_id, run_id, endpoint, input_file_id, list(request_keys)]),
             )
 
+    @_serialised
     def update_api_batch(
         self,
         batch_id: str,

@@ -127,3 +127,13 @@ def insert_absent(
             [*pick_params, *params],
         )
     )
+
+
+def claim_writes(con: duckdb.DuckDBPyConnection) -> None:
+    """Make this lake transaction conflict with every other write transaction on the lake.
+
+    DuckLake commits two transactions that only insert into a table both, so two writers
+    checking a key at once could each find it absent and each insert it. Rewriting one
+    catalog row (the first migration's, unchanged) makes any two overlapping writers
+    conflict at commit: one wins, the other is retried (``Store``'s ``_serialised``)."""
+    con.execute("UPDATE schema_migrations SET applied_at = applied_at WHERE version = 1")
