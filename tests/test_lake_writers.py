@@ -5,8 +5,8 @@ in batches; every run ends with all its scores and the items are stored once eac
 DuckLake commits two transactions that only insert both, so without the store's write
 claim (``sql.claim_writes``: each write transaction rewrites one catalog row, so two
 overlapping ones conflict and the loser is retried whole) two writers checking an item's
-key at once each find it absent and store it twice. On a SQLite catalog (always) and a
-PostgreSQL + S3 one where the lake servers run (tests/_lake.py).
+key at once each find it absent and store it twice (measured: 160 item rows for 40
+items). On a PostgreSQL + S3 lake where the lake servers run (tests/_lake.py).
 """
 
 from __future__ import annotations
@@ -46,7 +46,9 @@ WRITER = textwrap.dedent(
 ).format(items=ITEMS, batch=BATCH)
 
 
-@pytest.mark.parametrize("kind", ["lake-sqlite", "lake-postgres"])
+# Only on PostgreSQL: a SQLite catalog makes a writer that meets another's commit wait out
+# SQLite's busy timeout (about 5 s) before it retries, 35 s for this test on 2 cores.
+@pytest.mark.parametrize("kind", ["lake-postgres"])
 def test_four_writers_at_once_store_every_row_once(kind, tmp_path, monkeypatch):
     db, env = new_location(kind, tmp_path)
     for name, value in env.items():
