@@ -47,6 +47,8 @@ def connect(location: LakeLocation, *, read_only: bool, create: bool) -> duckdb.
         extensions.load(con, "ducklake", scanner, *(("httpfs",) if location.on_s3 else ()))
         if location.on_s3:
             con.execute(_s3_secret())
+        if location.kind == "sqlite" and create:
+            _make_folder(Path(location.target).parent)  # after the extensions loaded
         options = [f"DATA_PATH {_quoted(location.data_path)}"]
         if read_only:
             options.append("READ_ONLY")
@@ -61,6 +63,15 @@ def connect(location: LakeLocation, *, read_only: bool, create: bool) -> duckdb.
         con.close()
         raise
     return con
+
+
+def _make_folder(folder: Path) -> None:
+    """The catalog's folder, as a file store's folders are made
+    (``--db ducklake:sqlite:results/lake.sqlite`` on a fresh clone)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserInputError(f"cannot create folder {folder}: {exc.strerror}") from None
 
 
 def _s3_secret() -> str:
