@@ -18,7 +18,7 @@ db_app = typer.Typer(
 
 DB_HELP = (
     "DuckDB file, or a DuckLake: ducklake:sqlite:FILE or ducklake:postgres:'dbname=... "
-    "host=...' with --lake-data (default: $MONITOR_DB or results/monitor.duckdb)."
+    "host=...' (default: $MONITOR_DB or results/monitor.duckdb)."
 )
 DbOpt = Annotated[Path | None, typer.Option("--db", help=DB_HELP)]
 
