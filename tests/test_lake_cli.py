@@ -165,6 +165,9 @@ def test_malformed_lake_urls_are_one_line_and_write_nothing(tmp_path, shared_dat
                     f"ducklake:postgres:postgresql://u:{secret}@127.0.0.1/x",
                     "--lake-data", str(tmp_path / "d"))  # fmt: skip
     assert "holds a password" in line and secret not in line
+    line = _refused(env, "db", "rebuild", str(tmp_path / "history"), "--db",
+                    f"ducklake:sqlite:{catalog}", "--lake-data", str(tmp_path / "d"))  # fmt: skip
+    assert "db rebuild writes a DuckDB file, not a lake" in line and "db merge" in line
     # A reader never creates a lake.
     line = _refused(env, "runs", "list", "--db", f"ducklake:sqlite:{catalog}",
                     "--lake-data", str(tmp_path / "d"))  # fmt: skip
