@@ -13,6 +13,7 @@ import pytest
 
 # `tests/` is on sys.path (rootdir conftest, no __init__.py), so this works under both
 # `pytest` and `python -m pytest`. One vLLM server per session for @pytest.mark.vllm tests.
+from _lake import KINDS, new_location
 from _sessions import once_per_session, store_env
 from servers.vllm import vllm_server  # noqa: F401
 
@@ -159,3 +160,14 @@ def smollm2_choice_qa_run(
 
     root = once_per_session(tmp_path_factory, "smollm2-choice-qa", score)
     return root / "monitor.duckdb", (root / "stdout.txt").read_text(), CHOICE_QA_MINI
+
+
+@pytest.fixture(params=KINDS)
+def store_db(request, tmp_path, monkeypatch) -> str:
+    """A fresh store of each kind (a DuckDB file; a DuckLake on a SQLite catalog and a
+    folder; one on PostgreSQL and S3 where the lake servers run): its ``--db`` value,
+    with the environment it needs set (tests/_lake.py)."""
+    db, env = new_location(request.param, tmp_path)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return db

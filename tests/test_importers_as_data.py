@@ -32,7 +32,7 @@ def test_each_import_command_is_built_from_its_declaration(tmp_path, shared_data
                                                            session_cache):  # fmt: skip
     """`import --help` lists the declared importers, and each command's help shows its
     declaration: the argument's help and an option per field of its options model, with
-    the field's description, no other option but --db and --format."""
+    the field's description, no other option but --db (with --lake-data) and --format."""
     importers = _importers()
     assert set(importers) == {"caste-bias", "caste-bias-gpt-5", "bbq", "bharatbbq"}
     env = _env(tmp_path, shared_datasets, session_cache)
@@ -46,7 +46,7 @@ def test_each_import_command_is_built_from_its_declaration(tmp_path, shared_data
         assert "".join(importer.help.split()[:8]) in text
         assert "".join(importer.reads.help.split()) in text
         fields = {f"--{f.replace('_', '-')}" for f in importer.options.model_fields}
-        assert flags == fields | {"--db", "--format", "--help"}, (name, flags)
+        assert flags == fields | {"--db", "--lake-data", "--format", "--help"}, (name, flags)
         for field in importer.options.model_fields.values():
             assert "".join(str(field.description).split()) in text, (name, field.description)
 

@@ -207,8 +207,9 @@ def test_read_only_store_reads_but_never_writes(tmp_path):
 
 
 @pytest.fixture
-def store(tmp_path) -> Store:
-    return Store(tmp_path / "m.duckdb")
+def store(store_db) -> Store:
+    """Each test below runs on a DuckDB file and on the lakes (``store_db``)."""
+    return Store(store_db)
 
 
 def test_items_are_inserted_once_and_read_back_whole(store):
@@ -266,9 +267,8 @@ def test_run_record_round_trips_with_json_parsed(store):
     assert got["benchmarks"] == run.benchmarks
     assert got["started_at"] == run.started_at
     assert got["status"] == "running" and got["finished_at"] is None
-    con = duckdb.connect(str(store.path), read_only=True)
-    (raw,) = con.execute("SELECT environment FROM runs").fetchall()[0]
-    con.close()
+    with store._connect() as con:  # the store's own connection: a file or the lake
+        (raw,) = con.execute("SELECT environment FROM runs").fetchall()[0]
     assert raw.index('"a"') < raw.index('"b"')  # sorted keys: equal dicts, equal text
 
 

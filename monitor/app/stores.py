@@ -1,4 +1,5 @@
-"""Opening the DuckDB store for an application function: to write, or only to read."""
+"""Opening the store (a DuckDB file or a DuckLake) for an application function: to write,
+or only to read."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ from monitor.store.db import Store
 
 def open_store(db: Path | None, *, must_exist: bool = True) -> Store:
     """The store at ``db`` (default: $MONITOR_DB or results/monitor.duckdb) to write to;
-    a missing file is refused unless the command creates one (an import, a merge)."""
+    a missing file is refused unless the command creates one (an import, a merge). A lake
+    URL (``ducklake:...``) is opened as it is: its catalog says whether it exists."""
     from monitor.paths import default_db_path
+    from monitor.store.location import is_lake
 
     path = db or default_db_path()
-    if must_exist and not Path(path).exists():
+    if must_exist and not is_lake(path) and not Path(path).exists():
         raise UserInputError(f"no database at {path}; run `bias-monitor run` first or pass --db")
     return Store.open(path)
 

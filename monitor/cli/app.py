@@ -16,7 +16,6 @@ import gc
 import inspect
 import os
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -57,10 +56,29 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-DbOption = Annotated[
-    Path | None,
-    typer.Option("--db", help="DuckDB file (default: $MONITOR_DB or results/monitor.duckdb)."),
-]
+DbOption = commands_db.DbOpt
+
+
+def _lake_data_probe(lake_data: commands_db.LakeDataOpt = None) -> None:
+    """Only the source of the ``--lake-data`` option ``with_lake_data`` adds."""
+
+
+def with_lake_data(command: typer.main.click.Command) -> typer.main.click.Command:
+    """Give every command that takes ``--db`` a ``--lake-data`` option (a DuckLake's data
+    path): set for the process as ``$MONITOR_LAKE_DATA`` by its callback, so no command
+    function takes one more parameter."""
+    probe = typer.Typer()
+    probe.command()(_lake_data_probe)
+    option = typer.main.get_command(probe).params[0]
+    option.expose_value = False
+    stack = [command]
+    while stack:
+        current = stack.pop()
+        stack.extend(getattr(current, "commands", {}).values())
+        names = {p.name for p in current.params}
+        if "db" in names and "lake_data" not in names:
+            current.params.append(option)
+    return command
 
 
 def package_version() -> str:
@@ -163,7 +181,7 @@ def main() -> None:
         os.environ.setdefault("TQDM_DISABLE", "1")
     try:
         # In non-standalone mode click returns the code of a `typer.Exit` instead of exiting.
-        code = app(standalone_mode=False)
+        code = with_lake_data(typer.main.get_command(app))(standalone_mode=False)
     except MonitorError as exc:
         err.print("error:", style="red", end=" ")
         err.print(str(exc), highlight=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -15,9 +16,29 @@ db_app = typer.Typer(
     no_args_is_help=True,
 )
 
-DbOpt = Annotated[
-    Path | None,
-    typer.Option("--db", help="DuckDB file (default: $MONITOR_DB or results/monitor.duckdb)."),
+DB_HELP = (
+    "DuckDB file, or a DuckLake: ducklake:sqlite:FILE or ducklake:postgres:'dbname=... "
+    "host=...' (default: $MONITOR_DB or results/monitor.duckdb)."
+)
+DbOpt = Annotated[Path | None, typer.Option("--db", help=DB_HELP)]
+
+
+def use_lake_data(value: str | None) -> str | None:
+    """``--lake-data``: the lake's data path for this process (the same setting as
+    ``$MONITOR_LAKE_DATA``, which it overrides; ``monitor.store.location`` reads it)."""
+    if value:
+        os.environ["MONITOR_LAKE_DATA"] = value
+    return value
+
+
+LakeDataOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--lake-data",
+        help="Where a DuckLake --db keeps its data files: a folder or s3://bucket/prefix "
+        "(default: $MONITOR_LAKE_DATA).",
+        callback=use_lake_data,
+    ),
 ]
 FmtOpt = Annotated[Format, typer.Option("--format", help="table or json.")]
 

@@ -27,6 +27,7 @@ n_excluded, notes) and its axis measures, which ``finish_run`` replaces whole.
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import os
 import shutil
@@ -45,10 +46,10 @@ from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random
 from monitor.benchmarks.items import Exclusion, Item
 from monitor.contract.detail import Extends
 from monitor.errors import UserInputError
-from monitor.paths import default_db_path
 from monitor.records import Measure, RunRecord, RunStatus, ScoreRow
 from monitor.redaction import redact_json
-from monitor.store import codec, details, fileformat, leases, migrate, queries, sql
+from monitor.store import codec, details, fileformat, lake, leases, location, migrate, queries, sql
+from monitor.store.location import FileLocation, LakeLocation, Location
 from monitor.store.view import StoreView
 
 P = ParamSpec("P")
@@ -67,6 +68,38 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     "quarantined": frozenset({"complete"}),
 }
 WRITABLE_STATUSES = frozenset(queries.RESUMABLE_STATUSES)
+
+
+def _is_commit_conflict(exc: BaseException) -> bool:
+    """A lake's commit refused because another writer committed first (DuckLake's
+    conflict, or a SQLite catalog busy with another process's commit)."""
+    text = str(exc)
+    return isinstance(exc, duckdb.Error) and (
+        "Transaction conflict" in text or "database is locked" in text
+    )
+
+
+def _serialised(method: Callable[Concatenate[Store, P], R]) -> Callable[Concatenate[Store, P], R]:
+    """A write method, retried whole on a lake when its commit lost to another writer's.
+
+    Every write transaction on a lake first touches one catalog row (``sql.claim_writes``),
+    so of two that overlap DuckLake commits one and refuses the other; rerun, the other
+    sees what the first wrote, so its key checks (``sql.insert_absent``) are sound and a
+    row can never be stored twice. A file store needs none of it (one writer at a time)."""
+
+    @functools.wraps(method)
+    def write(self: Store, *args: P.args, **kwargs: P.kwargs) -> R:
+        if not isinstance(self.location, LakeLocation) or self._in_transaction:
+            return method(self, *args, **kwargs)
+        retrying = Retrying(
+            retry=retry_if_exception(_is_commit_conflict),
+            stop=stop_after_delay(self.lock_timeout),
+            wait=wait_random_exponential(multiplier=0.05, max=1.0),
+            reraise=True,
+        )
+        return retrying(method, self, *args, **kwargs)
+
+    return write
 
 
 class StoreLockedError(UserInputError):
@@ -106,8 +139,14 @@ def _insert(
     return details.insert(con, extends, f"_new_{extends}", table.schema.names, scored_at=scored_at)
 
 
-def check_writable(path: Path) -> None:
-    """Fail before touching anything if ``path`` could not hold a DuckDB file (+ its .wal)."""
+def check_writable(path: Path | str) -> None:
+    """Fail before touching anything if ``path`` could not hold a DuckDB file (+ its .wal);
+    a lake URL is parsed instead, so a malformed one (no data path, an unknown catalog
+    kind, a password in it) is refused before anything is scored or written."""
+    if location.is_lake(path):
+        location.parse(path)
+        return
+    path = Path(path)
     if path.is_dir():
         raise UserInputError(f"database path {path} is a directory, not a file")
     if path.exists():
@@ -139,13 +178,17 @@ class Store:
 
     def __init__(
         self,
-        path: Path | str | None = None,
+        path: Path | str | Location | None = None,
         *,
         read_only: bool = False,
         lock_timeout: float = 30.0,
         check_version: bool = True,
     ) -> None:
-        self.path = Path(path if path is not None else default_db_path()).expanduser()
+        where = path if isinstance(path, FileLocation | LakeLocation) else location.parse(path)
+        self.location: Location = where
+        # A file store's path; a lake's URL as a path, for messages that name the store.
+        self.path = where.path if isinstance(where, FileLocation) else Path(where.url)
+        self._lake: duckdb.DuckDBPyConnection | None = None  # a lake's one connection
         self.read_only = read_only
         self.lock_timeout = lock_timeout
         self._active: tuple[duckdb.DuckDBPyConnection, bool] | None = None
@@ -156,18 +199,30 @@ class Store:
         self.schema_version = self._prepare()
 
     @classmethod
-    def open(cls, path: Path | str | None = None, **kwargs: Any) -> Store:
+    def open(cls, path: Path | str | Location | None = None, **kwargs: Any) -> Store:
         return cls(path, **kwargs)
 
     @classmethod
     def for_reading(
-        cls, path: Path | str | None = None, *, on_event: Callable[[str], None] | None = None
+        cls,
+        path: Path | str | Location | None = None,
+        *,
+        on_event: Callable[[str], None] | None = None,
     ) -> Store:
         """A store to read from, whatever the medium: read-only when the file is current
         (an archived store on read-only media can be inspected and reported on), upgraded
         in place when it is older and writable (as any command did before), and read
-        from an upgraded temporary copy when it is older and cannot be written."""
-        target = Path(path if path is not None else default_db_path()).expanduser()
+        from an upgraded temporary copy when it is older and cannot be written. A lake
+        is read through a read-only attach, or upgraded in place when it is older."""
+        where = path if isinstance(path, FileLocation | LakeLocation) else location.parse(path)
+        if isinstance(where, LakeLocation):
+            probe = cls(where, read_only=True, check_version=False)
+            migrate.check_not_newer(probe.schema_version, where.label)
+            if probe._current:
+                return probe
+            probe.close()
+            return cls(where)
+        target = where.path
         if not target.is_file():
             raise UserInputError(
                 f"no database at {target}; run `bias-monitor run` first or pass --db"
@@ -193,9 +248,29 @@ class Store:
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r}, schema_version={self.schema_version})"
 
+    @property
+    def label(self) -> str:
+        """How messages name this store: ``database FILE`` or ``lake URL``."""
+        return self.location.label
+
+    def close(self) -> None:
+        """Close a lake's connection (a file store holds none between calls)."""
+        with self._lock:
+            if self._lake is not None:
+                self._lake.close()
+                self._lake = None
+
     # -- connections -----------------------------------------------------------------
 
     def _raw_connect(self, read_only: bool) -> duckdb.DuckDBPyConnection:
+        if isinstance(self.location, LakeLocation):
+            # A lake takes no file lock: one connection (its extensions loaded and the
+            # catalog attached once, ~0.2 s) serves every call of this Store.
+            if self._lake is None:
+                self._lake = lake.connect(
+                    self.location, read_only=self.read_only, create=not self.read_only
+                )
+            return self._lake
         retrying = Retrying(
             retry=retry_if_exception(_is_lock_error),
             stop=stop_after_delay(self.lock_timeout),
@@ -239,7 +314,8 @@ class Store:
                 yield con
             finally:
                 self._active = None
-                con.close()
+                if con is not self._lake:
+                    con.close()
 
     @contextmanager
     def read(self) -> Iterator[StoreView]:
@@ -247,7 +323,18 @@ class Store:
         held until the block ends; other processes' writes wait meanwhile)."""
         with self._connect() as con:
             assert self._active is not None
-            yield StoreView(con, frozen=self._active[1])
+            if not isinstance(self.location, LakeLocation) or self._in_transaction:
+                yield StoreView(con, frozen=self._active[1])
+                return
+            # Other processes commit to a lake at any time: one transaction pins the
+            # view to one snapshot of it, as a file's read-only connection does.
+            con.begin()
+            self._in_transaction = True
+            try:
+                yield StoreView(con, frozen=True)
+            finally:
+                self._in_transaction = False
+                con.rollback()
 
     @contextmanager
     def session(self) -> Iterator[Store]:
@@ -270,6 +357,8 @@ class Store:
             try:
                 con.begin()
                 try:
+                    if isinstance(self.location, LakeLocation):
+                        sql.claim_writes(con)
                     yield con
                 except BaseException:
                     con.rollback()
@@ -281,7 +370,9 @@ class Store:
     # -- opening ---------------------------------------------------------------------
 
     def _prepare(self) -> int:
-        label = f"database {self.path}"
+        label = self.label
+        if isinstance(self.location, LakeLocation):
+            return self._prepare_lake(label)
         if self.path.is_dir():
             raise UserInputError(f"database path {self.path} is a directory, not a file")
         if self.read_only:
@@ -322,6 +413,28 @@ class Store:
             raise
         return migrate.latest_version()
 
+    def _prepare_lake(self, label: str) -> int:
+        """A lake's schema: checked, and migrated unless read-only (the version is read
+        again inside the migration's transaction, as on a file)."""
+        with self._connect() as con:
+            version = migrate.installed_version(con, label)
+            current = migrate.is_current(con, label)
+        migrate.check_not_newer(version, label)
+        self._current = current
+        if current:
+            return version
+        if self.read_only:
+            if self._check_version:
+                raise UserInputError(
+                    f"{label} has schema version {version} and needs an upgrade to "
+                    f"{migrate.latest_version()}; open it once without read-only"
+                )
+            return version
+        with self._connect(read_only=False) as con:
+            migrate.apply_migrations(con, label)
+        self._current = True
+        return migrate.latest_version()
+
     def _make_parents(self) -> list[Path]:
         missing = []
         parent = self.path.parent
@@ -347,6 +460,7 @@ class Store:
 
     # -- writes ----------------------------------------------------------------------
 
+    @_serialised
     def begin_run(self, run: RunRecord, *, owner: leases.Owner | None = None) -> None:
         """Record a new run (status ``running`` unless the record says otherwise); with
         ``owner``, the run is leased to it in the same transaction."""
@@ -363,6 +477,7 @@ class Store:
 
     # -- leases: one owning process per run in progress (see monitor.store.leases) ----
 
+    @_serialised
     def claim_resumable(
         self,
         fingerprint: str,
@@ -391,17 +506,13 @@ class Store:
             candidates = queries.resumable_runs(con, fingerprint)
             return leases.first_free(con, candidates, owner, codec.now(), stale_after)[0]
 
+    @_serialised
     def heartbeat(self, run_id: str, owner: leases.Owner) -> bool:
         """Refresh ``owner``'s lease on ``run_id``; False when it no longer holds it."""
         with self._transaction() as con:
-            row = sql.one(
-                con,
-                "UPDATE run_leases SET heartbeat_at = current_timestamp "
-                "WHERE run_id = ? AND owner = ? RETURNING run_id",
-                [run_id, owner.token],
-            )
-        return row is not None
+            return leases.refresh(con, run_id, owner)
 
+    @_serialised
     def release(self, run_id: str, owner: leases.Owner) -> None:
         """Give up ``owner``'s lease on ``run_id`` (a no-op when it holds none)."""
         with self._transaction() as con:
@@ -409,6 +520,7 @@ class Store:
                 "DELETE FROM run_leases WHERE run_id = ? AND owner = ?", [run_id, owner.token]
             )
 
+    @_serialised
     def record_run(
         self,
         run: RunRecord,
@@ -461,6 +573,7 @@ class Store:
                 finally:
                     con.unregister(view)
 
+    @_serialised
     def upsert_items(self, items: Iterable[Item]) -> int:
         """Insert items not yet stored (by item_id); returns how many were new."""
         table = codec.items_table(items)
@@ -473,6 +586,7 @@ class Store:
             con.unregister("_new_items")
         return int(inserted)
 
+    @_serialised
     def add_scores(self, run_id: str, rows: Sequence[ScoreRow]) -> int:
         """Append one batch of scores atomically; rows already stored for an item are ignored.
 
@@ -497,6 +611,7 @@ class Store:
             con.unregister("_new_scores")
         return int(inserted)
 
+    @_serialised
     def add_embeddings(self, run_id: str, vectors: Mapping[str, Sequence[float]]) -> int:
         """Store the vectors an association run embedded (item id -> float32 vector), one
         transaction; a vector already stored for an item is kept (append-only, resumable).
@@ -508,10 +623,13 @@ class Store:
             self._require_writable_run(con, run_id)
             con.register("_new_embeddings", table)
             _require_stored_items(con, "_new_embeddings", f"embeddings for run {run_id}")
-            inserted = sql.scalar(
+            inserted = sql.insert_absent(
                 con,
-                "INSERT INTO embeddings BY NAME SELECT * FROM _new_embeddings "
-                "ON CONFLICT DO NOTHING",
+                "embeddings",
+                ["*"],
+                "_new_embeddings",
+                ("run_id", "item_id"),
+                compare=table.schema.names,
             )
             con.unregister("_new_embeddings")
         return int(inserted)
@@ -520,6 +638,7 @@ class Store:
         """The vectors stored for ``run_id``, by item id (empty for runs of other kinds)."""
         return self._read(queries.embeddings, run_id)
 
+    @_serialised
     def add_exclusions(self, run_id: str, exclusions: Sequence[Exclusion]) -> int:
         """Record rows left out of a run; re-sending one already stored is a no-op."""
         table = codec.exclusions_table(run_id, exclusions)
@@ -529,14 +648,18 @@ class Store:
         with self._transaction() as con:
             self._require_writable_run(con, run_id)
             con.register("_new_exclusions", table)
-            inserted = sql.scalar(
+            inserted = sql.insert_absent(
                 con,
-                "INSERT INTO exclusions BY NAME SELECT * FROM _new_exclusions "
-                "ON CONFLICT DO NOTHING",
+                "exclusions",
+                ["*"],
+                "_new_exclusions",
+                ("run_id", "benchmark", "source_row"),
+                compare=table.schema.names,
             )
             con.unregister("_new_exclusions")
         return int(inserted)
 
+    @_serialised
     def finish_run(
         self,
         run_id: str,
@@ -579,6 +702,7 @@ class Store:
                 },
             )
 
+    @_serialised
     def set_status(
         self,
         run_id: str,
@@ -610,6 +734,7 @@ class Store:
                 [status, codec.redact_text(notes), run_id],
             )
 
+    @_serialised
     def mark_stale_runs(self, idle_for: timedelta, now: datetime | None = None) -> list[str]:
         """Mark ``running`` runs with no score for ``idle_for`` as ``interrupted``.
 
@@ -627,6 +752,7 @@ class Store:
                 )
         return stale
 
+    @_serialised
     def add_validation(self, run_id: str, suite: str, success: bool, results: dict) -> None:
         """Append a quality-gate result; a run may be validated many times."""
         with self._transaction() as con:
@@ -702,6 +828,7 @@ class Store:
 
     # -- API runs (schema 2) -----------------------------------------------------------
 
+    @_serialised
     def add_api_requests(self, run_id: str, rows: Sequence[dict[str, Any]]) -> int:
         """Store what API requests asked and what came back, one transaction per batch.
 
@@ -740,11 +867,23 @@ class Store:
                 [run_id, keys],
             )
             before = sql.scalar(con, "SELECT count(*) FROM api_requests WHERE run_id = ?", [run_id])
-            con.executemany(
-                f"INSERT INTO api_requests ({', '.join(columns)}) VALUES ({marks}) "
-                "ON CONFLICT DO NOTHING",
-                values,
-            )
+            conflict = "ON CONFLICT DO NOTHING"
+            if sql.is_lake(con):  # no key there: leave out the requests stored ``ok``
+                conflict = ""
+                stored = {
+                    key
+                    for (key,) in con.execute(
+                        "SELECT request_key FROM api_requests WHERE run_id = ? "
+                        "AND list_contains(?, request_key)",
+                        [run_id, keys],
+                    ).fetchall()
+                }
+                values = [v for v in values if v[1] not in stored]
+            if values:
+                con.executemany(
+                    f"INSERT INTO api_requests ({', '.join(columns)}) VALUES ({marks}) " + conflict,
+                    values,
+                )
             after = sql.scalar(con, "SELECT count(*) FROM api_requests WHERE run_id = ?", [run_id])
         return int(after - before)
 
@@ -763,6 +902,7 @@ class Store:
                     row[column] = json.loads(row[column])
         return rows
 
+    @_serialised
     def update_run_environment(self, run_id: str, patch: dict[str, Any]) -> None:
         """Merge ``patch`` into a run's ``environment`` JSON (top-level keys replaced).
 
@@ -779,6 +919,7 @@ class Store:
                 "UPDATE runs SET environment = ? WHERE run_id = ?", [codec.dumps(env), run_id]
             )
 
+    @_serialised
     def add_api_batch(
         self,
         run_id: str,
@@ -798,6 +939,7 @@ class Store:
                 codec.clean([batch_id, run_id, endpoint, input_file_id, list(request_keys)]),
             )
 
+    @_serialised
     def update_api_batch(
         self,
         batch_id: str,

@@ -79,6 +79,8 @@ CORE_COLUMNS: dict[str, tuple[str, ...]] = {
     ),
 }
 _KEY_TYPES = {"item_id": "VARCHAR", "run_id": "VARCHAR"}
+# The core tables' keys: a PRIMARY KEY on a DuckDB file, checked on write on a lake.
+CORE_KEYS: dict[str, tuple[str, ...]] = {"items": ("item_id",), "scores": ("run_id", "item_id")}
 
 
 def registered() -> tuple[tuple[str, DetailTable], ...]:
@@ -241,21 +243,39 @@ def insert(
         values = ([scored_at] if scored_at is not None else []) + values
     else:
         picks = core
-    added = sql.scalar(
+    pick_params = values[: len(values) - len(params)]
+    added = sql.insert_absent(
         con,
-        f"INSERT INTO {extends} BY NAME SELECT {', '.join(picks)} FROM {source} s "
-        f"WHERE {where} ON CONFLICT DO NOTHING",
-        values,
+        extends,
+        picks,
+        source,
+        CORE_KEYS[extends],
+        where=where,
+        params=params,
+        pick_params=pick_params,
+        compare=[c for c in core if c in present],
     )
     for table in tables_of(extends):
         cols = [c.name for c in table.columns if c.name in present]
-        con.execute(
-            f"INSERT INTO {table.name} BY NAME SELECT {', '.join([*table.key, *cols])} "
-            f"FROM {source} s WHERE ({where}) AND ({carries(table, 's', present)}) "
-            f"AND ({belongs(table, 's', present)}) ON CONFLICT DO NOTHING",
-            list(params),
+        # A column the batch lacks gets its declared default, named here rather than
+        # left to the table's DEFAULT: a lake has none for a list column.
+        defaults = [
+            f"{literal(c.default, c.type)} AS {c.name}"
+            for c in table.columns
+            if c.name not in present
+        ]
+        sql.insert_absent(
+            con,
+            table.name,
+            [*table.key, *cols, *defaults],
+            source,
+            table.key,
+            where=f"({where}) AND ({carries(table, 's', present)}) "
+            f"AND ({belongs(table, 's', present)})",
+            params=params,
+            compare=cols,
         )
-    return int(added)
+    return added
 
 
 def belongs(table: DetailTable, alias: str, present: Sequence[str] | None = None) -> str:
@@ -303,12 +323,12 @@ def ensure(con: duckdb.DuckDBPyConnection, label: str) -> None:
     is refused (the store was written by a newer release of that family)."""
     recorded = _recorded(con)
     if recorded is None:
-        con.execute(BOOKKEEPING_DDL)
+        sql.ddl(con, BOOKKEEPING_DDL)
         recorded = {}
     for family, table in registered():
         have = recorded.get(table.name)
         if have is None:
-            con.execute(create_ddl(table))
+            sql.ddl(con, create_ddl(table))
             con.execute(
                 f"INSERT INTO {BOOKKEEPING} VALUES (?, ?, ?, ?, current_timestamp)",
                 [table.name, family, table.extends, table.version],
@@ -388,7 +408,7 @@ def move_to_detail_tables(con: duckdb.DuckDBPyConnection) -> None:
                 f"FROM {extends} s WHERE {carries(table, 's', old)} ORDER BY s.rowid"
             )
         core = ", ".join(CORE_COLUMNS[extends])
-        con.execute(_CORE_DDL_7[extends])
+        sql.ddl(con, _CORE_DDL_7[extends])
         con.execute(
             f"INSERT INTO {extends}__7 ({core}) SELECT {core} FROM {extends} ORDER BY rowid"
         )

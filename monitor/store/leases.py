@@ -106,3 +106,19 @@ def first_free(
         assert lease is not None
         passed.append(lease)
     return None, passed
+
+
+def refresh(con: duckdb.DuckDBPyConnection, run_id: str, me: Owner) -> bool:
+    """Refresh ``me``'s heartbeat on ``run_id`` (inside the caller's transaction); False
+    when ``me`` no longer holds the lease. Looked up, then updated: a lake's UPDATE
+    has no RETURNING."""
+    held = sql.one(
+        con, "SELECT 1 FROM run_leases WHERE run_id = ? AND owner = ?", [run_id, me.token]
+    )
+    if held is None:
+        return False
+    con.execute(
+        "UPDATE run_leases SET heartbeat_at = current_timestamp WHERE run_id = ? AND owner = ?",
+        [run_id, me.token],
+    )
+    return True

@@ -85,12 +85,12 @@ def apply_migrations(
         check_not_newer(current, label)
         pending = [m for m in schema.MIGRATIONS if current < m[0] <= target]
         if pending:
-            con.execute(_CREATE_MIGRATIONS_TABLE)
+            sql.ddl(con, _CREATE_MIGRATIONS_TABLE)
         for version, description, ddl in pending:
             if callable(ddl):
                 ddl(con)
             elif ddl.strip():
-                con.execute(ddl)
+                sql.ddl(con, ddl)  # on a lake without its keys (DuckLake has none)
             con.execute(
                 f"INSERT INTO {MIGRATIONS_TABLE} VALUES (?, ?, current_timestamp)",
                 [version, description],

@@ -18,7 +18,7 @@ from pathlib import Path
 import duckdb
 
 from monitor.errors import UserInputError
-from monitor.store import fileformat
+from monitor.store import fileformat, location
 from monitor.store.db import Store, check_writable
 from monitor.store.export import MANIFEST_NAME
 from monitor.store.merge import MergeReport, merge
@@ -67,7 +67,7 @@ def stored_runs(path: Path) -> int:
         con.close()
 
 
-def rebuild(target: Path, history: Path, *, replace: bool = False) -> MergeReport:
+def rebuild(target: Path | str, history: Path, *, replace: bool = False) -> MergeReport:
     """Make ``target`` a store holding exactly the runs exported under ``history``.
 
     Raises UserInputError (exit 2) before writing anything when the history has no
@@ -75,6 +75,13 @@ def rebuild(target: Path, history: Path, *, replace: bool = False) -> MergeRepor
     cannot be written; an export that fails its manifest check also stops the rebuild
     with the target untouched.
     """
+    if location.is_lake(target):
+        # A rebuild writes a new file beside the target and renames it into place; a
+        # lake has no file to rename. Its runs arrive by merge, one transaction each.
+        raise UserInputError(
+            "db rebuild writes a DuckDB file, not a lake; fill a lake from the history "
+            f"with: bias-monitor db merge {history}/* --db LAKE_URL"
+        )
     target = Path(target)
     exports = find_exports(Path(history))
     check_writable(target)
