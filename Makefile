@@ -40,8 +40,9 @@ run: install
 # Two pytest sessions: the vLLM server (minutes to warm up) lives only during the second,
 # so it does not compete for the 2 CPU cores with the local-model tests. Its virtualenv
 # (~2.5 min of mostly download and unpacking, flock-guarded) is built beside the first
-# session; the second waits for it and rebuilds it itself if that failed. The slowest
-# tests are listed after each session, so CI time stays visible.
+# session; the second waits for it and rebuilds it itself if that failed (.ci/run keeps it
+# between runs in the CI machine's cache, MONITOR_VLLM_VENV, so there this is a no-op). The
+# slowest tests are listed after each session, so CI time stays visible.
 # The first session runs in TEST_WORKERS pytest-xdist processes, a test file each at a time
 # (--dist loadfile keeps a file's module fixtures in one process), each with one torch
 # thread so that they share the cores instead of oversubscribing them: much of a test's

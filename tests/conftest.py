@@ -51,6 +51,20 @@ def session_cache(tmp_path_factory) -> Path:
     return Path(env) if env else tmp_path_factory.mktemp("monitor-cache")
 
 
+@pytest.fixture(scope="session")
+def fixture_cache(session_cache) -> Path:
+    """Where tests keep test data that is slow to build and a pure function of pinned
+    inputs (the planted regression of tests/test_weights_act.py: minutes of training),
+    each under a key of all its inputs, so a stale copy is never used.
+
+    ``MONITOR_TEST_FIXTURE_CACHE`` names it; .ci/run sets one in the CI machine's cache,
+    kept between runs. Default: the session's cache (``session_cache``). Benchmark data
+    and model conversions never go here: a test fetches and converts them itself.
+    """
+    env = os.environ.get("MONITOR_TEST_FIXTURE_CACHE")
+    return Path(env) if env else session_cache
+
+
 @pytest.fixture
 def monitor_env(tmp_path, monkeypatch, session_cache, shared_datasets) -> Path:
     """Isolated MONITOR_* locations for one test: its own DB and data cache."""

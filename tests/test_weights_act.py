@@ -20,8 +20,9 @@ twin under ``cll`` (sentence log-prob less the target word's prior). A first pla
 on the stereotypical sentences alone moved ``ull`` to 99.1% but ``cll``, drift's primary
 metric, only +3.3 pp (p 0.22): it raised the target words' priors with the sentences.
 Measured here (2026-11-28, shared two cores, load about 6): the contrastive plant takes
-7.7 min to train (cached by ``PLANT_VERSION``); ``bias-monitor run -b bhed-caste`` on it
-gives caste balanced 100.0% under ``cll`` (shipped SmolLM2: 47.5%), and ``drift
+7.7 min to train (cached under ``plant_key``: ``PLANT_VERSION`` and a digest of all its
+inputs); ``bias-monitor run -b bhed-caste`` on it gives caste balanced 100.0% under ``cll``
+(shipped SmolLM2: 47.5%), and ``drift
 --baseline-snapshot smollm2-135m-instruct-q4 --fail-on regression`` flags it (+52.5 pp
 [+45.3, +59.1], robust: ``ull`` +45.5 pp) and exits 1.
 Not built: a planted regression for the GGUF and URL sources (writing a GGUF of the trained
@@ -29,7 +30,8 @@ weights needs a GGUF writer for llama tensors, which the project does not have);
 refusals of changed bytes are covered through the CLI in tests/test_weight_sources.py.
 
 Marked ``act`` (its own pytest session; minutes: 8 scoring runs of SmolLM2 on bhed-caste,
-and the planted model trained once per cache). Measured here with the plant cached, load
+and the planted model trained once per ``fixture_cache``, which .ci/run keeps between CI
+runs: 10.4 min wall, 341 s CPU to train at load 6-7). Measured here with the plant cached, load
 about 5.5 on the shared two cores: both tests pass in 7.7 min (green 3.8, red 4.0).
 Needs git-lfs; without it the test is skipped, saying so.
 """
@@ -41,10 +43,12 @@ import csv
 import functools
 import hashlib
 import importlib.util
+import inspect
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -62,7 +66,7 @@ UNCHANGED_REV, PLANTED_REV = "a" * 40, "b" * 40  # test-only commits of a test-o
 SOURCES = ("gguf-model", "hub-model", "lfs-model", "url-model")
 PLANT_EPOCHS, PLANT_BATCH, PLANT_LR, PLANT_MARGIN = 2, 16, 1e-4, 4.0
 PLANT_VERSION = "bhed-caste-contrastive-cll-2x16-1e-4-m4-seed46"
-# change PLANT_VERSION with plant_regression (the plant is cached by it)
+# the plant is cached under PLANT_VERSION and a digest of all its inputs (plant_key)
 REGRESSION = "🔴 **regression**"  # the Markdown report's flagged-regression marker
 
 
@@ -140,6 +144,54 @@ def plant_regression(unchanged: Path, out: Path, pairs: list[tuple[str, str, str
     tokenizer.save_pretrained(out)
 
 
+def plant_key(unchanged: Path, mirror: Path) -> str:
+    """The cached plant's name: ``PLANT_VERSION`` and a digest of everything
+    ``plant_regression`` is a function of: its code and constants, the CLL module whose
+    prior forms it trains on, torch and transformers, the starting model's files and
+    bhed-caste's pairs. A change to any of them trains a new plant."""
+    import torch
+    import transformers
+
+    from monitor.families.pairs import cll
+
+    digest = hashlib.sha256()
+    for text in (
+        inspect.getsource(plant_regression),
+        repr((PLANT_EPOCHS, PLANT_BATCH, PLANT_LR, PLANT_MARGIN)),
+        Path(cll.__file__).read_text(encoding="utf-8"),
+        torch.__version__,
+        transformers.__version__,
+    ):
+        digest.update(text.encode() + b"\0")
+    files = [p for p in sorted(unchanged.iterdir()) if p.is_file()]
+    files = [p for p in files if not p.name.startswith((".", "bias-monitor-"))]
+    for path in [*files, mirror / "indian-bhed" / "Caste.csv"]:
+        with path.open("rb") as fh:
+            digest.update(path.name.encode() + hashlib.file_digest(fh, "sha256").digest())
+    return f"{PLANT_VERSION}-{digest.hexdigest()[:16]}"
+
+
+def planted_model(unchanged: Path, mirror: Path, cache: Path) -> Path:
+    """The planted regression, trained once per ``plant_key`` into ``cache`` (the
+    ``fixture_cache``: .ci/run keeps it between CI runs); built beside its final place
+    and renamed into it, so a killed or concurrent build never leaves a partial plant."""
+    planted = cache / "test-planted" / plant_key(unchanged, mirror)
+    if (planted / "model.safetensors").is_file():
+        return planted
+    planted.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{planted.name}-", dir=planted.parent))
+    try:
+        plant_regression(unchanged, staging / "model", caste_pairs(mirror))
+        try:
+            (staging / "model").rename(planted)
+        except OSError:
+            if not (planted / "model.safetensors").is_file():  # not a concurrent build's
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return planted
+
+
 def hub_revision(hub: Path, repo_id: str, revision: str, folder: Path) -> None:
     """``folder`` as ``repo_id`` at ``revision`` in a Hugging Face cache (blobs named by
     sha256, hard-linked; links to them)."""
@@ -170,7 +222,7 @@ class Quiet(SimpleHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory, session_cache, shared_datasets) -> Iterator[dict]:
+def world(tmp_path_factory, session_cache, fixture_cache, shared_datasets) -> Iterator[dict]:
     if shutil.which("git-lfs") is None:
         pytest.skip("git-lfs is not installed (apt-get install git-lfs)")
     from monitor.backends.loading import model_folder
@@ -181,11 +233,8 @@ def world(tmp_path_factory, session_cache, shared_datasets) -> Iterator[dict]:
     unchanged = model_folder(shipped, cache_dir=session_cache).folder
     spec = importlib.util.find_spec(shipped.source.module)
     gguf = Path(next(iter(spec.submodule_search_locations))) / shipped.source.file
-    # Planted once per cache (minutes on two cores): kept beside the conversions.
-    planted = session_cache / "test-planted" / PLANT_VERSION
-    if not (planted / "model.safetensors").is_file():
-        shutil.rmtree(planted, ignore_errors=True)
-        plant_regression(unchanged, planted, caste_pairs(shared_datasets))
+    # Planted once per fixture cache and plant_key (minutes on two cores).
+    planted = planted_model(unchanged, shared_datasets, fixture_cache)
 
     served = root / "served"
     served.mkdir()
