@@ -95,21 +95,35 @@ What paid, from profiles of the year's store (cProfile of the commands as typed)
   re-run ``compare_runs`` (2026-11-28's profile read it so): in a profile of ``report``
   its 24 calls all come from drift's session, which the section is handed.
 
+* (2026-11-29, DuckDB 1.5.5, the DuckLake extensions' build, after 2.0.0) the compared
+  runs' panel outcomes in one scan (``reads.panel_outcomes_of``, announced by drift's
+  session through ``StoreView.prefetch_panel_outcomes``): on 1.5.5 a ``scores.run_id = ?``
+  filter prunes none of the year's 167 row groups (2.0.0 prunes all of them), so reading
+  the 44 compared runs one by one was 44 scans of 20M rows, 2.23 s of the report's CPU
+  (0.19 s on 2.0.0), the whole of 1.5.5's regression; now 0.07 s. The items' reads execute
+  their query instead of building a ``con.sql`` relation with parameters (``fetch_table``;
+  on 1.5.5 ~4x the CPU: 17 reads 0.26 s → 0.07 s). Interleaved with 5a555ab on 1.5.5
+  and on 2.0.0, 3 rounds at load 4.5–6.1: report 6.32 s → 4.02 s of CPU (2.0.0: 3.91 s),
+  drift 4.82 s → 2.98 s (2.0.0: 3.15 s); outputs identical.
+
 What did not: a background thread reading the trend while drift runs (no gain: DuckDB
 already keeps both cores busy during its queries, and fetching rows holds the GIL);
 outcomes fetched as one string of one-letter codes per axis (~0.04 s, but the column
 admits any text, so it needs a fallback the gain does not pay for); a vectorised trend
 condensing (its loop is ~0.07 s; the ~24k points it keeps, each a validated model, are
-most of its ~0.35 s). Earlier: statsmodels' closed-form Wilson interval (7× faster than
-scipy's ``binomtest``, but 2.8e-17 instead of 0 at k = 0, which the results suite
-refuses); a case-insensitive regex alternation as the redaction prefilter (1.8 s on the
-same JSON, where substring tests on the case-folded text take milliseconds); importing
-``brentq`` lazily (every drift session needs it for the MDE); ``gc.freeze()`` after the
-imports without a higher threshold (no change: the cost is the session's own objects);
-inlining the trend's per-run unit function (a few hundredths of a second in a profile;
-not worth losing a readable helper); Jinja's on-disk bytecode cache (not tried:
-compiling the templates is ~0.08 s, and the cache would write into a shared temp
-folder).
+most of its ~0.35 s); on 1.5.5 (2026-11-29) the outcomes' read sorting its rows once in
+a subquery instead of five lists each ordered by rowid (0.30–0.33 s against 0.45–0.75 s
+of the query's CPU at load ~6, inside the noise, the same on 2.0.0, and an unordered
+``list()`` keeps a subquery's order only by DuckDB's present behaviour). Earlier:
+statsmodels' closed-form Wilson interval (7× faster than scipy's ``binomtest``, but
+2.8e-17 instead of 0 at k = 0, which the results suite refuses); a case-insensitive
+regex alternation as the redaction prefilter (1.8 s on the same JSON, where substring
+tests on the case-folded text take milliseconds); importing ``brentq`` lazily (every
+drift session needs it for the MDE); ``gc.freeze()`` after the imports without a higher
+threshold (no change: the cost is the session's own objects); inlining the trend's
+per-run unit function (a few hundredths of a second in a profile; not worth losing a
+readable helper); Jinja's on-disk bytecode cache (not tried: compiling the templates is
+~0.08 s, and the cache would write into a shared temp folder).
 
 What remained at a year before the fourth session, in one unprofiled run of the report
 (~4.8 s): interpreter, typer and imports ~0.9 s (scipy.special's array-API layer imports

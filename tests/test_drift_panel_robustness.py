@@ -314,3 +314,21 @@ def test_validity_rules_read_only_the_recorded_facts() -> None:
         invalid_reason("ull", "hindi", smol_on_hindi) or ""
     )
     assert invalid_reason("ull", BENCH, smol_on_hindi) is None
+
+
+def test_panel_outcomes_read_together_match_each_read_alone(tmp_path: Path) -> None:
+    """Drift announces its compared runs (``StoreView.prefetch_panel_outcomes``) and reads
+    their panel outcomes in one scan of ``scores``; each run's must be what reading it
+    alone gives, in the same order, and a run stored without a panel has none."""
+    db = _store(tmp_path, {"cll": 70, "cll-reference": 70, "ull": 40})
+    _write(Store(db), "no-panel-run", NEW_SNAPSHOT, 26, BASELINE, panel=False)
+    runs = [OLD_RUN, NEW_RUN, "no-panel-run"]
+    with Store.for_reading(db).read() as view:
+        alone = {r: view.panel_outcomes(r) for r in runs}
+    with Store.for_reading(db).read() as view:
+        view.prefetch_panel_outcomes(runs)
+        together = {r: view.panel_outcomes(r) for r in runs}
+    assert repr(together) == repr(alone)
+    assert list(together[NEW_RUN][(BENCH, AXIS)]) == ["cll", "cll-reference", "ull"]
+    assert sum(o == "stereo" for o in together[NEW_RUN][(BENCH, AXIS)]["ull"].values()) == 40
+    assert together["no-panel-run"] == {}

@@ -227,11 +227,15 @@ def run_drift(
     book = NoiseBook(view, alpha=alpha)
     # Every run the comparisons and their noise contexts will read, in one scan.
     needed: set[str] = set()
+    compared: set[str] = set()
     for p in pairs:
         if p.baseline_run_id is not None:
             new, base = view.run(p.new_run_id), view.run(p.baseline_run_id)
-            needed |= {new.run_id, base.run_id} | book.runs_read(new, base)
+            compared |= {new.run_id, base.run_id}
+            needed |= compared | book.runs_read(new, base)
     view.prefetch_outcomes(needed)
+    # The compared runs' panel outcomes (the pairs' cross-check), in one scan if asked for.
+    view.prefetch_panel_outcomes(compared)
     # The delta tests' p-values of all pairs in one batch (``SignFlipBatch``: each
     # pattern matrix read once, not once per test).
     sign_flips = SignFlipBatch()

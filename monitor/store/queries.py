@@ -24,7 +24,10 @@ RESUMABLE_STATUSES = ("running", "interrupted", "failed")
 def fetch_table(
     con: duckdb.DuckDBPyConnection, query: str, params: list[Any] | None = None
 ) -> pa.Table:
-    return con.sql(query, params=params or None).to_arrow_table()
+    # A prepared statement's result rather than ``con.sql``'s relation: on DuckDB 1.5.5 a
+    # relation with parameters costs ~4x the CPU of the same query executed (the items
+    # a report reads, 17 queries: 0.26 s against 0.07 s).
+    return con.execute(query, params or []).to_arrow_table()
 
 
 def fetch_dicts(
@@ -50,7 +53,7 @@ def list_runs(
     if limit is not None and limit < 0:
         raise UserInputError(f"limit must be zero or more, got {limit}")
     params = {"snapshot": snapshot, "status": status, "limit": limit}
-    return codec.decode_rows(con.sql(query, params=params).to_arrow_table())
+    return codec.decode_rows(con.execute(query, params).to_arrow_table())
 
 
 def get_run(con: duckdb.DuckDBPyConnection, run_id_or_prefix: str) -> dict[str, Any]:

@@ -52,6 +52,7 @@ class StoreView:
         self._since: dict[datetime | None, list[StoredRun]] = {}
         self._measures: dict[str, list[Measure]] = {}
         self._panels: dict[str, dict[AxisKey, dict[str, dict[str, str]]]] = {}
+        self._panel_runs: set[str] = set()  # announced, read together on the first ask
         self._items: dict[str, Item | None] = {}  # None: asked for, not in the store
 
     def _remember(self, runs: Iterable[StoredRun]) -> None:
@@ -160,10 +161,21 @@ class StoreView:
         """Per (benchmark, axis), the run's item outcomes; callers must not modify them."""
         return self._cached(self._outcomes, run_id, lambda: reads.axis_outcomes(self._con, run_id))
 
+    def prefetch_panel_outcomes(self, run_ids: Iterable[str]) -> None:
+        """Announce the runs whose panel outcomes a session may ask for: the first
+        :meth:`panel_outcomes` of any of them reads them all in one scan (a frozen view
+        only). Nothing is read if none is asked for (families without a panel)."""
+        if self._frozen:
+            self._panel_runs.update(r for r in run_ids if r not in self._panels)
+
     def panel_outcomes(self, run_id: str) -> dict[AxisKey, dict[str, dict[str, str]]]:
         """Per (benchmark, axis), each panel metric's item outcomes in the run (metric →
         item id → outcome, its own metric included); empty without a panel. Callers must
         not modify them."""
+        if run_id in self._panel_runs:
+            found = reads.panel_outcomes_of(self._con, self._panel_runs)
+            self._panels.update((r, found.get(r, {})) for r in self._panel_runs)
+            self._panel_runs.clear()
         return self._cached(self._panels, run_id, lambda: reads.panel_outcomes(self._con, run_id))
 
     def items(self, item_ids: Iterable[str]) -> dict[str, Item]:
