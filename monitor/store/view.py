@@ -21,17 +21,7 @@ from typing import Any, TypeVar
 import duckdb
 
 from monitor.benchmarks.items import Item
-from monitor.readmodel.models import (
-    AxisKey,
-    AxisOutcomes,
-    ConfigurationGroup,
-    OutcomeShares,
-    ResultFrames,
-    StoredRun,
-    TestTerms,
-    TrendSeries,
-    ValidationRow,
-)
+from monitor.readmodel import models as rm
 from monitor.records import Measure
 from monitor.store import codec, queries, reads, reuse
 
@@ -46,16 +36,16 @@ class StoreView:
         """``frozen``: the connection is read-only, so reads may be remembered."""
         self._con = con
         self._frozen = frozen
-        self._runs: dict[str, StoredRun] = {}
-        self._groups: dict[tuple[str, str | None], list[ConfigurationGroup]] = {}
-        self._outcomes: dict[str, dict[AxisKey, AxisOutcomes]] = {}
-        self._since: dict[datetime | None, list[StoredRun]] = {}
+        self._runs: dict[str, rm.StoredRun] = {}
+        self._groups: dict[tuple[str, str | None], list[rm.ConfigurationGroup]] = {}
+        self._outcomes: dict[str, dict[rm.AxisKey, rm.AxisOutcomes]] = {}
+        self._since: dict[datetime | None, list[rm.StoredRun]] = {}
         self._measures: dict[str, list[Measure]] = {}
-        self._panels: dict[str, dict[AxisKey, dict[str, dict[str, str]]]] = {}
+        self._panels: dict[str, dict[rm.AxisKey, dict[str, dict[str, str]]]] = {}
         self._panel_runs: set[str] = set()  # announced, read together on the first ask
         self._items: dict[str, Item | None] = {}  # None: asked for, not in the store
 
-    def _remember(self, runs: Iterable[StoredRun]) -> None:
+    def _remember(self, runs: Iterable[rm.StoredRun]) -> None:
         if self._frozen:
             self._runs.update((r.run_id, r) for r in runs)
 
@@ -70,7 +60,7 @@ class StoreView:
         return out
 
     # runs
-    def run(self, run_id: str) -> StoredRun:
+    def run(self, run_id: str) -> rm.StoredRun:
         """The run with exactly this id (``UserInputError`` if none)."""
         if run_id in self._runs:
             return self._runs[run_id]
@@ -78,21 +68,21 @@ class StoreView:
         self._remember([found])
         return found
 
-    def resolve_run(self, run_id_or_prefix: str) -> StoredRun:
+    def resolve_run(self, run_id_or_prefix: str) -> rm.StoredRun:
         """The run with this id, or the only one whose id starts with it."""
         if run_id_or_prefix in self._runs:
             return self._runs[run_id_or_prefix]
         return self.run(queries.get_run(self._con, run_id_or_prefix)["run_id"])
 
-    def runs(self, run_ids: Iterable[str]) -> dict[str, StoredRun]:
+    def runs(self, run_ids: Iterable[str]) -> dict[str, rm.StoredRun]:
         ids = sorted(set(run_ids))
         missing = [r for r in ids if r not in self._runs]
         found = reads.runs_by_id(self._con, missing)
         self._remember(found.values())
         return {r: found[r] if r in found else self._runs[r] for r in ids}
 
-    def runs_since(self, since: datetime | None) -> list[StoredRun]:
-        def read() -> list[StoredRun]:
+    def runs_since(self, since: datetime | None) -> list[rm.StoredRun]:
+        def read() -> list[rm.StoredRun]:
             runs = reads.runs_since(self._con, since)
             self._remember(runs)
             return runs
@@ -117,13 +107,13 @@ class StoreView:
 
     def configuration_groups(
         self, snapshot_id: str, metric: str | None = None
-    ) -> list[ConfigurationGroup]:
+    ) -> list[rm.ConfigurationGroup]:
         """Complete runs grouped by measurement configuration (repeat groups: ≥2 runs)."""
         return self._cached(
             self._groups, (snapshot_id, metric), lambda: self._read_groups(snapshot_id, metric)
         )
 
-    def _read_groups(self, snapshot_id: str, metric: str | None) -> list[ConfigurationGroup]:
+    def _read_groups(self, snapshot_id: str, metric: str | None) -> list[rm.ConfigurationGroup]:
         if self._frozen and (self._groups or None in self._since):
             # A session walking more than one snapshot's history (drift over every
             # snapshot, a report) reads every run once rather than a query per snapshot;
@@ -143,7 +133,7 @@ class StoreView:
     def gate_history_run_ids(self, run_id: str) -> list[str]:
         return reads.gate_history_run_ids(self._con, run_id)
 
-    def outcome_shares(self, run_ids: Iterable[str]) -> list[OutcomeShares]:
+    def outcome_shares(self, run_ids: Iterable[str]) -> list[rm.OutcomeShares]:
         return reads.outcome_shares(self._con, run_ids)
 
     # per-item and per-run results
@@ -157,7 +147,7 @@ class StoreView:
         for r in missing:
             self._outcomes[r] = found.get(r, {})
 
-    def axis_outcomes(self, run_id: str) -> dict[AxisKey, AxisOutcomes]:
+    def axis_outcomes(self, run_id: str) -> dict[rm.AxisKey, rm.AxisOutcomes]:
         """Per (benchmark, axis), the run's item outcomes; callers must not modify them."""
         return self._cached(self._outcomes, run_id, lambda: reads.axis_outcomes(self._con, run_id))
 
@@ -168,7 +158,7 @@ class StoreView:
         if self._frozen:
             self._panel_runs.update(r for r in run_ids if r not in self._panels)
 
-    def panel_outcomes(self, run_id: str) -> dict[AxisKey, dict[str, dict[str, str]]]:
+    def panel_outcomes(self, run_id: str) -> dict[rm.AxisKey, dict[str, dict[str, str]]]:
         """Per (benchmark, axis), each panel metric's item outcomes in the run (metric →
         item id → outcome, its own metric included); empty without a panel. Callers must
         not modify them."""
@@ -196,7 +186,7 @@ class StoreView:
             self._items.update((i, found.get(i)) for i in missing)
         return {i: it for i in ids if (it := self._items[i]) is not None}
 
-    def test_terms(self, run_id: str) -> dict[AxisKey, TestTerms]:
+    def test_terms(self, run_id: str) -> dict[rm.AxisKey, rm.TestTerms]:
         """Per association test, the target words' s(w, A, B) (drift pairs them by id)."""
         return reads.test_terms(self._con, run_id)
 
@@ -220,13 +210,13 @@ class StoreView:
 
     def measure_trend(
         self, since: datetime | None, measure: str = "bias_rate"
-    ) -> list[TrendSeries]:
+    ) -> list[rm.TrendSeries]:
         return reads.measure_trend(self._con, since, measure)
 
-    def latest_validations(self, since: datetime | None) -> list[ValidationRow]:
+    def latest_validations(self, since: datetime | None) -> list[rm.ValidationRow]:
         return reads.latest_validations(self._con, since)
 
-    def result_frames(self, run_id: str) -> ResultFrames:
+    def result_frames(self, run_id: str) -> rm.ResultFrames:
         return reads.result_frames(self._con, run_id)
 
     def exclusions(self, run_id: str) -> list[dict[str, Any]]:
