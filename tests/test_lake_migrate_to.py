@@ -26,7 +26,7 @@ import duckdb
 import pytest
 from _lake import new_location
 
-from monitor.store import extensions
+from monitor.store import extensions, migrate
 
 SNAPSHOT = "gpt-4o-caste-study"
 GENERATED = re.compile(r'"generated_at": "[^"]*"')
@@ -142,6 +142,16 @@ def test_a_lake_with_other_runs_is_refused_and_left_as_it_was(
     done = _cli(env, "db", "migrate-to", str(tmp_path / "x.duckdb"), "--db", str(db), check=False)
     assert done.returncode == 2 and "is a file path; give a lake URL" in done.stderr
     assert not (tmp_path / "x.duckdb").exists()
+    # An older file is upgraded in a copy, never in place (here one without runs).
+    old = tmp_path / "old" / "old.duckdb"
+    old.parent.mkdir()
+    with duckdb.connect(str(old)) as con:
+        migrate.apply_migrations(con, "old", upto=2)
+    kept = old.read_bytes()
+    done = _cli(env, "db", "migrate-to", url, *data, "--db", str(old), check=False)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "moving a copy upgraded to" in done.stderr and "holds no run" in done.stderr
+    assert old.read_bytes() == kept and sorted(os.listdir(old.parent)) == ["old.duckdb"]
 
 
 def test_a_lake_that_reads_differently_fails_the_check(
