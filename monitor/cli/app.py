@@ -27,6 +27,7 @@ from monitor.cli import (
     commands_db,
     commands_drift,
     commands_import,
+    commands_migrate,
     commands_run,
     commands_snapshots,
 )
@@ -120,6 +121,7 @@ def _options(
 app.add_typer(commands_data.app, name="data")
 app.add_typer(commands_db.runs_app, name="runs")
 commands_db.db_app.command("convert")(commands_convert.convert)
+commands_db.db_app.command("migrate-to")(commands_migrate.migrate_to)
 app.add_typer(commands_db.db_app, name="db")
 commands_run.snapshots_app.command("add")(commands_snapshots.add)
 app.add_typer(commands_run.snapshots_app, name="snapshots")
