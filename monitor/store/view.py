@@ -33,7 +33,7 @@ from monitor.readmodel.models import (
     ValidationRow,
 )
 from monitor.records import Measure
-from monitor.store import codec, queries, reads, reuse
+from monitor.store import codec, queries, reads, reuse, snapshot
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -42,10 +42,15 @@ V = TypeVar("V")
 class StoreView:
     """Typed reads over one open connection (see the module docstring)."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, *, frozen: bool = False) -> None:
-        """``frozen``: the connection is read-only, so reads may be remembered."""
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, *, frozen: bool = False, catalog: str | None = None
+    ) -> None:
+        """``frozen``: the connection is read-only, so reads may be remembered.
+        ``catalog``: the lake's name on ``con`` (None: a DuckDB file)."""
         self._con = con
         self._frozen = frozen
+        self._catalog = catalog
+        self._snapshot: snapshot.LakeSnapshot | None = None
         self._runs: dict[str, StoredRun] = {}
         self._groups: dict[tuple[str, str | None], list[ConfigurationGroup]] = {}
         self._outcomes: dict[str, dict[AxisKey, AxisOutcomes]] = {}
@@ -53,6 +58,15 @@ class StoreView:
         self._measures: dict[str, list[Measure]] = {}
         self._panels: dict[str, dict[AxisKey, dict[str, dict[str, str]]]] = {}
         self._items: dict[str, Item | None] = {}  # None: asked for, not in the store
+
+    @property
+    def lake_snapshot(self) -> snapshot.LakeSnapshot | None:
+        """The lake snapshot this view reads (one for the whole view: ``Store.read`` holds
+        a transaction), which a report records so ``--as-of`` can read it again; None on a
+        DuckDB file, which has no snapshots."""
+        if self._catalog is not None and self._snapshot is None:
+            self._snapshot = snapshot.current(self._con, self._catalog)
+        return self._snapshot
 
     def _remember(self, runs: Iterable[StoredRun]) -> None:
         if self._frozen:
