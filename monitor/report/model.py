@@ -635,8 +635,8 @@ class ReportInput(_Frozen):
         default where it has none) with its fields among the generic ones, where its
         ``json_before`` places them; the families in the registry's order."""
         own: dict[str, Any] = handler(self)
-        if own.get("lake_snapshot", 0) is None:  # a file store's report is as it was
-            del own["lake_snapshot"]
+        if "lake_snapshot" in own and own["lake_snapshot"] is None:
+            del own["lake_snapshot"]  # a file store's report stays as it was: no such key
         before: dict[str, list[tuple[str, Any]]] = {}
         for section in self.every_section():
             for name in type(section).model_fields:

@@ -48,19 +48,9 @@ from monitor.contract.detail import Extends
 from monitor.errors import UserInputError
 from monitor.records import Measure, RunRecord, RunStatus, ScoreRow
 from monitor.redaction import redact_json
-from monitor.store import (
-    codec,
-    details,
-    fileformat,
-    lake,
-    leases,
-    location,
-    migrate,
-    queries,
-    snapshot,
-    sql,
-)
+from monitor.store import codec, details, fileformat, lake, leases, location, migrate, queries, sql
 from monitor.store.location import FileLocation, LakeLocation, Location
+from monitor.store.snapshot import AsOf, refuse_on_file
 from monitor.store.view import StoreView
 
 P = ParamSpec("P")
@@ -194,10 +184,10 @@ class Store:
         read_only: bool = False,
         lock_timeout: float = 30.0,
         check_version: bool = True,
-        as_of: snapshot.AsOf | None = None,
+        as_of: AsOf | None = None,
     ) -> None:
         where = path if isinstance(path, FileLocation | LakeLocation) else location.parse(path)
-        snapshot.refuse_on_file(where, as_of)
+        refuse_on_file(where, as_of)
         if as_of is not None and not read_only:
             raise ValueError("a lake read as of a snapshot is read-only")
         self.location: Location = where
@@ -224,7 +214,7 @@ class Store:
         path: Path | str | Location | None = None,
         *,
         on_event: Callable[[str], None] | None = None,
-        as_of: snapshot.AsOf | None = None,
+        as_of: AsOf | None = None,
     ) -> Store:
         """A store to read from, whatever the medium: read-only when the file is current
         (an archived store on read-only media can be inspected and reported on), upgraded
@@ -234,7 +224,7 @@ class Store:
         reads it as it was at that snapshot (``monitor.store.snapshot``), which is never
         upgraded: a DuckDB file has no snapshots and is refused."""
         where = path if isinstance(path, FileLocation | LakeLocation) else location.parse(path)
-        snapshot.refuse_on_file(where, as_of)
+        refuse_on_file(where, as_of)
         if isinstance(where, LakeLocation):
             probe = cls(where, read_only=True, check_version=False, as_of=as_of)
             migrate.check_not_newer(probe.schema_version, where.label)
