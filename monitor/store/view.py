@@ -48,9 +48,9 @@ class StoreView:
         """``frozen``: the connection is read-only, so reads may be remembered.
         ``catalog``: the lake's name on ``con`` (None: a DuckDB file)."""
         self._con = con
-        self._frozen = frozen
         self._catalog = catalog
         self._snapshot: snapshot.LakeSnapshot | None = None
+        self._frozen = frozen
         self._runs: dict[str, StoredRun] = {}
         self._groups: dict[tuple[str, str | None], list[ConfigurationGroup]] = {}
         self._outcomes: dict[str, dict[AxisKey, AxisOutcomes]] = {}
@@ -58,15 +58,6 @@ class StoreView:
         self._measures: dict[str, list[Measure]] = {}
         self._panels: dict[str, dict[AxisKey, dict[str, dict[str, str]]]] = {}
         self._items: dict[str, Item | None] = {}  # None: asked for, not in the store
-
-    @property
-    def lake_snapshot(self) -> snapshot.LakeSnapshot | None:
-        """The lake snapshot this view reads (one for the whole view: ``Store.read`` holds
-        a transaction), which a report records so ``--as-of`` can read it again; None on a
-        DuckDB file, which has no snapshots."""
-        if self._catalog is not None and self._snapshot is None:
-            self._snapshot = snapshot.current(self._con, self._catalog)
-        return self._snapshot
 
     def _remember(self, runs: Iterable[StoredRun]) -> None:
         if self._frozen:
@@ -245,3 +236,12 @@ class StoreView:
     def term_scores(self, run_id: str, with_texts: bool = False) -> list[dict[str, Any]]:
         """Per-term numbers of an association run (test, set, s(w,A,B)); terms only if asked."""
         return queries.term_scores(self._con, run_id, with_texts=with_texts)
+
+    @property
+    def lake_snapshot(self) -> snapshot.LakeSnapshot | None:
+        """The lake snapshot this view reads (one for the whole view: ``Store.read`` holds
+        a transaction), which a report records so ``--as-of`` can read it again; None on a
+        DuckDB file, which has no snapshots."""
+        if self._catalog is not None and self._snapshot is None:
+            self._snapshot = snapshot.current(self._con, self._catalog)
+        return self._snapshot
