@@ -30,6 +30,8 @@ SNAPSHOT = "gpt-4o-caste-study"
 # was built): the only values allowed to differ between two stores of the same runs.
 CLOCK = re.compile(r'"(finished_at|generated_at|old|new)": "20\d\d-[^"]*T[^"]*"')
 ELAPSED = re.compile(r'"elapsed_s": [0-9.]+')
+# What only a lake's report holds: the snapshot it read (tests/test_lake_asof.py).
+LAKE_SNAPSHOT = re.compile(r'  "lake_snapshot": \{[^}]*\},\n|Read at lake snapshot \d+ .*\n\n')
 CLOCK_CELL = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+\+00:00|\d{4}-\d\d-\d\d \d\d:\d\d UTC")
 
 
@@ -78,6 +80,7 @@ def _outputs(env: dict[str, str], db: list[str], base: Path, shared: Path) -> di
 
 
 def _masked(text: str) -> str:
+    text = LAKE_SNAPSHOT.sub("", text)
     text = ELAPSED.sub(r'"elapsed_s": 0', CLOCK.sub(r'"\1": "<clock>"', text))
     return CLOCK_CELL.sub("<clock>", text)
 

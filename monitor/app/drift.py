@@ -16,6 +16,7 @@ from monitor.drift.robustness import FAIL_ON
 from monitor.drift.session import DriftResult
 from monitor.errors import UserInputError
 from monitor.jobs.options import EventSink
+from monitor.store.snapshot import AsOf
 from monitor.store.view import StoreView
 
 if TYPE_CHECKING:
@@ -74,6 +75,7 @@ class DriftRequest:
     selection: DriftSelection = field(default_factory=DriftSelection)
     db: Path | None = None
     fail_on: str = "never"  # regression | robust | any | never (``drift.robustness``)
+    as_of: AsOf | None = None  # a lake read as it was at this snapshot (or time)
 
 
 @dataclass(frozen=True)
@@ -119,7 +121,7 @@ def drift(request: DriftRequest, on_event: EventSink = lambda _msg: None) -> Dri
     """Compare the selected runs with their baselines (paired tests, BH over the panel)."""
     if request.fail_on not in FAIL_ON:
         raise UserInputError(f"--fail-on {request.fail_on!r}: use regression, robust, any or never")
-    with open_reader(request.db, on_event).read() as view:
+    with open_reader(request.db, on_event, request.as_of).read() as view:
         result = compare(view, request.selection, request.db)
         ids = (r for p in result.pairs for r in (p.new_run_id, p.baseline_run_id) if r)
         snapshot_of = {rid: r.snapshot_id for rid, r in view.runs(ids).items()}

@@ -11,6 +11,7 @@ from monitor.app.drift import DriftSelection, compare
 from monitor.app.stores import open_reader
 from monitor.errors import UserInputError
 from monitor.jobs.options import EventSink
+from monitor.store.snapshot import AsOf
 
 
 @dataclass(frozen=True)
@@ -28,15 +29,17 @@ class ReportRequest:
     title: str = "bias-monitor report"
     show_flips: bool = False
     summary: Path | None = None
+    as_of: AsOf | None = None  # a lake read as it was at this snapshot (or time)
 
 
 def report(request: ReportRequest, on_event: EventSink = lambda _msg: None) -> dict[str, Path]:
     """Write the report's files; returns each format's path (md, html, json)."""
     from monitor.report import append_summary, write_report
     from monitor.report.input import build_report_input
+    from monitor.report.model import LakeSnapshot
 
     selection = request.selection
-    with open_reader(request.db, on_event).read() as view:
+    with open_reader(request.db, on_event, request.as_of).read() as view:
         result = compare(view, selection, request.db)
         # -s / --run: only the snapshots asked for and their baselines' (not every
         # snapshot's trends and rates in context).
@@ -49,6 +52,12 @@ def report(request: ReportRequest, on_event: EventSink = lambda _msg: None) -> d
             with_flips=request.show_flips,
             scope=scope,
         )
+        # On a lake, the snapshot everything above was read at: ``--as-of`` its id
+        # builds this report again after more runs have landed.
+        read_at = view.lake_snapshot
+        if read_at is not None:
+            at = LakeSnapshot(id=read_at.id, committed_at=read_at.committed_at)
+            data = data.model_copy(update={"lake_snapshot": at})
     if request.summary is not None:  # refused before anything is written
         check_appendable(request.summary)
     paths = write_report(data, request.out_dir)

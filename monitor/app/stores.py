@@ -8,6 +8,7 @@ from pathlib import Path
 from monitor.errors import UserInputError
 from monitor.jobs.options import EventSink
 from monitor.store.db import Store
+from monitor.store.snapshot import AsOf
 
 
 def open_store(db: Path | None, *, must_exist: bool = True) -> Store:
@@ -23,7 +24,8 @@ def open_store(db: Path | None, *, must_exist: bool = True) -> Store:
     return Store.open(path)
 
 
-def open_reader(db: Path | None, on_event: EventSink) -> Store:
+def open_reader(db: Path | None, on_event: EventSink, as_of: AsOf | None = None) -> Store:
     """The store for a command that only reads: opened read-only, so an archived store on
-    read-only media can be listed, shown, exported, compared and reported on."""
-    return Store.for_reading(db, on_event=on_event)
+    read-only media can be listed, shown, exported, compared and reported on; ``as_of``:
+    a lake as it was at that snapshot (refused on a DuckDB file)."""
+    return Store.for_reading(db, on_event=on_event, as_of=as_of)

@@ -17,6 +17,25 @@ from monitor.terminal.output import Format, err, out, print_json
 
 if TYPE_CHECKING:
     from monitor.contract.capabilities import Drift
+    from monitor.store.snapshot import AsOf
+
+
+def _as_of(value: str | None) -> AsOf | None:
+    """``--as-of``'s value parsed (``monitor.store.snapshot.parse_as_of``), or None."""
+    from monitor.store.snapshot import parse_as_of
+
+    return None if value is None else parse_as_of(value)
+
+
+AsOfOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--as-of",
+        help="Read a DuckLake --db as it was at this snapshot number "
+        "(a report's lake_snapshot) or time (ISO 8601, UTC unless an offset is "
+        "given): the newest snapshot committed by then. A DuckDB file has none.",
+    ),
+]
 
 
 class DriftFormat(StrEnum):
@@ -112,6 +131,7 @@ def drift(
     db: DbOpt = None,
     fmt: DriftFmtOpt = DriftFormat.table,
     snapshots_dir: SnapshotsDirOpt = None,
+    as_of: AsOfOpt = None,
 ) -> None:
     """Compare runs with their baselines per snapshot × axis (paired exact McNemar, BH).
 
@@ -134,7 +154,7 @@ def drift(
     from monitor.app.drift import drift as compare_runs
 
     use_snapshots_dir(snapshots_dir)
-    request = DriftRequest(parsed(ctx, DriftSelection), db, fail_on)
+    request = DriftRequest(parsed(ctx, DriftSelection), db, fail_on, _as_of(as_of))
     done = compare_runs(request, on_event=lambda m: err.print(m))
     if fmt is DriftFormat.json:
         print_json(_drift_json(done.result, show_flips, done.snapshot_of))
@@ -294,8 +314,13 @@ def report(
     ] = None,
     db: DbOpt = None,
     snapshots_dir: SnapshotsDirOpt = None,
+    as_of: AsOfOpt = None,
 ) -> None:
-    """Write the Markdown (PR comment / job summary), self-contained HTML and JSON reports."""
+    """Write the Markdown (PR comment / job summary), self-contained HTML and JSON reports.
+
+    On a DuckLake --db each names the lake snapshot it read (lake_snapshot in the JSON),
+    and --as-of that snapshot builds the same report again after more runs have landed.
+    """
     from monitor.app.drift import DriftSelection
     from monitor.app.report import ReportRequest
     from monitor.app.report import report as write_report
@@ -309,6 +334,7 @@ def report(
         title=title,
         show_flips=show_flips,
         summary=summary,
+        as_of=_as_of(as_of),
     )
     for kind, path in write_report(request, on_event=lambda m: err.print(m)).items():
         out.print(f"{kind}: {path}")

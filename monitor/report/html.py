@@ -31,7 +31,7 @@ from monitor import fmt
 from monitor.report import answer, plots
 from monitor.report.families import family_parts
 from monitor.report.model import QualityResult, ReportInput, RunSummary, Trend, TrendPoint
-from monitor.report.text import summary_line
+from monitor.report.text import lake_snapshot_line, summary_line
 
 
 @lru_cache(maxsize=1)
@@ -128,6 +128,7 @@ def render_html(report: ReportInput) -> str:
         r=shown,
         fmt=fmt,
         summary=summary_line(report),
+        lake_snapshot=lake_snapshot_line(report.lake_snapshot) if report.lake_snapshot else None,
         headline=answer.headline(report),
         leads=[Markup(s) for s in family_parts(report, "lead", "html", max_rows=0, env=env)],
         counts={v: n for v, n in answer.verdict_counts(report).items() if n},

@@ -22,7 +22,7 @@ from monitor.records import FamilyComparison
 from monitor.report import answer
 from monitor.report.families import family_parts
 from monitor.report.model import ReportInput
-from monitor.report.text import summary_line
+from monitor.report.text import lake_snapshot_line, summary_line
 
 # GitHub comments are capped at 65,536 characters; leave room for a footer.
 MAX_CHARS = 60_000
@@ -111,6 +111,8 @@ def render_markdown(report: ReportInput, *, max_rows: int = 40) -> str:
     window = f" · since {fmt.day(report.since)}" if report.since else ""
     out.append(f"Generated {fmt.when(report.generated_at)}{window} · {summary_line(report)}")
     out.append("")
+    if report.lake_snapshot is not None:
+        out += [md(lake_snapshot_line(report.lake_snapshot), 200), ""]
     # Families in their own folder answer right under the verdict, as in the HTML.
     families = family_parts(report, "answer", "markdown", max_rows=max_rows)
     out += families

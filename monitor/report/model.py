@@ -563,6 +563,13 @@ class MeasureValue(_Frozen):
     n: int | None = None
 
 
+class LakeSnapshot(_Frozen):
+    """The DuckLake snapshot a report was read at (``report --as-of ID`` reads it again)."""
+
+    id: int = Field(ge=0)
+    committed_at: datetime
+
+
 class ReportInput(_Frozen):
     """Everything one report shows. ``since`` is the start of the window the trends cover.
 
@@ -581,6 +588,8 @@ class ReportInput(_Frozen):
     title: str
     generated_at: datetime
     since: datetime | None = None
+    # On a lake, the snapshot read; absent from a DuckDB file's JSON (which has none).
+    lake_snapshot: LakeSnapshot | None = None
     # Per compared pair, the axes only one of its runs scored (no verdict, no provenance).
     unscored: tuple[UnscoredAxis, ...] = ()
     provenance: tuple[ProvenanceDiff, ...] = ()
@@ -626,6 +635,8 @@ class ReportInput(_Frozen):
         default where it has none) with its fields among the generic ones, where its
         ``json_before`` places them; the families in the registry's order."""
         own: dict[str, Any] = handler(self)
+        if "lake_snapshot" in own and own["lake_snapshot"] is None:
+            del own["lake_snapshot"]  # a file store's report stays as it was: no such key
         before: dict[str, list[tuple[str, Any]]] = {}
         for section in self.every_section():
             for name in type(section).model_fields:

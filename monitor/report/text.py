@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import UTC
+
 from monitor.report.answer import verdict_counts
-from monitor.report.model import ReportInput
+from monitor.report.model import LakeSnapshot, ReportInput
 
 
 def summary_line(report: ReportInput) -> str:
@@ -17,4 +19,14 @@ def summary_line(report: ReportInput) -> str:
         f"{n['improvement']} improvement{'s' * (n['improvement'] != 1)}, "
         f"{n['no significant change']} no significant change, "
         f"{n['not comparable']} not comparable"
+    )
+
+
+def lake_snapshot_line(at: LakeSnapshot) -> str:
+    """Where a report read on a lake came from, and how to build it again (both
+    renderers print it; a DuckDB file's report has none)."""
+    when = at.committed_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return (
+        f"Read at lake snapshot {at.id} (committed {when}); "
+        f"report --as-of {at.id} builds this report again"
     )

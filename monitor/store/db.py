@@ -50,6 +50,7 @@ from monitor.records import Measure, RunRecord, RunStatus, ScoreRow
 from monitor.redaction import redact_json
 from monitor.store import codec, details, fileformat, lake, leases, location, migrate, queries, sql
 from monitor.store.location import FileLocation, LakeLocation, Location
+from monitor.store.snapshot import AsOf, refuse_on_file
 from monitor.store.view import StoreView
 
 P = ParamSpec("P")
@@ -183,9 +184,14 @@ class Store:
         read_only: bool = False,
         lock_timeout: float = 30.0,
         check_version: bool = True,
+        as_of: AsOf | None = None,
     ) -> None:
         where = path if isinstance(path, FileLocation | LakeLocation) else location.parse(path)
+        refuse_on_file(where, as_of)
+        if as_of is not None and not read_only:
+            raise ValueError("a lake read as of a snapshot is read-only")
         self.location: Location = where
+        self.as_of = as_of  # a lake read as it was at this snapshot (or time)
         # A file store's path; a lake's URL as a path, for messages that name the store.
         self.path = where.path if isinstance(where, FileLocation) else Path(where.url)
         self._lake: duckdb.DuckDBPyConnection | None = None  # a lake's one connection
@@ -208,19 +214,31 @@ class Store:
         path: Path | str | Location | None = None,
         *,
         on_event: Callable[[str], None] | None = None,
+        as_of: AsOf | None = None,
     ) -> Store:
         """A store to read from, whatever the medium: read-only when the file is current
         (an archived store on read-only media can be inspected and reported on), upgraded
         in place when it is older and writable (as any command did before), and read
         from an upgraded temporary copy when it is older and cannot be written. A lake
-        is read through a read-only attach, or upgraded in place when it is older."""
+        is read through a read-only attach, or upgraded in place when it is older; ``as_of``
+        reads it as it was at that snapshot (``monitor.store.snapshot``), which is never
+        upgraded: a DuckDB file has no snapshots and is refused."""
         where = path if isinstance(path, FileLocation | LakeLocation) else location.parse(path)
+        refuse_on_file(where, as_of)
         if isinstance(where, LakeLocation):
-            probe = cls(where, read_only=True, check_version=False)
+            probe = cls(where, read_only=True, check_version=False, as_of=as_of)
             migrate.check_not_newer(probe.schema_version, where.label)
             if probe._current:
                 return probe
             probe.close()
+            if as_of is not None:  # a snapshot is as it was: never upgraded
+                then = probe.schema_version
+                raise UserInputError(
+                    f"--as-of: {where.label} held no bias-monitor store yet at that snapshot"
+                    if then == 0
+                    else f"--as-of: {where.label} had schema version {then} at that "
+                    f"snapshot, and this monitor reads version {migrate.latest_version()}"
+                )
             return cls(where)
         target = where.path
         if not target.is_file():
@@ -268,7 +286,10 @@ class Store:
             # catalog attached once, ~0.2 s) serves every call of this Store.
             if self._lake is None:
                 self._lake = lake.connect(
-                    self.location, read_only=self.read_only, create=not self.read_only
+                    self.location,
+                    read_only=self.read_only,
+                    create=not self.read_only,
+                    as_of=self.as_of,
                 )
             return self._lake
         retrying = Retrying(
@@ -323,15 +344,16 @@ class Store:
         held until the block ends; other processes' writes wait meanwhile)."""
         with self._connect() as con:
             assert self._active is not None
-            if not isinstance(self.location, LakeLocation) or self._in_transaction:
-                yield StoreView(con, frozen=self._active[1])
+            catalog = lake.ALIAS if isinstance(self.location, LakeLocation) else None
+            if catalog is None or self._in_transaction:
+                yield StoreView(con, frozen=self._active[1], catalog=catalog)
                 return
             # Other processes commit to a lake at any time: one transaction pins the
             # view to one snapshot of it, as a file's read-only connection does.
             con.begin()
             self._in_transaction = True
             try:
-                yield StoreView(con, frozen=True)
+                yield StoreView(con, frozen=True, catalog=catalog)
             finally:
                 self._in_transaction = False
                 con.rollback()

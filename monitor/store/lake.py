@@ -20,7 +20,7 @@ import duckdb
 
 from monitor.errors import UserInputError
 from monitor.redaction import redact, register
-from monitor.store import extensions
+from monitor.store import extensions, snapshot
 from monitor.store.location import LakeLocation
 
 ALIAS = "lake"
@@ -32,9 +32,12 @@ def _quoted(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def connect(location: LakeLocation, *, read_only: bool, create: bool) -> duckdb.DuckDBPyConnection:
+def connect(
+    location: LakeLocation, *, read_only: bool, create: bool, as_of: snapshot.AsOf | None = None
+) -> duckdb.DuckDBPyConnection:
     """A connection whose default database is the lake. ``create`` False: a catalog that
-    does not exist yet is refused (a reader never creates a lake)."""
+    does not exist yet is refused (a reader never creates a lake). ``as_of``: the lake as
+    it was at that snapshot (``monitor.store.snapshot``)."""
     register(*(os.environ.get(name) for name in SECRET_ENV))
     if location.kind == "sqlite" and not create and not Path(location.target).is_file():
         raise UserInputError(
@@ -52,11 +55,15 @@ def connect(location: LakeLocation, *, read_only: bool, create: bool) -> duckdb.
         options = [f"DATA_PATH {_quoted(location.data_path)}"]
         if read_only:
             options.append("READ_ONLY")
+        if as_of is not None:
+            options.append(snapshot.attach_option(as_of))
         con.execute(f"ATTACH {_quoted(location.url)} AS {ALIAS} ({', '.join(options)})")
         con.execute(f"USE {ALIAS}")
         con.execute("SET TimeZone = 'UTC'")
     except duckdb.Error as exc:
         con.close()
+        if as_of is not None and (missing := snapshot.not_found(exc, location, as_of)):
+            raise missing from None
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise UserInputError(f"cannot open {location.label}: {redact(first)}") from None
     except BaseException:

@@ -23,7 +23,7 @@ import duckdb
 from monitor.benchmarks.items import Item
 from monitor.readmodel import models as rm
 from monitor.records import Measure
-from monitor.store import codec, queries, reads, reuse
+from monitor.store import codec, queries, reads, reuse, snapshot
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -32,9 +32,14 @@ V = TypeVar("V")
 class StoreView:
     """Typed reads over one open connection (see the module docstring)."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, *, frozen: bool = False) -> None:
-        """``frozen``: the connection is read-only, so reads may be remembered."""
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, *, frozen: bool = False, catalog: str | None = None
+    ) -> None:
+        """``frozen``: the connection is read-only, so reads may be remembered.
+        ``catalog``: the lake's name on ``con`` (None: a DuckDB file)."""
         self._con = con
+        self._catalog = catalog
+        self._snapshot: snapshot.LakeSnapshot | None = None
         self._frozen = frozen
         self._runs: dict[str, rm.StoredRun] = {}
         self._groups: dict[tuple[str, str | None], list[rm.ConfigurationGroup]] = {}
@@ -233,3 +238,12 @@ class StoreView:
     def term_scores(self, run_id: str, with_texts: bool = False) -> list[dict[str, Any]]:
         """Per-term numbers of an association run (test, set, s(w,A,B)); terms only if asked."""
         return queries.term_scores(self._con, run_id, with_texts=with_texts)
+
+    @property
+    def lake_snapshot(self) -> snapshot.LakeSnapshot | None:
+        """The lake snapshot this view reads (one for the whole view: ``Store.read`` holds
+        a transaction), which a report records so ``--as-of`` can read it again; None on a
+        DuckDB file, which has no snapshots."""
+        if self._catalog is not None and self._snapshot is None:
+            self._snapshot = snapshot.current(self._con, self._catalog)
+        return self._snapshot
