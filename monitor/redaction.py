@@ -11,10 +11,25 @@ Two kinds of protection:
 
 * the **known secrets** of this process — each API client registers its key and the
   credentials in its base URL when it is built (:func:`register`, :func:`register_url`),
-  together with their base64 and percent-encoded forms;
+  a lake its catalog password and S3 secret key, together with their base64 and
+  percent-encoded forms — replaced wherever they occur;
 * **shapes** of credentials whatever their value: ``Bearer …``, ``Basic …``,
   ``api-key: …``/``api_key=…``/``x-api-key``, ``token``/``password``/``secret`` fields,
   URL userinfo, ``sk-…`` keys.
+
+A known secret shorter than ``MIN_SECRET_LEN`` (12) characters is not registered. Such
+a value is a default or a word — moto's ``test``, MinIO's ``minioadmin``, ``postgres`` —
+that ordinary text holds too: replacing it wherever it occurred turned ``latest`` into
+``la[REDACTED]``, drift's "6 paired tests" into "6 paired [REDACTED]s" and a lake's
+label ``ducklake:postgres:...`` into ``ducklake:[REDACTED]:...``, in the terminal and in
+stored text. Matching it only as a whole word would still hide "test" in "a paired
+test", so the line is drawn at the value's length: no credential that protects anything
+is that short (an AWS secret key has 40 characters, an API key 32 and more), and one
+that is can be guessed faster than it could be read from a log. Where a short value
+stands as a credential (``password=test``, ``Bearer test``, ``https://u:test@host``) the
+shapes still replace it, whatever its length; and a value that is only ever handed to a
+connection (a lake's ``PGPASSWORD`` and S3 keys: ``monitor.store.lake``) is kept out of
+errors there, so none reaches the store or a log by that road either.
 """
 
 from __future__ import annotations
@@ -26,7 +41,9 @@ from collections.abc import Iterable
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 MARK = "[REDACTED]"
-MIN_SECRET_LEN = 4  # shorter values would redact ordinary words
+# Known secrets shorter than this are not registered: they are words ordinary text holds
+# too (``test``, ``minioadmin``, ``postgres``), and no secret worth hiding (module doc).
+MIN_SECRET_LEN = 12
 # Texts up to this long are remembered with their redacted form, up to this many
 # (``Redactor``): ids, keys and labels, not documents.
 MEMO_MAX_CHARS = 256
@@ -133,6 +150,8 @@ class Redactor:
             self.add(s)
 
     def add(self, secret: str | None) -> None:
+        """Replace ``secret`` (and its encoded forms) from now on; a value shorter than
+        ``MIN_SECRET_LEN`` is left alone (see the module docstring)."""
         if not secret or len(secret) < MIN_SECRET_LEN:
             return
         with self._lock:

@@ -5,9 +5,19 @@ Credentials come only from the environment: libpq reads the ``PG*`` variables it
 (``PGPASSWORD``, ``PGPASSFILE``, ...), or a DuckDB secret does; for an ``s3://`` data path
 ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY`` (and ``AWS_SESSION_TOKEN``,
 ``AWS_REGION``, ``AWS_ENDPOINT_URL`` for an S3-compatible server) become a temporary
-secret of this connection alone, never written anywhere. Each of those values is
-registered with the process's redactor before it is used, so no error, log line or
-stored text can quote one.
+secret of this connection alone, never written anywhere.
+
+The secrets among them — ``PGPASSWORD``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``
+— are registered with the process's redactor before they are used, so no error, log line
+or stored text can quote one (a value under ``redaction.MIN_SECRET_LEN`` characters, such
+as moto's ``test``, is a word rather than a secret and is not: ``monitor.redaction``).
+``AWS_ACCESS_KEY_ID`` is not registered: it is an identifier, the user name beside the
+secret key's password (AWS's own comparison) — every signed request carries it as plain
+text (``Credential=AKIA.../...`` in its Authorization header, or a presigned URL), AWS's
+logs and errors name it, and it opens nothing without the secret key. Whatever their
+length, the values reach only this connection: a failure to make the S3 secret is
+reported without DuckDB's message (which could quote the statement), and libpq reads
+``PGPASSWORD`` itself, never from SQL text.
 """
 
 from __future__ import annotations
@@ -24,7 +34,8 @@ from monitor.store import extensions, snapshot
 from monitor.store.location import LakeLocation
 
 ALIAS = "lake"
-SECRET_ENV = ("PGPASSWORD", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID")
+# What is registered with the redactor: the secrets, not the access key id (see above).
+SECRET_ENV = ("PGPASSWORD", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 
 
 def _quoted(text: str) -> str:
@@ -49,7 +60,7 @@ def connect(
         scanner = "sqlite_scanner" if location.kind == "sqlite" else "postgres_scanner"
         extensions.load(con, "ducklake", scanner, *(("httpfs",) if location.on_s3 else ()))
         if location.on_s3:
-            con.execute(_s3_secret())
+            _make_s3_secret(con, location)
         if location.kind == "sqlite" and create:
             _make_folder(Path(location.target).parent)  # after the extensions loaded
         options = [f"DATA_PATH {_quoted(location.data_path)}"]
@@ -79,6 +90,19 @@ def _make_folder(folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UserInputError(f"cannot create folder {folder}: {exc.strerror}") from None
+
+
+def _make_s3_secret(con: duckdb.DuckDBPyConnection, location: LakeLocation) -> None:
+    """The connection's S3 secret; a failure is named without DuckDB's message, which
+    could quote the statement and so the keys in it (a short key is not redacted)."""
+    try:
+        con.execute(_s3_secret())
+    except duckdb.Error as exc:
+        raise UserInputError(
+            f"cannot open {location.label}: the S3 credentials in AWS_ACCESS_KEY_ID, "
+            f"AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN were refused by DuckDB's "
+            f"secret manager ({type(exc).__name__})"
+        ) from None
 
 
 def _s3_secret() -> str:
