@@ -305,8 +305,9 @@ def test_four_writers_one_reader_one_killed_and_resumed(
 # transactions that overlap both read the lease free, so only the lake's refusal of the
 # second commit and the retry that then sees the first's lease keep the run to one owner.
 # Where a lease row is there, each take deletes it and DuckLake refuses the second itself;
-# where none is (``interrupted``), only ``sql.claim_writes`` makes them conflict. Each claimer stays alive until all have claimed: a claimer that
-# had exited would be a gone owner, whose run the next may rightly take.
+# where none is (``interrupted``), only ``sql.claim_writes`` makes them conflict. Each
+# claimer stays alive until all have claimed: a claimer that had exited would be a gone
+# owner, whose run the next may rightly take.
 CLAIMER = textwrap.dedent(
     """
     import json, sys, time
