@@ -48,8 +48,6 @@ from monitor.jobs.hold import AT_ENV, HOLD_ENV
 from monitor.store.db import Store
 from monitor.store.leases import Owner
 
-pytestmark = pytest.mark.slow
-
 SNAPSHOT = "smollm2-135m-instruct-q4"
 BASE = ["run", "-s", SNAPSHOT, "--no-panel", "--no-controls", "--format", "json"]
 # Each writer's benchmark, its size and the items it scores (as on a DuckDB file).
@@ -144,6 +142,7 @@ def _masked(report: Path) -> str:
     return GENERATED.sub('"generated_at": ""', (report / "report.json").read_text())
 
 
+@pytest.mark.slow  # SmolLM2 in six processes; the claimer test below loads no model
 def test_four_writers_one_reader_one_killed_and_resumed(
     tmp_path, session_cache, shared_datasets, monkeypatch
 ):
