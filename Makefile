@@ -92,9 +92,14 @@ bench: install
 	$(BIN)/python bench/bench_seegull.py && exit $$status
 
 # drift and report on a generated year of nightly runs (20 snapshots, 20.1M score rows;
-# the store is generated once, ~8 min on 2 cores, and cached under .monitor-cache/bench).
+# the store is generated once, ~8 min on 2 cores, and cached under .monitor-cache/bench);
+# then the lake against the file store (bench/store_lake.py: drift, report, read and write
+# throughput, interleaved) at 1.04M score rows and on that year's store, 20.1M rows (each
+# copied into a SQLite-catalog lake in a temp folder, removed after).
 bench-store: install
 	$(BIN)/python bench/store_scale.py
+	$(BIN)/python bench/store_lake.py
+	$(BIN)/python bench/store_lake.py --year
 
 # Regenerate the lock files after changing pyproject.toml (needs PyPI).
 lock: install

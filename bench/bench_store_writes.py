@@ -29,7 +29,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from store_scale import make_items, run_record, score_rows
+from store_scale import make_items, night_deltas, pair_score_rows, run_record
 
 from monitor.jobs.local import FLUSH_SECONDS
 from monitor.store.db import Store
@@ -64,7 +64,7 @@ def main() -> None:
     ]
     ids = [it.item_id for it in items]
     rng = np.random.default_rng(0)
-    rows = score_rows(rng.random(len(ids)) < 0.5, np.ones(len(ids)), rng, ids)
+    rows = pair_score_rows(ids, night_deltas(rng.random(len(ids)) < 0.5, np.ones(len(ids)), rng))
     per_flush = args.chunk * max(1, round(FLUSH_SECONDS / args.chunk_seconds))
     print(
         f"{len(rows):,} score rows; chunks of {args.chunk} every {args.chunk_seconds} s; "

@@ -159,7 +159,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from monitor.benchmarks.items import Item  # noqa: E402
-from monitor.families.pairs.records import PairItem  # noqa: E402
+from monitor.families.pairs.records import PairItem, PairScoreRow  # noqa: E402
 from monitor.metrics.registry import get_metric, run_measures  # noqa: E402
 from monitor.records import RunRecord, ScoreRow  # noqa: E402
 from monitor.store import codec  # noqa: E402
@@ -202,6 +202,15 @@ NIGHTLY_CHURN = 0.02  # share of items redrawn each night (API-like measurement 
 DRIFT_SHARE = 0.15  # share of a drifting snapshot's items pushed to the stereotype
 GOAL_S = 5.0  # issue 14 item 5 / issue 45 item 5: drift and report on the year's store
 MIN_FREE_GB = 5.0  # free disk the default history needs (3.1 GB written, WAL, reports)
+
+
+def cached_store(snapshots: int, nights: int) -> Path:
+    """Where the generated history of ``snapshots`` x ``nights`` is cached, keyed by the
+    generator's version and arguments (``bench/store_lake.py --year`` reads it too)."""
+    key = hashlib.sha256(
+        json.dumps([GENERATOR_VERSION, snapshots, nights, BENCHMARKS]).encode()
+    ).hexdigest()[:12]
+    return REPO / ".monitor-cache" / "bench" / f"store-scale-{key}.duckdb"
 
 
 def make_items() -> list[Item]:
@@ -359,6 +368,30 @@ def _generate(
     return runs, rows
 
 
+def pair_score_rows(item_ids: list[str], delta: np.ndarray) -> list[PairScoreRow]:
+    """One run's score rows as a scoring run hands them to ``Store.add_scores``: the values
+    ``score_columns`` holds, as records (the write benches time the store's own path)."""
+    spec = get_metric(METRIC)
+    return [
+        PairScoreRow(
+            item_id=i,
+            metric=spec.name,
+            metric_version=spec.version,
+            outcome="stereo" if d > 0 else "anti",
+            delta=d,
+            score_stereo=-20.0 + d,
+            score_anti=-20.0,
+            lp_stereo=-40.0 + d,
+            lp_anti=-40.0,
+            prior_stereo=-20.0,
+            prior_anti=-20.0,
+            n_tokens_stereo=12,
+            n_tokens_anti=12,
+        )
+        for i, d in zip(item_ids, delta.tolist(), strict=True)
+    ]
+
+
 def outcome_rows(item_ids: list[str], delta: np.ndarray) -> list[ScoreRow]:
     """The rows ``run_measures`` reads (outcome and delta; the measures of these pair
     rows use nothing else), built without the component numbers the store keeps."""
@@ -423,11 +456,8 @@ def main() -> None:
     if not 0 < args.early_nights < args.nights:
         ap.error("--early-nights must be between 0 and --nights")
 
-    key = hashlib.sha256(
-        json.dumps([GENERATOR_VERSION, args.snapshots, args.nights, BENCHMARKS]).encode()
-    ).hexdigest()[:12]
     cache = REPO / ".monitor-cache" / "bench"
-    db = args.db or cache / f"store-scale-{key}.duckdb"
+    db = args.db or cached_store(args.snapshots, args.nights)
     early = db.with_name(db.stem + "-early.duckdb")
     out = cache / "store-scale-report"
     db.parent.mkdir(parents=True, exist_ok=True)
