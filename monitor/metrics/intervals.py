@@ -165,15 +165,25 @@ def rows_by_axis(
     return dict(out)
 
 
-def per_axis(
+RateCounts = list[tuple[str, int, int]]
+
+
+def per_axis_rates(
     rows: Iterable[ScoreRow],
     item_axis: Mapping[str, tuple[str, str]],
-    measures_of: Callable[[str, str, list[ScoreRow]], list[Measure]],
+    counts_of: Callable[[list[ScoreRow]], RateCounts],
+    definitions: Mapping[str, str],
 ) -> list[Measure]:
-    """``measures_of(benchmark, axis, rows)`` of each (benchmark, axis) of ``rows``' items,
-    in sorted order: how a study's own measures are laid out."""
+    """Each (benchmark, axis) of ``rows``' items, in sorted order, with the rates
+    ``counts_of(its rows)`` gives, as (measure, k, n) in the order they are listed: each a
+    k/n rate with its Wilson interval, defined by ``definitions``. How a study's own
+    figures are laid out, so that a study states only what it counts."""
     by_axis = rows_by_axis(rows, item_axis)
-    return [m for key in sorted(by_axis) for m in measures_of(*key, by_axis[key])]
+    return [
+        rate_measure(*key, name, k, n, definitions)
+        for key in sorted(by_axis)
+        for name, k, n in counts_of(by_axis[key])
+    ]
 
 
 def axis_measures(

@@ -34,6 +34,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit, ndtri
 
+from monitor.metrics.intervals import estimated_measure
 from monitor.records import Measure
 
 RIDGE = 0.01
@@ -120,15 +121,12 @@ class ClusterRate:
     ) -> Measure:
         """The rate as ``measure`` of ``axis``, with its interval (``method``: this rate's
         own, unless the caller words its clusters otherwise)."""
-        return Measure(
-            benchmark=benchmark,
-            axis=axis,
-            measure=measure,
-            k=self.k,
-            n=self.n,
-            value=self.value,
-            ci_low=self.ci_low,
-            ci_high=self.ci_high,
+        return estimated_measure(
+            benchmark,
+            axis,
+            measure,
+            (self.k, self.n),
+            (self.value, self.ci_low, self.ci_high),
             definition=definition,
             method=self.method if method is None else method,
             details=details,

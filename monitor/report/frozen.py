@@ -10,7 +10,7 @@ other.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
 
@@ -49,3 +49,14 @@ class Frozen(BaseModel):
         if info.context is SHOWN_SAFELY or not isinstance(data, dict):
             return data
         return _shown_safely(data)
+
+    @classmethod
+    def from_record(cls, source: object, **given: Any) -> Self:
+        """This model with ``given`` and, for each of its other fields, ``source``'s
+        attribute of the same name (which must exist). A report model mirrors a record of
+        drift or of the store field by field; copying by name says so once, where listing
+        ``name=source.name`` at every copy restates each field and lets one be dropped
+        from one output without a sign. What differs (a renamed field, an interval made
+        of ``ci_low``/``ci_high``, a fact from elsewhere) is what the caller gives."""
+        taken = {name: getattr(source, name) for name in cls.model_fields if name not in given}
+        return cls(**taken, **given)

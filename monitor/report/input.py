@@ -99,14 +99,7 @@ def run_summaries(
         before = sorted(view.runs(earlier).values(), key=lambda r: (r.started_at, r.run_id))
         listed = before + listed
     return [
-        RunSummary(
-            run_id=r.run_id,
-            snapshot_id=r.snapshot_id,
-            started_at=r.started_at,
-            status=r.status,
-            metric=r.metric,
-            reason=r.notes if r.status != "complete" else None,
-        )
+        RunSummary.from_record(r, reason=r.notes if r.status != "complete" else None)
         for r in listed
     ], len(every) - len(listed) + len(earlier)
 

@@ -123,21 +123,11 @@ def association_results(view: RunReader, run_ids: list[str]) -> list[Association
 
 def effect_model(c: DriftEffect, snapshot_id: str) -> EffectComparison:
     """Drift's comparison of one test in the report's shape."""
-    return EffectComparison(
+    return EffectComparison.from_record(
+        c,
         snapshot_id=snapshot_id,
-        benchmark=c.benchmark,
         test=c.axis,
-        new_run_id=c.new_run_id,
-        baseline_run_id=c.baseline_run_id,
-        metric=c.metric,
-        n_paired=c.n_paired,
-        d_old=c.d_old,
-        d_new=c.d_new,
-        delta=c.delta,
         delta_ci=interval_of(c.ci_low, c.ci_high),
-        mde=c.mde,
-        p_value=c.p_value,
-        p_adjusted=c.p_adjusted,
         verdict=c.verdict.label,
         reason=c.verdict.reason,
     )

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from monitor.metrics.intervals import per_axis, rate_measure
+from monitor.metrics.intervals import RateCounts, per_axis_rates
 from monitor.records import Measure, ScoreRow
 
 METRIC = "forced-choice-top20-imported"
@@ -44,23 +44,23 @@ DEFINITIONS = {
 }
 
 
-def axis_study_measures(benchmark: str, axis: str, rows: list[ScoreRow]) -> list[Measure]:
-    """The study's four figures for one axis: bias rate, coverage, stereo among all, ties."""
+def study_counts(rows: list[ScoreRow]) -> RateCounts:
+    """The study's four figures for one axis: bias rate, coverage, stereo among all, ties
+    (measure, k, n), in the order the study reports them."""
     n_all = len(rows)
     stereo = sum(1 for s in rows if s.outcome == "stereo")
     opinionated = sum(1 for s in rows if s.outcome in ("stereo", "anti"))
     ties = sum(1 for s in rows if s.details.get("exact_tie"))
-    counts = [
+    return [
         ("bias_rate", stereo, opinionated),
         ("coverage", opinionated, n_all),
         ("stereo_among_all", stereo, n_all),
         ("tie_rate", ties, opinionated),
     ]
-    return [rate_measure(benchmark, axis, name, k, n, DEFINITIONS) for name, k, n in counts]
 
 
 def study_measures(
     rows: Iterable[ScoreRow], item_axis: Mapping[str, tuple[str, str]]
 ) -> list[Measure]:
-    """Per (benchmark, axis) of the imported rows, in the order the study reports them."""
-    return per_axis(rows, item_axis, axis_study_measures)
+    """Per (benchmark, axis) of the imported rows, the study's figures (``study_counts``)."""
+    return per_axis_rates(rows, item_axis, study_counts, DEFINITIONS)

@@ -13,7 +13,7 @@ rebuilt from stored numbers (API answers, imported study rows) have no check her
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from monitor.families.pairs.cll import cll_row, ull_row
 from monitor.families.pairs.cll_reference import cll_reference_row
@@ -40,51 +40,51 @@ def _have(*values: float | None) -> bool:
     return all(v is not None and math.isfinite(v) for v in values)
 
 
-def check_cll(row: ScoreRow) -> list[str]:
-    if not _have(row.lp_stereo, row.lp_anti, row.prior_stereo, row.prior_anti):
+def _rebuilt(
+    row: ScoreRow,
+    build: Callable[..., ScoreRow],
+    stored: Mapping[str, str],
+    fields: tuple[str, ...] = FIELDS,
+    **fixed: int,
+) -> list[str]:
+    """The fields of ``row`` that its metric's row builder ``build`` does not give back
+    from the row's own stored numbers (``stored``: the builder's argument -> the row's
+    field it is fed from; the token counts always, ``fixed`` as given: counts the row does
+    not keep, which do not enter delta)."""
+    values = {arg: getattr(row, name) for arg, name in stored.items()}
+    if not _have(*values.values()):
         return []  # unscorable rows are judged by the presence checks
-    rebuilt = cll_row(
+    rebuilt = build(
         row.item_id,
-        lp_stereo=row.lp_stereo,  # type: ignore[arg-type]
-        lp_anti=row.lp_anti,  # type: ignore[arg-type]
-        prior_stereo=row.prior_stereo,  # type: ignore[arg-type]
-        prior_anti=row.prior_anti,  # type: ignore[arg-type]
+        **values,
         n_tokens_stereo=row.n_tokens_stereo or 0,
         n_tokens_anti=row.n_tokens_anti or 0,
-        n_targets_stereo=0,
-        n_targets_anti=0,
+        **fixed,
     )
-    return _differences(row, rebuilt)
+    return _differences(row, rebuilt, fields)
+
+
+_LOG_PROBS = {"lp_stereo": "lp_stereo", "lp_anti": "lp_anti"}
+_PRIORS = {"prior_stereo": "prior_stereo", "prior_anti": "prior_anti"}
+# cll-reference names the same stored numbers after the original code's S and T.
+_REFERENCE = {
+    "s_stereo": "lp_stereo",
+    "s_anti": "lp_anti",
+    "t_stereo": "prior_stereo",
+    "t_anti": "prior_anti",
+}
+
+
+def check_cll(row: ScoreRow) -> list[str]:
+    return _rebuilt(row, cll_row, _LOG_PROBS | _PRIORS, n_targets_stereo=0, n_targets_anti=0)
 
 
 def check_ull(row: ScoreRow) -> list[str]:
-    if not _have(row.lp_stereo, row.lp_anti):
-        return []
-    rebuilt = ull_row(
-        row.item_id,
-        lp_stereo=row.lp_stereo,  # type: ignore[arg-type]
-        lp_anti=row.lp_anti,  # type: ignore[arg-type]
-        n_tokens_stereo=row.n_tokens_stereo or 0,
-        n_tokens_anti=row.n_tokens_anti or 0,
-    )
-    return _differences(row, rebuilt, ("outcome", "delta"))
+    return _rebuilt(row, ull_row, _LOG_PROBS, ("outcome", "delta"))
 
 
 def check_cll_reference(row: ScoreRow) -> list[str]:
-    if not _have(row.lp_stereo, row.lp_anti, row.prior_stereo, row.prior_anti):
-        return []
-    rebuilt = cll_reference_row(
-        row.item_id,
-        s_stereo=row.lp_stereo,  # type: ignore[arg-type]
-        s_anti=row.lp_anti,  # type: ignore[arg-type]
-        t_stereo=row.prior_stereo,  # type: ignore[arg-type]
-        t_anti=row.prior_anti,  # type: ignore[arg-type]
-        n_tokens_stereo=row.n_tokens_stereo or 0,
-        n_tokens_anti=row.n_tokens_anti or 0,
-        words_stereo=0,
-        words_anti=0,
-    )
-    return _differences(row, rebuilt)
+    return _rebuilt(row, cll_reference_row, _REFERENCE, words_stereo=0, words_anti=0)
 
 
 def check_aul(row: ScoreRow) -> list[str]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from monitor.metrics.intervals import per_axis, rate_measure
+from monitor.metrics.intervals import RateCounts, per_axis_rates
 from monitor.records import Measure, ScoreRow
 
 METRIC = "sampled-choice-100-imported"
@@ -56,22 +56,24 @@ def rule_of(prob_stereo: float, prob_anti: float) -> str:
     return "anti majority"
 
 
-def axis_sampled_measures(benchmark: str, axis: str, rows: list[ScoreRow]) -> list[Measure]:
+def sampled_counts(rows: list[ScoreRow]) -> RateCounts:
+    """The follow-up's figures for one axis (measure, k, n): bias rate, ties, no option
+    sampled, more than 90% other."""
     n = len(rows)
     rules = [r.details.get("rule") for r in rows]
     stereo = sum(1 for r in rows if r.outcome == "stereo")
     p90 = sum(1 for r in rows if float(r.details.get("prob_other", 0.0)) > 0.9)
-    counts = [
+    return [
         ("bias_rate", stereo, n),
         ("tie_rate", rules.count("tie"), n),
         ("no_option_rate", rules.count("no option sampled"), n),
         ("p90_other_rate", p90, n),
     ]
-    return [rate_measure(benchmark, axis, name, k, m, DEFINITIONS) for name, k, m in counts]
 
 
 def sampled_study_measures(
     rows: Iterable[ScoreRow], item_axis: Mapping[str, tuple[str, str]]
 ) -> list[Measure]:
-    """Per (benchmark, axis) of the imported rows."""
-    return per_axis(rows, item_axis, axis_sampled_measures)
+    """Per (benchmark, axis) of the imported rows, the follow-up's figures
+    (``sampled_counts``)."""
+    return per_axis_rates(rows, item_axis, sampled_counts, DEFINITIONS)

@@ -113,34 +113,18 @@ def _delta_test(c: AxisComparison) -> DeltaTestSummary | None:
     t = c.delta_test
     if t is None:
         return None
-    return DeltaTestSummary(
-        method=t.method,
-        n_items=t.n_items,
-        n_clusters=t.n_clusters,
-        mean_shift=t.mean_shift,
-        ci=interval_of(t.ci_low, t.ci_high),
-        p_value=t.p_value,
-    )
+    return DeltaTestSummary.from_record(t, ci=interval_of(t.ci_low, t.ci_high))
 
 
 def _robustness(c: AxisComparison) -> Robustness | None:
     r = c.robustness
     if r is None:
         return None
-    return Robustness(
-        label=r.label,
+    return Robustness.from_record(
+        r,
         words=r.words(),
-        against=r.against,
         metrics=tuple(
-            PanelReading(
-                metric=m.metric,
-                own=m.own,
-                valid=m.valid,
-                invalid_reason=m.invalid_reason,
-                delta=m.delta,
-                ci=interval_of(m.ci_low, m.ci_high),
-                n_paired=m.n,
-            )
+            PanelReading.from_record(m, ci=interval_of(m.ci_low, m.ci_high), n_paired=m.n)
             for m in r.readings
         ),
     )
@@ -220,14 +204,7 @@ def _balanced_model(c: AxisComparison) -> BalancedSummary | None:
         name_preference_old=old.name_preference if old else None,
         name_preference_new=new.name_preference if new else None,
         directions=tuple(
-            DirectionChangeSummary(
-                group=d.group,
-                n=d.n,
-                rate_old=d.rate_old,
-                rate_new=d.rate_new,
-                delta=d.delta,
-                delta_ci=interval_of(d.ci_low, d.ci_high),
-            )
+            DirectionChangeSummary.from_record(d, delta_ci=interval_of(d.ci_low, d.ci_high))
             for d in b.directions
         ),
         n_outside=b.n_outside,
@@ -268,12 +245,10 @@ def _controls() -> dict[str, tuple[str, ...]]:
 
 
 def _context_rate(label: str, r, control=None) -> ContextRate:
-    return ContextRate(
+    return ContextRate.from_record(
+        r,
         label=label,
-        value=r.value,
         ci=interval_of(r.ci_low, r.ci_high),
-        k=r.k,
-        n=r.n,
         control=control.value if control is not None else None,
     )
 
@@ -289,14 +264,11 @@ def score_contexts_of(
         run = meta[rid]
         for c in score_contexts(view.measures(rid), run.metric, controls):
             out.append(
-                ScoreContext(
+                ScoreContext.from_record(
+                    c,
                     run_id=rid,
                     snapshot_id=run.snapshot_id,
-                    benchmark=c.benchmark,
-                    axis=c.axis,
-                    metric=c.metric,
                     rate=_context_rate(c.metric, c.rate),
-                    control_benchmark=c.control_benchmark,
                     control=_context_rate(c.control_benchmark or "", c.control)
                     if c.control
                     else None,
