@@ -10,7 +10,13 @@ with ``pip install --require-hashes --no-deps``:
 * ``torch-cuda.txt`` torch==2.13.0 from PyPI with its CUDA libraries (the image default);
 * ``torch-cpu.txt``  written by hand: the CPU build of the same torch, whose one file
                      (``+cpu``) is not on PyPI. It cannot share a hash with the CUDA build,
-                     which is why torch lives apart from lock.txt.
+                     which is why torch lives apart from lock.txt;
+* ``lake.txt``       the ``lake`` extra's DuckDB extensions alone, cut from dev-lock.txt
+                     (same pins, same hashes): the image installs it on top of lock.txt so
+                     that a job in the container can open a DuckLake (docs/team-store.md);
+* ``moto-lock.txt``  moto's S3 server and its dependencies (requirements/moto.in), which
+                     scripts/ci/lake-servers installs into a virtualenv of its own for the
+                     lake tests: a resolution apart, since none of it is the monitor's.
 
 Resolved for CPython 3.11 on x86-64 manylinux_2_28, the platform of the image and CI.
 
@@ -77,10 +83,25 @@ def main() -> None:
             "requirements/lock.txt",
             *[arg for n in runtime for arg in ("--no-emit-package", n)],
         )
-    for name in ("lock.txt", "dev-lock.txt", "torch-cuda.txt"):
+        compile_(["requirements/moto.in"], REQ / "moto-lock.txt")
+    for name in ("lock.txt", "dev-lock.txt", "torch-cuda.txt", "moto-lock.txt"):
         path = REQ / name
         path.write_text(HEADER + path.read_text())
-    print("wrote requirements/lock.txt, dev-lock.txt, torch-cuda.txt")
+    write_lake()
+    print("wrote requirements/lock.txt, dev-lock.txt, torch-cuda.txt, lake.txt, moto-lock.txt")
+
+
+def write_lake() -> None:
+    """lake.txt: the ``duckdb-extension-*`` entries of dev-lock.txt, each with its hashes.
+
+    Cut from dev-lock.txt rather than resolved again, so the image's extensions are the very
+    files the tests load; they need only DuckDB, which lock.txt pins (installed --no-deps).
+    """
+    blocks = re.split(r"\n(?=\S)", (REQ / "dev-lock.txt").read_text())
+    lake = [b.rstrip("\n") for b in blocks if b.startswith("duckdb-extension-")]
+    if not lake:
+        raise SystemExit("dev-lock.txt holds no duckdb-extension-* package (the lake extra)")
+    (REQ / "lake.txt").write_text(HEADER + "\n".join(lake) + "\n")
 
 
 if __name__ == "__main__":

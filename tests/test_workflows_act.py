@@ -1,5 +1,6 @@
 """The workflows themselves, run here with act (scripts/act-local): schedule, then a pull
-request that adds a snapshot, then a manual dispatch's plan.
+request that adds a snapshot, then a manual dispatch's plan; and a night plus a pull request
+on a team store (a DuckLake on the CI's lake servers).
 
 Marked ``act`` (its own pytest session in .ci/run; minutes): real act, real jobs on this
 host, the real image built with podman for the nightly's local model, a real bare git
@@ -17,8 +18,10 @@ import sys
 import zipfile
 from pathlib import Path
 
+import _lake
 import duckdb
 import pytest
+from _lake import new_location
 from test_store_export_merge import _run_rows
 
 pytestmark = pytest.mark.act
@@ -341,3 +344,112 @@ def test_release_builds_a_checked_wheel_and_sdist_up_to_the_push(state):
     )
     assert "not pushed: a release pushes only from a v* tag" in proc.stdout
     assert "gh-action-pypi-publish" not in proc.stdout  # the pypi job did not run
+
+
+# -- a team store: the nightly writes into a lake, the PR check reads it (issue 47, item 5) --
+
+LAKE_NIGHT_VARS = "MONITOR_QA_BENCHMARKS=none MONITOR_SNAPSHOTS=smollm2-135m-instruct-q4"
+
+
+def lake_runs(db: str, env: dict[str, str]) -> list[dict]:
+    """``runs list --db LAKE --format json``, as a user reads the lake back."""
+    proc = subprocess.run(
+        [str(BIN / "bias-monitor"), "runs", "list", "--db", db, "--format", "json"],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(proc.stdout)
+
+
+def test_with_a_lake_the_nightly_writes_into_it_and_the_pr_check_reads_its_baseline(tmp_path):
+    """The cheapest night that proves the lake path: SmolLM2 on bhed-caste, scored in the
+    image (which holds the lake's extensions and gets a network to reach them), with
+    MONITOR_DB a DuckLake on the CI's lake servers (PostgreSQL catalog, moto S3 data path,
+    tests/_lake.py). Its run is in the lake; no shard, no history commit. Then the PR check,
+    holding only a catalog role that can read, copies its baseline from the lake and writes
+    nothing there."""
+    if os.geteuid() != 0:
+        pytest.skip("act runs of the nightly build the image with podman as root")
+    db, lake_env = new_location("lake-postgres", tmp_path)  # skips (fails in CI) without servers
+    state = tmp_path / "act-state"
+    night = subprocess.run(
+        ["bash", str(REPO / "scripts" / "act-local"), "schedule"],
+        cwd=REPO,
+        env={
+            **os.environ,
+            **lake_env,
+            "MONITOR_DB": db,
+            "ACT_STATE": str(state),
+            "ACT_BIN": str(BIN / "act"),
+            "ACT_VARS": LAKE_NIGHT_VARS,
+        },
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    log = night.stdout + night.stderr
+    (tmp_path / "schedule.log").write_text(log)
+    assert night.returncode == 0, "\n".join(log.splitlines()[-60:])
+
+    [run] = lake_runs(db, lake_env)
+    assert (run["snapshot_id"], run["trigger"], run["status"]) == (SMOLLM2, "schedule", "complete")
+    environment = run["environment"]
+    environment = json.loads(environment) if isinstance(environment, str) else environment
+    assert environment["ci"]["MONITOR_IMAGE_DIGEST"].startswith("sha256:")  # in the image
+    assert environment["ci"]["origin"] == "nightly"
+    assert f"runs added: {run['run_id']}" in log
+    out = state / "schedule"
+    assert not list(out.glob("*.duckdb")), "a shard was handed over"
+    refs = subprocess.run(
+        ["git", "--git-dir", str(state / "history.git"), "for-each-ref"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert refs == "", "the night committed to the history branch"
+    drift = json.loads((out / "drift.json").read_text())
+    assert [p["new_run_id"] for p in drift["pairs"]] == [run["run_id"]]
+    report = json.loads((out / "report" / "report.json").read_text())
+    assert "lake_snapshot" in report  # the report read the lake
+
+    # The PR check: a catalog role that can only read (the lake's tables exist now).
+    conninfo = db.removeprefix("ducklake:postgres:")
+    reader = "reader_" + conninfo.rpartition("dbname=")[2]  # the lake's database is new
+    as_reader = conninfo.replace("user=postgres", f"user={reader}")
+    psql = _lake._psql()
+    subprocess.run([psql, conninfo, "-q", "-c", f"CREATE ROLE {reader} LOGIN"], check=True)
+    grants = f"GRANT USAGE ON SCHEMA public TO {reader}; " + (
+        f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {reader}"
+    )
+    subprocess.run([psql, conninfo, "-q", "-c", grants], check=True)
+    read_only = {
+        "MONITOR_DB_READ": f"ducklake:postgres:{as_reader}",
+        "MONITOR_LAKE_DATA": lake_env["MONITOR_LAKE_DATA"],
+        "AWS_ENDPOINT_URL": lake_env["AWS_ENDPOINT_URL"],
+        "AWS_REGION": lake_env["AWS_REGION"],
+        "AWS_ACCESS_KEY_ID_READ": lake_env["AWS_ACCESS_KEY_ID"],
+        "AWS_SECRET_ACCESS_KEY_READ": lake_env["AWS_SECRET_ACCESS_KEY"],
+    }
+    assert f"user={reader}" in read_only["MONITOR_DB_READ"]
+    pr = subprocess.run(
+        ["bash", str(REPO / "scripts" / "act-local"), "pull_request"],
+        cwd=REPO,
+        env={**os.environ, **read_only, "ACT_STATE": str(state), "ACT_BIN": str(BIN / "act")},
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    log = pr.stdout + pr.stderr
+    (tmp_path / "pull_request.log").write_text(log)
+    assert pr.returncode == 0, "\n".join(log.splitlines()[-60:])
+    assert f"history: copied 1 run(s) of {FIXTURE} {SMOLLM2} from the team store" in log
+    stored = runs(state / "pull_request" / f"pr-{FIXTURE}.duckdb")
+    assert [(r["run_id"], r["trigger"]) for r in stored if r["snapshot_id"] == SMOLLM2] == [
+        (run["run_id"], "schedule")
+    ]  # the baseline: the nightly's run, from the lake
+    assert [r["snapshot_id"] for r in stored if r["trigger"] == "pull_request"] == [FIXTURE]
+    summary = (state / "pull_request" / f"{FIXTURE}.md").read_text()
+    assert f"**baseline** {SMOLLM2}, run {run['run_id']}" in summary
+    assert [r["run_id"] for r in lake_runs(db, lake_env)] == [run["run_id"]]  # nothing written
