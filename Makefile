@@ -65,7 +65,9 @@ run: install
 # thread so that they share the cores instead of oversubscribing them: much of a test's
 # time is single-threaded (CLI start-up, imports, DuckDB, great-expectations). On 2 cores
 # this took the session from 2,641 s to 1,867 s. Data that several files need is built
-# once for all workers (tests/_sessions.py). TEST_WORKERS=0 runs it in one process.
+# once for all workers (tests/_sessions.py); the slowest files are handed out first
+# (tests/conftest.py: SLOW_FIRST), so the session ends on short files. TEST_WORKERS=0 runs
+# it in one process.
 TEST_WORKERS ?= 2
 VLLM_INSTALL_LOG := $(MONITOR_CACHE_DIR)/vllm-install.log
 test: install
