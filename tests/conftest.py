@@ -91,6 +91,51 @@ def bhed(monitor_env) -> list[LoadedBenchmark]:
     return load_benchmarks(list(BHED_AXES), errata="current", manifest=manifest)
 
 
+# The slowest test files (from the CI logs' --durations: model runs, old-release stores),
+# slowest first. pytest-xdist's --dist loadfile hands a worker the next file in collection
+# order whenever it is free; collected alphabetically, a slow file late in the alphabet
+# (test_store_migration, ~90 s) could start when the other worker's queue was nearly empty,
+# and that worker then idled for most of it. Started first, the long files overlap each
+# other and the session ends on short files. The first two share no session-built data
+# (test_cli_indic builds the SmolLM2 caste runs, test_store_migration its old release), so
+# neither waits on the other's lock (tests/_sessions.py). A name that is not a file here
+# stops the collection: a renamed file would otherwise silently lose its place.
+SLOW_FIRST = (
+    "test_cli_indic.py",
+    "test_store_migration.py",
+    "test_cli_run.py",
+    "test_cli_drift_report.py",
+    "test_association_models.py",
+    "test_association_cli.py",
+    "test_seegull.py",
+    "test_report_markdown.py",
+    "test_family_plugin.py",
+    "test_local_dir_snapshot.py",
+    "test_lake_migrate_to.py",
+    "test_credentials_canary.py",
+    "test_drift_local_cli.py",
+    "test_local_dir_digest.py",
+    "test_prefix_sharing.py",
+    "test_hardening_inputs.py",
+    "test_store_convert.py",
+    "test_report_charts.py",
+    "test_cli_choice_qa_xlang.py",
+    "test_cli_choice_qa_run.py",
+    "test_run_reuse.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The files of ``SLOW_FIRST`` first, in its order; the rest after them as collected
+    (a stable sort: each file's tests stay together and in their order)."""
+    here = Path(__file__).parent
+    missing = [name for name in SLOW_FIRST if not (here / name).is_file()]
+    if missing:
+        raise pytest.UsageError(f"tests/conftest.py SLOW_FIRST names no file: {missing}")
+    rank = {name: n for n, name in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "vllm: needs the real vLLM server (installed and started once per session)"

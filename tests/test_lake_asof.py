@@ -13,51 +13,22 @@ come, or on a DuckDB file (which has no snapshots) is one line, exit 2, nothing 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from _lake import new_location
+from _lake import cli, cli_env, new_location, refused
 
 SNAPSHOT = "gpt-4o-caste-study"
 FORMATS = ("report.json", "report.md", "report.html")
 
 
-def _cli(env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run(
-        [sys.executable, "-m", "monitor", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-    )
-    if check and done.returncode != 0:
-        raise AssertionError(f"exit {done.returncode}\n{done.stdout}\n{done.stderr}")
-    return done
-
-
-def _env(base: Path, shared: Path, cache: Path, extra: dict[str, str]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("MONITOR_DB", "MONITOR_LAKE_DATA")}
-    return {
-        **env,
-        **extra,
-        "MONITOR_DATA_DIR": str(base / "datasets"),
-        "MONITOR_DATA_MIRROR": str(shared),
-        "MONITOR_CACHE_DIR": str(cache),
-        "NO_COLOR": "1",
-        "COLUMNS": "200",
-    }
-
-
 def _import(env: dict[str, str], shared: Path, study: str, date: str, db: list[str]) -> None:
     folder = shared / "caste-bias" / "results" / study
-    _cli(env, "import", "caste-bias", str(folder), "--snapshot", SNAPSHOT, "--date", date, *db)
+    cli(env, "import", "caste-bias", str(folder), "--snapshot", SNAPSHOT, "--date", date, *db)
 
 
 def _report(env: dict[str, str], out: Path, db: list[str], *extra: str) -> dict[str, str]:
-    _cli(env, "report", "--out", str(out), *db, *extra)
+    cli(env, "report", "--out", str(out), *db, *extra)
     return {name: (out / name).read_text(encoding="utf-8") for name in FORMATS}
 
 
@@ -81,7 +52,7 @@ def test_a_report_rebuilt_as_of_its_snapshot_is_the_same(kind, tmp_path, shared_
                                                          session_cache):  # fmt: skip
     location, extra = new_location(kind, tmp_path)
     db = ["--db", location, "--lake-data", extra.pop("MONITOR_LAKE_DATA")]
-    env = _env(tmp_path, shared_datasets, session_cache, extra)
+    env = cli_env(tmp_path, shared_datasets, session_cache, extra)
     _import(env, shared_datasets, "april", "2024-04-16", db)
     first = _report(env, tmp_path / "first", db)
     read_at = json.loads(first["report.json"])["lake_snapshot"]
@@ -89,7 +60,7 @@ def test_a_report_rebuilt_as_of_its_snapshot_is_the_same(kind, tmp_path, shared_
     assert isinstance(snapshot, int) and committed.startswith("20")
     line = f"Read at lake snapshot {snapshot} (committed "
     assert line in first["report.md"] and f'<div class="meta">{line}' in first["report.html"]
-    april_drift = _cli(env, "drift", "--format", "json", *db).stdout
+    april_drift = cli(env, "drift", "--format", "json", *db).stdout
 
     _import(env, shared_datasets, "july", "2024-07-18", db)  # more runs land
     again = _report(env, tmp_path / "again", db, "--as-of", str(snapshot))
@@ -97,22 +68,14 @@ def test_a_report_rebuilt_as_of_its_snapshot_is_the_same(kind, tmp_path, shared_
     by_time = _report(env, tmp_path / "by-time", db, "--as-of", committed)
     _same_but_generation_time(first, by_time)
     assert (
-        _cli(env, "drift", "--format", "json", "--as-of", str(snapshot), *db).stdout == april_drift
+        cli(env, "drift", "--format", "json", "--as-of", str(snapshot), *db).stdout == april_drift
     )
 
     now = _report(env, tmp_path / "now", db)  # without --as-of: July is in it
     report = json.loads(now["report.json"])
     assert report["lake_snapshot"]["id"] > snapshot
     assert len(report["runs"]) > len(json.loads(first["report.json"])["runs"])
-    assert _cli(env, "drift", "--format", "json", *db).stdout != april_drift
-
-
-def _refused(env: dict[str, str], *args: str) -> str:
-    done = _cli(env, *args, check=False)
-    assert done.returncode == 2, (done.stdout, done.stderr)
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
-    return lines[0]
+    assert cli(env, "drift", "--format", "json", *db).stdout != april_drift
 
 
 def test_as_of_what_cannot_be_read_is_one_line(tmp_path, shared_datasets, session_cache):
@@ -120,18 +83,18 @@ def test_as_of_what_cannot_be_read_is_one_line(tmp_path, shared_datasets, sessio
     is neither, and any --as-of on a DuckDB file: one line, exit 2, no report written."""
     location, extra = new_location("lake-sqlite", tmp_path)
     db = ["--db", location, "--lake-data", extra.pop("MONITOR_LAKE_DATA")]
-    env = _env(tmp_path, shared_datasets, session_cache, extra)
+    env = cli_env(tmp_path, shared_datasets, session_cache, extra)
     _import(env, shared_datasets, "april", "2024-04-16", db)
     out = tmp_path / "report"
     report = ["report", "--out", str(out)]
-    line = _refused(env, *report, *db, "--as-of", "9999")
+    line = refused(env, *report, *db, "--as-of", "9999")
     assert f"lake {location} has no snapshot 9999" in line
-    line = _refused(env, "drift", *db, "--as-of", "9999")
+    line = refused(env, "drift", *db, "--as-of", "9999")
     assert "has no snapshot 9999" in line
-    assert "(the lake is younger)" in _refused(env, *report, *db, "--as-of", "2001-01-01")
-    assert "in the future" in _refused(env, *report, *db, "--as-of", "2999-01-01T00:00:00Z")
-    assert "give a lake snapshot number" in _refused(env, *report, *db, "--as-of", "last week")
+    assert "(the lake is younger)" in refused(env, *report, *db, "--as-of", "2001-01-01")
+    assert "in the future" in refused(env, *report, *db, "--as-of", "2999-01-01T00:00:00Z")
+    assert "give a lake snapshot number" in refused(env, *report, *db, "--as-of", "last week")
     file_db = tmp_path / "m.duckdb"
-    line = _refused(env, *report, "--db", str(file_db), "--as-of", "1")
+    line = refused(env, *report, "--db", str(file_db), "--as-of", "1")
     assert f"database {file_db} is a DuckDB file, which has no snapshots" in line
     assert not out.exists() and not file_db.exists()

@@ -14,51 +14,20 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import subprocess
-import sys
+import shutil
+from datetime import datetime
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
-from _lake import new_location
+from _lake import TEAM, cli, cli_env, masked, new_location, refused
 
 from monitor.store import extensions
+from monitor.store.export import sha256_file
 
 SNAPSHOT = "gpt-4o-caste-study"
-# Wall-clock times of the import (when the quality gate closed each run, when the report
-# was built): the only values allowed to differ between two stores of the same runs.
-CLOCK = re.compile(r'"(finished_at|generated_at|old|new)": "20\d\d-[^"]*T[^"]*"')
-ELAPSED = re.compile(r'"elapsed_s": [0-9.]+')
-# What only a lake's report holds: the snapshot it read (tests/test_lake_asof.py).
-LAKE_SNAPSHOT = re.compile(r'  "lake_snapshot": \{[^}]*\},\n|Read at lake snapshot \d+ .*\n\n')
-CLOCK_CELL = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+\+00:00|\d{4}-\d\d-\d\d \d\d:\d\d UTC")
-
-
-def _cli(env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run(
-        [sys.executable, "-m", "monitor", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-    )
-    if check and done.returncode != 0:
-        raise AssertionError(f"exit {done.returncode}\n{done.stdout}\n{done.stderr}")
-    return done
-
-
-def _env(base: Path, shared: Path, cache: Path, extra: dict[str, str]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("MONITOR_DB", "MONITOR_LAKE_DATA")}
-    return {
-        **env,
-        **extra,
-        "MONITOR_DATA_DIR": str(base / "datasets"),
-        "MONITOR_DATA_MIRROR": str(shared),
-        "MONITOR_CACHE_DIR": str(cache),
-        "NO_COLOR": "1",
-        "COLUMNS": "200",
-    }
 
 
 def _outputs(env: dict[str, str], db: list[str], base: Path, shared: Path) -> dict[str, str]:
@@ -67,28 +36,22 @@ def _outputs(env: dict[str, str], db: list[str], base: Path, shared: Path) -> di
     results = shared / "caste-bias" / "results"
     out = {}
     for study, date in (("april", "2024-04-16"), ("july", "2024-07-18")):
-        out[f"import {study}"] = _cli(env, "import", "caste-bias", str(results / study),
+        out[f"import {study}"] = cli(env, "import", "caste-bias", str(results / study),
                                       "--snapshot", SNAPSHOT, "--date", date, *db).stdout  # fmt: skip  # noqa: E501
-    out["runs list"] = _cli(env, "runs", "list", "--format", "json", *db).stdout
+    out["runs list"] = cli(env, "runs", "list", "--format", "json", *db).stdout
     july = json.loads(out["runs list"])[0]["run_id"]
-    out["show"] = _cli(env, "show", july, "--format", "json", *db).stdout
-    out["drift"] = _cli(env, "drift", "--format", "json", *db).stdout
-    _cli(env, "report", "--out", str(base / "report"), *db)
+    out["show"] = cli(env, "show", july, "--format", "json", *db).stdout
+    out["drift"] = cli(env, "drift", "--format", "json", *db).stdout
+    cli(env, "report", "--out", str(base / "report"), *db)
     for name in ("report.json", "report.md"):
         out[name] = (base / "report" / name).read_text()
-    return {k: _masked(v) for k, v in out.items()}
-
-
-def _masked(text: str) -> str:
-    text = LAKE_SNAPSHOT.sub("", text)
-    text = ELAPSED.sub(r'"elapsed_s": 0', CLOCK.sub(r'"\1": "<clock>"', text))
-    return CLOCK_CELL.sub("<clock>", text)
+    return {k: masked(v) for k, v in out.items()}
 
 
 @pytest.fixture(scope="module")
 def on_file(tmp_path_factory, shared_datasets, session_cache) -> dict[str, str]:
     base = tmp_path_factory.mktemp("file-store")
-    env = _env(base, shared_datasets, session_cache, {})
+    env = cli_env(base, shared_datasets, session_cache, {})
     return _outputs(env, ["--db", str(base / "m.duckdb")], base, shared_datasets)
 
 
@@ -103,7 +66,7 @@ def test_a_lake_gives_the_file_stores_figures(kind, on_file, tmp_path, shared_da
     if kind == "lake-postgres":  # moto takes any key pair: make them canaries too
         canaries |= {"AWS_ACCESS_KEY_ID": "AKIACANARY7Q2W",
                      "AWS_SECRET_ACCESS_KEY": "awssecret-canary-9e8d7c6b"}  # fmt: skip
-    env = _env(tmp_path, shared_datasets, session_cache, {**extra, **canaries})
+    env = cli_env(tmp_path, shared_datasets, session_cache, {**extra, **canaries})
     on_lake = _outputs(env, ["--db", db, "--lake-data", data], tmp_path, shared_datasets)
     assert sorted(on_lake) == sorted(on_file)
     for name, text in on_file.items():
@@ -111,7 +74,7 @@ def test_a_lake_gives_the_file_stores_figures(kind, on_file, tmp_path, shared_da
     assert json.loads(on_lake["drift"])  # figures, not an empty answer
     texts = [*on_lake.values(), *_lake_contents(db, data, extra)]
     # A catalog that cannot be reached: its error is quoted, redacted.
-    down = _cli(env, "runs", "list", "--db", "ducklake:postgres:host=127.0.0.1 port=1 dbname=x",
+    down = cli(env, "runs", "list", "--db", "ducklake:postgres:host=127.0.0.1 port=1 dbname=x",
                 "--lake-data", data, check=False)  # fmt: skip
     assert down.returncode == 2 and "cannot open lake" in down.stderr
     texts.append(down.stderr)
@@ -141,38 +104,30 @@ def _lake_contents(db: str, data: str, extra: dict[str, str]) -> list[str]:
     return texts
 
 
-def _refused(env: dict[str, str], *args: str) -> str:
-    done = _cli(env, *args, check=False)
-    assert done.returncode == 2, (done.stdout, done.stderr)
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
-    return lines[0]
-
-
 def test_malformed_lake_urls_are_one_line_and_write_nothing(tmp_path, shared_datasets,
                                                             session_cache):  # fmt: skip
-    env = _env(tmp_path, shared_datasets, session_cache, {})
+    env = cli_env(tmp_path, shared_datasets, session_cache, {})
     folder = shared_datasets / "caste-bias" / "results" / "april"
     catalog = tmp_path / "c.sqlite"
     imp = ["import", "caste-bias", str(folder), "--snapshot", SNAPSHOT, "--date", "2024-04-16"]
-    line = _refused(env, *imp, "--db", f"ducklake:sqlite:{catalog}")
+    line = refused(env, *imp, "--db", f"ducklake:sqlite:{catalog}")
     assert "needs a data path" in line and "--lake-data" in line
-    line = _refused(env, "runs", "list", "--db", f"ducklake:mysql:{catalog}", "--lake-data", "d")
+    line = refused(env, "runs", "list", "--db", f"ducklake:mysql:{catalog}", "--lake-data", "d")
     assert "unknown DuckLake catalog kind 'mysql'" in line
     secret = "pw-canary-7f3a9c"
-    line = _refused(env, "runs", "list", "--db",
+    line = refused(env, "runs", "list", "--db",
                     f"ducklake:postgres:dbname=x host=127.0.0.1 password={secret}",
                     "--lake-data", str(tmp_path / "d"))  # fmt: skip
     assert "holds a password" in line and secret not in line
-    line = _refused(env, "runs", "list", "--db",
+    line = refused(env, "runs", "list", "--db",
                     f"ducklake:postgres:postgresql://u:{secret}@127.0.0.1/x",
                     "--lake-data", str(tmp_path / "d"))  # fmt: skip
     assert "holds a password" in line and secret not in line
-    line = _refused(env, "db", "rebuild", str(tmp_path / "history"), "--db",
+    line = refused(env, "db", "rebuild", str(tmp_path / "history"), "--db",
                     f"ducklake:sqlite:{catalog}", "--lake-data", str(tmp_path / "d"))  # fmt: skip
     assert "db rebuild writes a DuckDB file, not a lake" in line and "db merge" in line
     # A reader never creates a lake.
-    line = _refused(env, "runs", "list", "--db", f"ducklake:sqlite:{catalog}",
+    line = refused(env, "runs", "list", "--db", f"ducklake:sqlite:{catalog}",
                     "--lake-data", str(tmp_path / "d"))  # fmt: skip
     assert "no lake catalog" in line
     assert sorted(p.name for p in tmp_path.iterdir()) == []
@@ -185,12 +140,112 @@ def test_missing_extension_packages_are_one_line_and_write_nothing(tmp_path, sha
     shadow = tmp_path / "shadow" / extensions.EXTENSIONS["ducklake"].module
     shadow.mkdir(parents=True)
     (shadow / "__init__.py").write_text("")
-    env = _env(tmp_path, shared_datasets, session_cache, {})
+    env = cli_env(tmp_path, shared_datasets, session_cache, {})
     env["PYTHONPATH"] = os.pathsep.join([str(shadow.parent), env.get("PYTHONPATH", "")])
     folder = shared_datasets / "caste-bias" / "results" / "april"
     lake = tmp_path / "lake"
-    line = _refused(env, "import", "caste-bias", str(folder), "--snapshot", SNAPSHOT,
+    line = refused(env, "import", "caste-bias", str(folder), "--snapshot", SNAPSHOT,
                     "--date", "2024-04-16", "--db", f"ducklake:sqlite:{lake / 'c.sqlite'}",
                     "--lake-data", str(lake / "data"))  # fmt: skip
     assert "DuckDB extension ducklake" in line and extensions.INSTALL_HINT in line
     assert not lake.exists()
+
+
+def _exported(folder: Path, table: str) -> list[tuple]:
+    """A run export's rows of ``table``, sorted, without what names the run or a time."""
+    rows = pq.read_table(folder / f"{table}.parquet").to_pylist()
+    return sorted(
+        tuple((k, repr(v)) for k, v in row.items() if k != "run_id" and not isinstance(v, datetime))
+        for row in rows
+    )
+
+
+def test_a_model_run_on_the_team_lake_scores_what_a_file_store_scored(
+    smollm2_caste_runs, tmp_path, shared_datasets, session_cache
+):
+    """``bias-monitor run -b bhed-caste`` (the README's first run: SmolLM2 with its neutral
+    control and the metric panel) into the team lake (``_lake.TEAM``: PostgreSQL + S3 in
+    CI) gives the session's run on a DuckDB file figure for figure; ``quality`` judges it
+    as on the file, and ``export`` writes from the lake the same items, scores and
+    measures (a pinned model on one machine scores the same bits)."""
+    session_db, (first, _) = smollm2_caste_runs
+    on_file = dict(first)  # the session's outcome is shared: popped from a copy
+    file_db = tmp_path / "file" / "m.duckdb"  # quality appends a validation: a copy
+    file_db.parent.mkdir()
+    shutil.copy(session_db, file_db)
+    url, extra = new_location(TEAM, tmp_path / "lake")
+    lake = ["--db", url, "--lake-data", extra.pop("MONITOR_LAKE_DATA")]
+    env = cli_env(tmp_path, shared_datasets, session_cache, extra)
+    (on_lake,) = json.loads(cli(env, "run", "-b", "bhed-caste", "--format", "json", *lake).stdout)
+    lake_run, file_run = on_lake.pop("run_id"), on_file.pop("run_id")
+    assert on_lake["status"] == "complete" and on_lake["n_scored"] == 158, on_lake
+    differ = {k: (on_lake.get(k), on_file.get(k)) for k in on_lake | on_file
+              if on_lake.get(k) != on_file.get(k)}  # fmt: skip
+    assert not differ, differ
+
+    judged = {}
+    for name, run, db in (("lake", lake_run, lake), ("file", file_run, ["--db", str(file_db)])):
+        text = cli(env, "quality", run, "--format", "json", *db).stdout
+        judged[name] = masked(text.replace(run, "<run>"))
+        cli(env, "export", run, "--out", str(tmp_path / name), *db)
+    assert judged["lake"] == judged["file"] and json.loads(judged["lake"])
+    for table in ("items", "scores", "exclusions", "axis_measures"):
+        rows = _exported(tmp_path / "lake" / lake_run, table)
+        assert rows == _exported(tmp_path / "file" / file_run, table), table
+        assert rows or table == "exclusions", table
+
+
+def test_a_run_that_fails_the_gate_is_quarantined_on_a_lake_as_on_a_file(
+    tmp_path, shared_datasets, session_cache
+):
+    """An import with an impossible number (a log-prob above 0) into the team lake: exit 1,
+    the run quarantined with the reason, as on a DuckDB file; ``quality`` fails it again;
+    exported from the lake and merged into a DuckDB file, it reads the same. A shard that
+    says the run is complete is judged again when ``db merge`` adds it to a lake, and
+    quarantined there."""
+    src = shared_datasets / "caste-bias" / "results" / "july" / "Caste_results.csv"
+    lines = src.read_text(encoding="utf-8").splitlines(keepends=True)
+    assert ",-0.738471,-inf," in lines[1]  # data row 0's stereo_logit, made positive
+    lines[1] = lines[1].replace(",-0.738471,-inf,", ",0.738471,-inf,", 1)
+    folder = tmp_path / "july"
+    folder.mkdir()
+    (folder / "Caste_results.csv").write_text("".join(lines), encoding="utf-8")
+    url, extra = new_location(TEAM, tmp_path / "lake")
+    lake = ["--db", url, "--lake-data", extra.pop("MONITOR_LAKE_DATA")]
+    env = cli_env(tmp_path, shared_datasets, session_cache, extra)
+    shown = {}
+    for name, db in (("file", ["--db", str(tmp_path / "a.duckdb")]), ("lake", lake)):
+        done = cli(env, "import", "caste-bias", str(folder), "--snapshot", "broken",
+                   "--date", "2024-07-18", *db, check=False)  # fmt: skip
+        assert done.returncode == 1, done.stderr
+        assert ": quarantined" in done.stdout and "prob_stereo" in done.stderr
+        (run,) = json.loads(cli(env, "runs", "list", "--format", "json", *db).stdout)
+        assert run["status"] == "quarantined" and "prob_stereo" in run["notes"]
+        failed = cli(env, "quality", run["run_id"], *db, check=False)
+        assert failed.returncode == 1 and "prob_stereo" in failed.stdout + failed.stderr
+        cli(env, "export", run["run_id"], "--out", str(tmp_path / f"from-{name}"), *db)
+        shown[name] = masked(cli(env, "show", run["run_id"], "--format", "json", *db).stdout)
+    run_id = run["run_id"]
+    merged = ["--db", str(tmp_path / "b.duckdb")]
+    cli(env, "db", "merge", str(tmp_path / "from-lake"), *merged)
+    shown["exported from the lake, merged into a file"] = masked(
+        cli(env, "show", run_id, "--format", "json", *merged).stdout
+    )
+    assert json.loads(shown["file"])["run"]["status"] == "quarantined"
+    for name, text in shown.items():
+        assert text == shown["file"], name
+
+    shard = tmp_path / "from-file" / run_id  # the same run, marked complete
+    runs = pq.read_table(shard / "runs.parquet")
+    complete = pa.array(["complete"] * runs.num_rows, runs.schema.field("status").type)
+    pq.write_table(runs.set_column(runs.schema.get_field_index("status"), "status", complete),
+                   shard / "runs.parquet")  # fmt: skip
+    manifest = json.loads((shard / "manifest.json").read_text())
+    manifest["tables"]["runs"]["sha256"] = sha256_file(shard / "runs.parquet")
+    (shard / "manifest.json").write_text(json.dumps(manifest))
+    url2, extra2 = new_location(TEAM, tmp_path / "lake2")
+    lake2 = ["--db", url2, "--lake-data", extra2.pop("MONITOR_LAKE_DATA")]
+    done = cli(env, "db", "merge", str(shard), *lake2, check=False)
+    assert done.returncode == 1 and f"quarantined {run_id}: " in done.stderr, done.stderr
+    again = json.loads(cli(env, "show", run_id, "--format", "json", *lake2).stdout)["run"]
+    assert again["status"] == "quarantined" and "prob_stereo" in again["notes"]

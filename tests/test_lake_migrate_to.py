@@ -2,11 +2,13 @@
 answers every reading command as the file did.
 
 The GPT-4o caste study's history (its April and July results, the ten result files, as
-two runs) imported into a DuckDB file, and the ``make run`` store (two SmolLM2 runs of
-``bias-monitor run -b bhed-caste``, the session's fixture) are each moved into a lake
-with a SQLite catalog (always) and one with a PostgreSQL catalog and an ``s3://`` data
-path (where the lake servers run, tests/_lake.py). ``runs list``, ``drift --format json``
-and the report's JSON then read the same from both, apart from when the report was built.
+two runs) imported into a DuckDB file is moved into a lake with a SQLite catalog (always)
+and one with a PostgreSQL catalog and an ``s3://`` data path (where the lake servers run,
+tests/_lake.py); the ``make run`` store (two SmolLM2 runs of ``bias-monitor run -b
+bhed-caste``, the session's fixture) into the team lake (PostgreSQL + S3 in CI).
+``runs list``, ``drift --format json`` and the report's JSON then read the same from
+both, apart from when the report was built. The source stores and what they read are
+built once for the module.
 A second move is a no-op that says so; a lake holding other runs is refused in one line,
 its contents untouched; the run exports of the results branch move in with
 ``--from-export``.
@@ -18,65 +20,41 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
-from _lake import new_location
+from _lake import LAKE_SNAPSHOT, TEAM, cli, cli_env, new_location
 
 from monitor.store import extensions, migrate
 
 SNAPSHOT = "gpt-4o-caste-study"
 GENERATED = re.compile(r'"generated_at": "[^"]*"')
-LAKE_SNAPSHOT = re.compile(r'  "lake_snapshot": \{[^}]*\},\n')
-
-
-def _cli(env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run(
-        [sys.executable, "-m", "monitor", *args],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env=env,
-    )
-    if check and done.returncode != 0:
-        raise AssertionError(f"exit {done.returncode}\n{done.stdout}\n{done.stderr}")
-    return done
-
-
-def _env(base: Path, shared: Path, cache: Path, extra: dict[str, str]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("MONITOR_DB", "MONITOR_LAKE_DATA")}
-    return {
-        **env,
-        **extra,
-        "MONITOR_DATA_DIR": str(base / "datasets"),
-        "MONITOR_DATA_MIRROR": str(shared),
-        "MONITOR_CACHE_DIR": str(cache),
-        "NO_COLOR": "1",
-        "COLUMNS": "200",
-    }
 
 
 def _import(env: dict[str, str], db: list[str], shared: Path, snapshot: str = SNAPSHOT) -> None:
     results = shared / "caste-bias" / "results"
     for study, date in (("april", "2024-04-16"), ("july", "2024-07-18")):
-        _cli(env, "import", "caste-bias", str(results / study), "--snapshot", snapshot,
+        cli(env, "import", "caste-bias", str(results / study), "--snapshot", snapshot,
              "--date", date, *db)  # fmt: skip
+
+
+_READS = {
+    "runs list": ("runs", "list", "--format", "json"),
+    "drift": ("drift", "--format", "json"),
+}
 
 
 def _reads(env: dict[str, str], db: list[str], folder: Path) -> dict[str, str]:
     """What the reading commands print: ``runs list``, ``drift --format json`` and the
     report's JSON (its build time masked; it names no store)."""
-    _cli(env, "report", "--out", str(folder), *db)
+    cli(env, "report", "--out", str(folder), *db)
     report = GENERATED.sub('"generated_at": "<clock>"', (folder / "report.json").read_text())
     if db[1].startswith("ducklake:"):  # a lake's report names the snapshot it read
         report, named = LAKE_SNAPSHOT.subn("", report)
         assert named == 1, report[:400]
     return {
-        "runs list": _cli(env, "runs", "list", "--format", "json", *db).stdout,
-        "drift": _cli(env, "drift", "--format", "json", *db).stdout,
+        **{name: cli(env, *args, *db).stdout for name, args in _READS.items()},
         "report.json": report,
     }
 
@@ -84,18 +62,14 @@ def _reads(env: dict[str, str], db: list[str], folder: Path) -> dict[str, str]:
 def _lake_args(kind: str, folder: Path) -> tuple[str, list[str], dict[str, str]]:
     """A new lake: its URL, the ``--lake-data`` flag a user types, its environment."""
     db, extra = new_location(kind, folder)
-    data = extra.pop("MONITOR_LAKE_DATA")
-    if "AWS_SECRET_ACCESS_KEY" in extra:  # moto takes any pair; a key is redacted from
-        # every output, so not one that is an English word ("test")
-        extra |= {"AWS_ACCESS_KEY_ID": "AKIAMOVE7Q2W", "AWS_SECRET_ACCESS_KEY": "move-9e8d7c"}
-    return db, ["--lake-data", data], extra
+    return db, ["--lake-data", extra.pop("MONITOR_LAKE_DATA")], extra
 
 
 @pytest.fixture(scope="module")
 def caste_store(tmp_path_factory, shared_datasets, session_cache) -> tuple[Path, dict[str, str]]:
     """The caste history in a DuckDB file, and what the reading commands print from it."""
     base = tmp_path_factory.mktemp("caste-file")
-    env = _env(base, shared_datasets, session_cache, {})
+    env = cli_env(base, shared_datasets, session_cache, {})
     db = base / "m.duckdb"
     _import(env, ["--db", str(db)], shared_datasets)
     return db, _reads(env, ["--db", str(db)], base / "report")
@@ -107,8 +81,8 @@ def test_the_caste_history_moves_into_a_lake_and_reads_the_same(
 ):
     db, on_file = caste_store
     url, data, extra = _lake_args(kind, tmp_path)
-    env = _env(tmp_path, shared_datasets, session_cache, extra)
-    done = _cli(env, "db", "migrate-to", url, *data, "--db", str(db))
+    env = cli_env(tmp_path, shared_datasets, session_cache, extra)
+    done = cli(env, "db", "migrate-to", url, *data, "--db", str(db))
     first = done.stdout.splitlines()[0]
     assert first.startswith("moved 2 run(s), 1,468 score(s), 734 item(s) from database"), first
     assert "drift --format json the same from both (1 pair(s) of runs)" in done.stdout
@@ -118,11 +92,13 @@ def test_the_caste_history_moves_into_a_lake_and_reads_the_same(
         assert on_lake[name] == text, name
     assert json.loads(on_lake["drift"])["pairs"]  # a comparison, not an empty answer
 
-    again = _cli(env, "db", "migrate-to", url, *data, "--db", str(db), "--format", "json")
+    again = cli(env, "db", "migrate-to", url, *data, "--db", str(db), "--format", "json")
     moved = json.loads(again.stdout)
     assert moved["moved"] is False and "nothing moved" in moved["summary"]
     assert moved["tables"]["scores"] == 1468 and moved["tables"]["pair_scores"] == 1358
-    assert _reads(env, ["--db", url, *data], tmp_path / "report2") == on_lake
+    # The lake reads as before (the report is built from these runs and this drift).
+    for name in ("runs list", "drift"):
+        assert cli(env, *_READS[name], "--db", url, *data).stdout == on_lake[name], name
 
 
 def test_a_lake_with_other_runs_is_refused_and_left_as_it_was(
@@ -130,20 +106,20 @@ def test_a_lake_with_other_runs_is_refused_and_left_as_it_was(
 ):
     db, _ = caste_store
     url, data, extra = _lake_args("lake-sqlite", tmp_path)
-    env = _env(tmp_path, shared_datasets, session_cache, extra)
+    env = cli_env(tmp_path, shared_datasets, session_cache, extra)
     _import(env, ["--db", url, *data], shared_datasets, snapshot="another-study")
-    before = _cli(env, "runs", "list", "--format", "json", "--db", url, *data).stdout
+    before = cli(env, "runs", "list", "--format", "json", "--db", url, *data).stdout
     files = _files(tmp_path)
-    done = _cli(env, "db", "migrate-to", url, *data, "--db", str(db), check=False)
+    done = cli(env, "db", "migrate-to", url, *data, "--db", str(db), check=False)
     assert done.returncode == 2, (done.stdout, done.stderr)
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "already holds 2 run(s) the file does not" in lines[0], lines
     assert f"bias-monitor db merge {db} --db LAKE_URL" in lines[0]
     assert done.stdout == ""
-    assert _cli(env, "runs", "list", "--format", "json", "--db", url, *data).stdout == before
+    assert cli(env, "runs", "list", "--format", "json", "--db", url, *data).stdout == before
     assert _files(tmp_path) == files  # neither the catalog nor a data file written
     # A file path is not a lake: refused, nothing made.
-    done = _cli(env, "db", "migrate-to", str(tmp_path / "x.duckdb"), "--db", str(db), check=False)
+    done = cli(env, "db", "migrate-to", str(tmp_path / "x.duckdb"), "--db", str(db), check=False)
     assert done.returncode == 2 and "is a file path; give a lake URL" in done.stderr
     assert not (tmp_path / "x.duckdb").exists()
     # An older file is upgraded in a copy, never in place (here one without runs).
@@ -152,7 +128,7 @@ def test_a_lake_with_other_runs_is_refused_and_left_as_it_was(
     with duckdb.connect(str(old)) as con:
         migrate.apply_migrations(con, "old", upto=2)
     kept = old.read_bytes()
-    done = _cli(env, "db", "migrate-to", url, *data, "--db", str(old), check=False)
+    done = cli(env, "db", "migrate-to", url, *data, "--db", str(old), check=False)
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert "moving a copy upgraded to" in done.stderr and "holds no run" in done.stderr
     assert old.read_bytes() == kept and sorted(os.listdir(old.parent)) == ["old.duckdb"]
@@ -166,15 +142,15 @@ def test_a_lake_that_reads_differently_fails_the_check(
     move says so instead of reporting success."""
     db, on_file = caste_store
     url, data, extra = _lake_args("lake-sqlite", tmp_path)
-    env = _env(tmp_path, shared_datasets, session_cache, extra)
-    _cli(env, "db", "migrate-to", url, *data, "--db", str(db))
+    env = cli_env(tmp_path, shared_datasets, session_cache, extra)
+    cli(env, "db", "migrate-to", url, *data, "--db", str(db))
     july = json.loads(on_file["runs list"])[0]["run_id"]
     con = duckdb.connect()
     extensions.load(con, "ducklake", "sqlite_scanner")
     con.execute(f"ATTACH '{url}' AS lake (DATA_PATH '{data[1]}')")
     con.execute("UPDATE lake.runs SET status = 'quarantined' WHERE run_id = ?", [july])
     con.close()
-    done = _cli(env, "db", "migrate-to", url, *data, "--db", str(db), check=False)
+    done = cli(env, "db", "migrate-to", url, *data, "--db", str(db), check=False)
     assert done.returncode == 2, (done.stdout, done.stderr)
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("error: drift --format json reads differently from lake"), last
@@ -188,14 +164,14 @@ def _files(folder: Path) -> dict[str, bytes]:
 def test_the_history_branchs_exports_move_in(caste_store, tmp_path, shared_datasets, session_cache):
     """``--from-export`` reads run exports as ``db rebuild`` does (any depth)."""
     db, on_file = caste_store
-    env = _env(tmp_path, shared_datasets, session_cache, {})
+    env = cli_env(tmp_path, shared_datasets, session_cache, {})
     runs = json.loads(on_file["runs list"])
     for run in runs:
-        _cli(env, "export", run["run_id"], "--out", str(tmp_path / "history" / "2024"),
+        cli(env, "export", run["run_id"], "--out", str(tmp_path / "history" / "2024"),
              "--db", str(db))  # fmt: skip
     url, data, extra = _lake_args("lake-sqlite", tmp_path)
-    env = _env(tmp_path, shared_datasets, session_cache, extra)
-    done = _cli(env, "db", "migrate-to", url, *data, "--from-export", str(tmp_path / "history"))
+    env = cli_env(tmp_path, shared_datasets, session_cache, extra)
+    done = cli(env, "db", "migrate-to", url, *data, "--from-export", str(tmp_path / "history"))
     assert done.stdout.startswith(
         f"moved 2 run(s), 1,468 score(s), 734 item(s) from the run exports under "
         f"{tmp_path / 'history'} into lake {url}"
@@ -205,20 +181,31 @@ def test_the_history_branchs_exports_move_in(caste_store, tmp_path, shared_datas
         assert on_lake[name] == text, name
 
 
-@pytest.mark.parametrize("kind", ["lake-sqlite", "lake-postgres"])
+@pytest.fixture(scope="module")
+def make_run_store(
+    smollm2_caste_runs, tmp_path_factory, shared_datasets, session_cache
+) -> tuple[Path, dict[str, str]]:
+    """A copy of the ``make run`` store (the session's file is read by other tests), and
+    what the reading commands print from it."""
+    session_db, _ = smollm2_caste_runs
+    base = tmp_path_factory.mktemp("make-run-file")
+    db = base / "m.duckdb"
+    shutil.copy(session_db, db)
+    env = cli_env(base, shared_datasets, session_cache, {})
+    return db, _reads(env, ["--db", str(db)], base / "report")
+
+
 def test_a_make_run_store_moves_into_a_lake_and_reads_the_same(
-    kind, smollm2_caste_runs, tmp_path, shared_datasets, session_cache
+    make_run_store, tmp_path, shared_datasets, session_cache
 ):
     """The default command's store (SmolLM2 on bhed-caste with its control and the
-    metric panel, scored twice): a drift of real model scores, moved."""
-    session_db, _ = smollm2_caste_runs
-    db = tmp_path / "m.duckdb"
-    shutil.copy(session_db, db)  # the session's file is read by other tests: a copy
-    env = _env(tmp_path, shared_datasets, session_cache, {})
-    on_file = _reads(env, ["--db", str(db)], tmp_path / "file-report")
-    url, data, extra = _lake_args(kind, tmp_path)
-    env = _env(tmp_path, shared_datasets, session_cache, extra)
-    done = _cli(env, "db", "migrate-to", url, *data, "--db", str(db))
+    metric panel, scored twice): a drift of real model scores, moved into the team lake
+    (PostgreSQL + S3 where the lake servers run, else SQLite: ``_lake.TEAM``; the move
+    itself is the same code on both catalogs, which the caste history covers)."""
+    db, on_file = make_run_store
+    url, data, extra = _lake_args(TEAM, tmp_path)
+    env = cli_env(tmp_path, shared_datasets, session_cache, extra)
+    done = cli(env, "db", "migrate-to", url, *data, "--db", str(db))
     assert done.stdout.startswith("moved 2 run(s), "), done.stdout
     on_lake = _reads(env, ["--db", url, *data], tmp_path / "lake-report")
     for name, text in on_file.items():

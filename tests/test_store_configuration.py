@@ -138,8 +138,9 @@ def _write(store: Store, run_id: str, day: int, **kw) -> None:
     store.record_run(run, items=items, scores=scores, exclusions=[])
 
 
-def test_configuration_groups_in_the_store(tmp_path):
-    store = Store(tmp_path / "m.duckdb")
+def test_configuration_groups_in_the_store(store_db):
+    """On a DuckDB file and on each lake (``store_db``)."""
+    store = Store(store_db)
     _write(store, "a1", 1)
     _write(store, "a2", 2)
     _write(store, "bad", 3, status="quarantined")

@@ -30,6 +30,12 @@ def _rows(path, query: str) -> list[tuple]:
         return con.execute(query).fetchall()
 
 
+def _store_rows(store: Store, query: str) -> list[tuple]:
+    """``query``'s rows through the store's own connection (a DuckDB file or a lake)."""
+    with store._connect() as con:
+        return con.execute(query).fetchall()
+
+
 def test_core_tables_are_generic_and_the_pairs_columns_are_the_pair_familys(tmp_path):
     path = tmp_path / "m.duckdb"
     Store(path)
@@ -44,11 +50,11 @@ def test_core_tables_are_generic_and_the_pairs_columns_are_the_pair_familys(tmp_
     ]
 
 
-def test_every_kind_of_row_reads_back_as_it_was_written(tmp_path):
+def test_every_kind_of_row_reads_back_as_it_was_written(store_db):
     """A pair (a detail row, read back as the pair's record), a word-set term and a choice
-    question (core records: no detail row, read back as the core record)."""
-    path = tmp_path / "m.duckdb"
-    store = Store(path)
+    question (core records: no detail row, read back as the core record). On a DuckDB file
+    and on each lake (``store_db``)."""
+    store = Store(store_db)
     pair = make_items(1)[0]
     term = Item("term-1", "weat", "weat-1", "us", "v1", 0, kind="word-set-term",
                 payload={"role": "X"})  # fmt: skip
@@ -65,12 +71,11 @@ def test_every_kind_of_row_reads_back_as_it_was_written(tmp_path):
         i.item_id: i for i in (pair, term, question)
     }
     assert store.score_rows("r1") == sorted(rows, key=lambda r: r.item_id)
-    assert _rows(path, "SELECT item_id, direction, text_stereo FROM pair_items ORDER BY 1") == [
-        (pair.item_id, "stereo", pair.text_stereo),
-    ]
+    pairs = _store_rows(store, "SELECT item_id, direction, text_stereo FROM pair_items ORDER BY 1")
+    assert pairs == [(pair.item_id, "stereo", pair.text_stereo)]
     back = store.items([pair.item_id, term.item_id])
     assert type(back[pair.item_id]) is PairItem and type(back[term.item_id]) is Item
-    assert _rows(path, "SELECT item_id FROM pair_scores") == [(pair.item_id,)]
+    assert _store_rows(store, "SELECT item_id FROM pair_scores") == [(pair.item_id,)]
     assert store.add_scores("r1", rows) == 0  # a resent batch: nothing new, nowhere
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import duckdb
 import pytest
 from test_store_support import (
     STORE_TABLES,
@@ -35,10 +34,10 @@ def _finished_run(store: Store, run_id: str, items, salt: float = 0.0) -> None:
         store.add_validation(run_id, "results", True, {"checks": 4, "failed": []})
 
 
-def _run_rows(path, run_id: str) -> dict[str, list[tuple]]:
-    """Every stored row that belongs to one run (items: the ones it scored)."""
-    con = duckdb.connect(str(path), read_only=True)
-    try:
+def _run_rows(store: Store, run_id: str) -> dict[str, list[tuple]]:
+    """Every stored row that belongs to one run (items: the ones it scored), read through
+    the store's own connection (a DuckDB file or a lake)."""
+    with store._connect() as con:
         out = {}
         for table in STORE_TABLES:
             if table == "items":
@@ -51,8 +50,18 @@ def _run_rows(path, run_id: str) -> dict[str, list[tuple]]:
             rows = con.sql(sql, params=[run_id]).to_arrow_table().to_pylist()
             out[table] = sorted(tuple(repr(v) for v in r.values()) for r in rows)
         return out
-    finally:
-        con.close()
+
+
+def _tables(store: Store) -> dict[str, list[tuple]]:
+    """Every row of every table (``snapshot_tables`` through the store's connection)."""
+    with store._connect() as con:
+        return {
+            table: sorted(
+                tuple(repr(v) for v in row.values())
+                for row in con.sql(f"SELECT * FROM {table}").to_arrow_table().to_pylist()
+            )
+            for table in (*STORE_TABLES, "schema_migrations")
+        }
 
 
 @pytest.fixture
@@ -61,6 +70,12 @@ def source(tmp_path) -> Store:
     _finished_run(store, "run-a", make_items(8))
     _finished_run(store, "run-b", make_items(5), salt=0.5)  # shares 5 items with run-a
     return store
+
+
+@pytest.fixture
+def target(store_db) -> Store:
+    """The store a merge writes into: a DuckDB file, and each lake (``store_db``)."""
+    return Store(store_db)
 
 
 def test_export_writes_parquet_per_table_and_a_checked_manifest(source, tmp_path):
@@ -96,22 +111,25 @@ def test_export_refuses_running_runs_and_existing_folders(source, tmp_path):
     assert export_run(source, "run-a", tmp_path / "out", overwrite=True).is_dir()
 
 
-def test_export_merge_round_trip_gives_identical_rows(source, tmp_path):
+def test_export_merge_round_trip_gives_identical_rows(source, target, tmp_path):
     folder = export_run(source, "run-a", tmp_path / "out")
-    target = Store(tmp_path / "target.duckdb")
     report = merge(target, [folder])
     assert report.runs_added == ["run-a"] and report.items_added == 8
     assert "1 run(s) added" in str(report)
     assert json.loads(json.dumps(report.to_json()))["sources"][0]["source"] == str(folder)
-    assert _run_rows(target.path, "run-a") == _run_rows(source.path, "run-a")
+    assert _run_rows(target, "run-a") == _run_rows(source, "run-a")
     assert target.scores("run-a") == source.scores("run-a")
     assert target.get_run("run-a") == source.get_run("run-a")
 
-    before = snapshot_tables(target.path)
+    before = _tables(target)
     again = merge(target, [folder])
     assert again.runs_added == [] and again.runs_skipped == ["run-a"]
     assert again.sources[0].notes == []
-    assert snapshot_tables(target.path) == before
+    assert _tables(target) == before
+    # Exported again from the store it was merged into (a lake too), the run is the same.
+    back = Store(tmp_path / "back.duckdb")
+    merge(back, [export_run(target, "run-a", tmp_path / "again")])
+    assert _run_rows(back, "run-a") == _run_rows(source, "run-a")
 
 
 def test_merge_of_a_duckdb_shard_and_a_folder_of_exports(source, tmp_path):
@@ -120,17 +138,16 @@ def test_merge_of_a_duckdb_shard_and_a_folder_of_exports(source, tmp_path):
     assert sorted(report.runs_added) == ["run-a", "run-b"]
     assert report.sources[0].kind == "duckdb" and report.items_added == 8
     for run_id in ("run-a", "run-b"):
-        assert _run_rows(target.path, run_id) == _run_rows(source.path, run_id)
+        assert _run_rows(target, run_id) == _run_rows(source, run_id)
     export_run(source, "run-a", tmp_path / "shards")
     export_run(source, "run-b", tmp_path / "shards")
     report = merge(target, [tmp_path / "shards"])  # a CI artifact folder of shards
     assert sorted(report.runs_skipped) == ["run-a", "run-b"] and report.runs_added == []
 
 
-def test_conflicting_run_id_is_refused_and_target_unchanged(source, tmp_path):
-    target = Store(tmp_path / "target.duckdb")
+def test_conflicting_run_id_is_refused_and_target_unchanged(source, target, tmp_path):
     merge(target, [source.path])
-    before = snapshot_tables(target.path)
+    before = _tables(target)
 
     impostor = Store(tmp_path / "impostor.duckdb")
     _finished_run(impostor, "run-a", make_items(8), salt=9.0)  # same id, other scores
@@ -140,7 +157,7 @@ def test_conflicting_run_id_is_refused_and_target_unchanged(source, tmp_path):
         merge(target, [folder, impostor.path])  # the good shard first: still nothing written
     assert "run-a" in str(exc.value) and "scores" in str(exc.value)
     assert "\n" not in str(exc.value)
-    assert snapshot_tables(target.path) == before
+    assert _tables(target) == before
 
 
 def test_two_shards_with_one_run_id_but_different_content_are_refused(source, tmp_path):
@@ -153,9 +170,8 @@ def test_two_shards_with_one_run_id_but_different_content_are_refused(source, tm
     assert snapshot_tables(target.path) == before
 
 
-def test_lifecycle_changes_after_a_merge_are_kept_and_reported(source, tmp_path):
+def test_lifecycle_changes_after_a_merge_are_kept_and_reported(source, target, tmp_path):
     folder = export_run(source, "run-a", tmp_path / "out")
-    target = Store(tmp_path / "target.duckdb")
     merge(target, [folder])
     target.set_status("run-a", "quarantined", notes="failed results suite")
     report = merge(target, [folder])
@@ -270,7 +286,7 @@ def test_api_requests_and_batches_travel_with_a_shard(tmp_path):
 
     target = Store(tmp_path / "target.duckdb")
     merge(target, [folder])
-    assert _run_rows(target.path, "run-api") == _run_rows(source.path, "run-api")
+    assert _run_rows(target, "run-api") == _run_rows(source, "run-api")
     assert target.api_requests("run-api") == source.api_requests("run-api")
     assert target.api_batches("run-api")[0]["status"] == "ingested"
 
@@ -293,7 +309,7 @@ def test_exports_written_before_api_tables_still_merge(source, tmp_path):
     manifest_path.write_text(json.dumps(manifest))
     target = Store(tmp_path / "target.duckdb")
     assert merge(target, [folder]).runs_added == ["run-a"]
-    assert _run_rows(target.path, "run-a") == _run_rows(source.path, "run-a")
+    assert _run_rows(target, "run-a") == _run_rows(source, "run-a")
 
     manifest["format_version"] = 3  # a version 3 manifest must list the API tables
     manifest_path.write_text(json.dumps(manifest))

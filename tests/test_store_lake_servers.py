@@ -10,31 +10,19 @@ it fails, so CI cannot skip it silently.
 
 from __future__ import annotations
 
-import os
 import urllib.request
 import uuid
 
 import duckdb
 import pytest
+from _lake import servers as lake_servers
 
 from monitor.store import extensions
-
-PG = os.environ.get("MONITOR_TEST_LAKE_PG")
-S3 = os.environ.get("MONITOR_TEST_LAKE_S3")
-REQUIRED = os.environ.get("MONITOR_TEST_LAKE_REQUIRED") == "1"
 
 
 @pytest.fixture
 def servers() -> tuple[str, str]:
-    if PG and S3:
-        return PG, S3
-    why = (
-        "no PostgreSQL and S3 servers for the lake (MONITOR_TEST_LAKE_PG, MONITOR_TEST_LAKE_S3;"
-        ' start them with: eval "$(scripts/ci/lake-servers start DIR)")'
-    )
-    if REQUIRED:
-        pytest.fail(f"MONITOR_TEST_LAKE_REQUIRED=1 but {why}")
-    pytest.skip(why)
+    return lake_servers()
 
 
 def _attach(con: duckdb.DuckDBPyConnection, pg: str, s3: str, schema: str, bucket: str) -> None:
