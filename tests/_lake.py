@@ -78,9 +78,8 @@ def new_location(kind: str, folder: Path) -> tuple[str, dict[str, str]]:
     conninfo = " ".join(p for p in pg.split() if not p.startswith("dbname=")) + f" dbname={name}"
     return f"ducklake:postgres:{conninfo}", {
         "MONITOR_LAKE_DATA": f"s3://{name}/lake",
-        # moto takes any pair. Not "test": a lake registers these with the process's
-        # redactor, which then hides that word in every later test of the same pytest
-        # worker ("6 paired [REDACTED]s" failed two choice-question tests in CI).
+        # moto takes any pair; distinct values, so that a leak of one is findable in any
+        # output (tests/test_redaction_short_values.py runs a lake with keys "test").
         "AWS_ACCESS_KEY_ID": "AKIALAKEFIXTURE7",
         "AWS_SECRET_ACCESS_KEY": "lake-fixture-secret-3b9d",
         "AWS_REGION": "us-east-1",
