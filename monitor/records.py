@@ -200,7 +200,44 @@ class ComparisonVerdict:
 
 
 @dataclass(frozen=True)
-class FamilyComparison:
+class PairedChange:
+    """A paired test between two runs, as every comparison record carries it: ``delta``
+    (new − old) with its interval ``ci_low``–``ci_high`` at ``confidence``, the test's
+    ``p_value`` and ``p_adjusted``, its Benjamini–Hochberg value over every test of the
+    drift session (None until drift adjusts it). Drift's generic record
+    (``FamilyComparison``) and a family's own type (the association tests'
+    ``EffectComparison``) both are one, so these six are declared once."""
+
+    delta: float | None
+    ci_low: float | None
+    ci_high: float | None
+    confidence: float
+    p_value: float | None
+    p_adjusted: float | None
+
+
+@dataclass(frozen=True)
+class ComparisonSubject:
+    """What a ``FamilyComparison`` compares: the family, benchmark and axis, the measure
+    and its scope, the two runs, and the measure in each over the ``n_paired`` items both
+    answered. A class of its own so that these fields come before ``PairedChange``'s in
+    ``FamilyComparison``: its field order is the key order of ``drift --format json`` and
+    of the report JSON."""
+
+    family: str
+    benchmark: str
+    axis: str
+    measure: str
+    scope: str
+    new_run_id: str
+    baseline_run_id: str
+    n_paired: int
+    value_old: float | None
+    value_new: float | None
+
+
+@dataclass(frozen=True)
+class FamilyComparison(PairedChange, ComparisonSubject):
     """One test of a new run against its baseline, for any family that lives in its own
     folder (``monitor/families/<name>/``): drift keeps one list of these whatever the
     family, and the CLI and the reports render them without knowing the family.
@@ -230,22 +267,7 @@ class FamilyComparison:
     on it.
     """
 
-    family: str
-    benchmark: str
-    axis: str
-    measure: str
-    scope: str
-    new_run_id: str
-    baseline_run_id: str
-    n_paired: int
-    value_old: float | None
-    value_new: float | None
-    delta: float | None
-    ci_low: float | None
-    ci_high: float | None
-    confidence: float
-    p_value: float | None
-    p_adjusted: float | None
+    # The fields of ``ComparisonSubject``, then of ``PairedChange``, then these:
     method: str
     change: str
     towards_stereotype: bool | None

@@ -11,6 +11,7 @@ prints it, and the two texts must be equal.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,15 +47,16 @@ def migrate_to(
     from monitor.paths import default_db_path
 
     lake = moving.lake_target(lake_url)
-    if from_export is not None:
-        source = moving.history_source(from_export, on_event)
-        label: str | None = f"the run exports under {from_export}"
-        merge_from: str | None = f"{from_export}/*"
-    else:
-        source = moving.current_source(db or default_db_path(), on_event)
-        label = merge_from = None
-    report = moving.move(source, lake, on_event, label=label, merge_from=merge_from)
-    before, pairs = _drift_text(source, render)
+    with ExitStack() as temporary:  # the history's rebuilt copy goes when the move is done
+        if from_export is not None:
+            source = temporary.enter_context(moving.history_source(from_export, on_event))
+            label: str | None = f"the run exports under {from_export}"
+            merge_from: str | None = f"{from_export}/*"
+        else:
+            source = moving.current_source(db or default_db_path(), on_event)
+            label = merge_from = None
+        report = moving.move(source, lake, on_event, label=label, merge_from=merge_from)
+        before, pairs = _drift_text(source, render)
     after, _ = _drift_text(Path(lake.url), render)
     if before != after:
         raise DataIntegrityError(

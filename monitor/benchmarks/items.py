@@ -142,6 +142,15 @@ class Parsed(Protocol):
 
 
 @dataclass
+class ParsedRows:
+    """``Parsed`` as two plain lists, for a loader that decides row by row itself
+    (what it keeps as items, what it leaves out and why) rather than through a parser."""
+
+    items: list[Item] = field(default_factory=list)
+    exclusions: list[Exclusion] = field(default_factory=list)
+
+
+@dataclass
 class LoadedBenchmark:
     """A parsed benchmark file: the items to score and the rows left out, with reasons.
 

@@ -125,11 +125,7 @@ def _expected_items_frame(expected: list[str], scored: set[str]) -> CheckedFrame
     import pandas as pd
 
     data = pd.DataFrame({"item_id": expected, "scored": [i in scored for i in expected]})
-    check = Check(
-        "ExpectColumnValuesToBeInSet",
-        {"column": "scored", "value_set": [True]},
-        "every item the run was asked to score has a score",
-    )
+    check = Check.in_set("scored", [True], "every item the run was asked to score has a score")
     return CheckedFrame("expected_items", data, [check], ("item_id",))
 
 
@@ -272,32 +268,26 @@ def _with_measure_kinds(measures: pd.DataFrame) -> pd.DataFrame:
 
 def run_checks(metric: str | None) -> list[Check]:
     checks = [
-        Check(
-            "ExpectColumnValuesToNotBeNull",
-            {"column": column},
-            f"the run records {column} (provenance)",
-        )
-        for column in PROVENANCE
+        Check.not_null(column, f"the run records {column} (provenance)") for column in PROVENANCE
     ]
     checks += [
-        Check(
-            "ExpectColumnValuesToBeInSet",
-            {"column": "metric_registered", "value_set": [True]},
+        Check.in_set(
+            "metric_registered",
+            [True],
             f"the metric ({metric}) is registered, so the suite knows which numbers it fills",
         ),
-        Check(
-            "ExpectColumnValuesToBeBetween",
-            {"column": "n_dataset_versions", "min_value": 1},
-            "dataset_versions names at least one benchmark version",
+        Check.between(
+            "n_dataset_versions", 1, None, "dataset_versions names at least one benchmark version"
         ),
-        Check(
-            "ExpectColumnValuesToBeInSet",
-            {"column": "dataset_versions_cover_benchmarks", "value_set": [True]},
+        Check.in_set(
+            "dataset_versions_cover_benchmarks",
+            [True],
             "every benchmark of the run has its version recorded",
         ),
-        Check(
-            "ExpectColumnValuesToBeBetween",
-            {"column": "n_environment_fields", "min_value": 1},
+        Check.between(
+            "n_environment_fields",
+            1,
+            None,
             "the environment (library versions, device) is recorded",
         ),
     ]
@@ -333,10 +323,8 @@ def score_checks(
         # item id in the expectation's kwargs made great-expectations copy that list on
         # each of its thousands of configuration reads (37 s per 6,656-item run).
         checks.append(
-            Check(
-                "ExpectColumnValuesToBeInSet",
-                {"column": "item_expected", "value_set": [True]},
-                "no score for an item the run was not asked to score",
+            Check.in_set(
+                "item_expected", [True], "no score for an item the run was not asked to score"
             )
         )
     checks += [
@@ -345,37 +333,17 @@ def score_checks(
             {"column_list": ["run_id", "item_id"]},
             "at most one score per (run_id, item_id)",
         ),
-        Check(
-            "ExpectColumnValuesToNotBeNull",
-            {"column": "item_id"},
-            "every score names its item",
-        ),
-        Check(
-            "ExpectColumnValuesToBeInSet",
-            {"column": "item_known", "value_set": [True]},
-            "every scored item exists in the items table",
-        ),
+        Check.not_null("item_id", "every score names its item"),
+        Check.in_set("item_known", [True], "every scored item exists in the items table"),
     ]
     if spec is None or spec.family.outcomes:
         checks += [
-            Check(
-                "ExpectColumnValuesToBeInSet",
-                {"column": "outcome", "value_set": list(OUTCOMES)},
-                "outcome is one of " + "/".join(OUTCOMES),
-            ),
-            Check(
-                "ExpectColumnValuesToNotBeNull",
-                {"column": "outcome"},
-                "every score has an outcome",
-            ),
+            Check.in_set("outcome", list(OUTCOMES), "outcome is one of " + "/".join(OUTCOMES)),
+            Check.not_null("outcome", "every score has an outcome"),
         ]
     for column, run_column in (("metric", "run_metric"), ("metric_version", "run_metric_version")):
         checks += [
-            Check(
-                "ExpectColumnValuesToNotBeNull",
-                {"column": column},
-                f"every score records its {column}",
-            ),
+            Check.not_null(column, f"every score records its {column}"),
             Check(
                 "ExpectColumnPairValuesToBeEqual",
                 {"column_A": column, "column_B": run_column},
@@ -384,34 +352,25 @@ def score_checks(
         ]
     for column in score_floats():
         checks.append(
-            Check(
-                "ExpectColumnValuesToBeInSet",
-                {"column": f"{column}_finite", "value_set": [True]},
-                f"{column} is finite where present (no NaN or inf)",
+            Check.in_set(
+                f"{column}_finite", [True], f"{column} is finite where present (no NaN or inf)"
             )
         )
     for declared in score_columns():
         if declared.bounds is None:
             continue
-        limits = {
-            k: v
-            for k, v in (
-                ("min_value", declared.bounds.minimum),
-                ("max_value", declared.bounds.maximum),
-            )
-            if v is not None
-        }
         checks.append(
-            Check(
-                "ExpectColumnValuesToBeBetween",
-                {"column": declared.name, **limits},
+            Check.between(
+                declared.name,
+                declared.bounds.minimum,
+                declared.bounds.maximum,
                 f"{declared.name} {declared.bounds.says}",
             )
         )
     checks.append(
-        Check(
-            "ExpectColumnValuesToBeInSet",
-            {"column": "recomputed", "value_set": [OK]},
+        Check.in_set(
+            "recomputed",
+            [OK],
             "each row's delta, side scores and outcome equal what the metric computes from "
             "the row's own stored log-probs and priors",
             when=(("recomputed", "not_null", None),),
@@ -420,9 +379,10 @@ def score_checks(
     if spec is not None:
         numbers = spec.numbers
         checks += [
-            Check(
-                "ExpectColumnValuesToBeBetween",
-                {"column": column, "max_value": 0},
+            Check.between(
+                column,
+                None,
+                0,
                 f"{column} is a {numbers.label} number that is a log-probability or a mean "
                 "of them, so ≤ 0",
             )
@@ -432,9 +392,8 @@ def score_checks(
             (("outcome", "not_in", numbers.unless_outcome_in),) if numbers.unless_outcome_in else ()
         )
         checks += [
-            Check(
-                "ExpectColumnValuesToNotBeNull",
-                {"column": column},
+            Check.not_null(
+                column,
                 f"{spec.name} ({numbers.label}) produces {column} for every item (null/NaN found)",
                 when=when,
             )
@@ -460,43 +419,26 @@ def measure_checks() -> list[Check]:
             "a rate's count k is at most its total n",
             when=rate,
         ),
-        Check(
-            "ExpectColumnValuesToBeBetween",
-            {"column": "k", "min_value": 0},
-            "counts are not negative",
-            when=rate,
-        ),
-        Check(
-            "ExpectColumnValuesToNotBeNull",
-            {"column": "n"},
-            "a rate records how many items it counts over",
-            when=rate,
-        ),
+        Check.between("k", 0, None, "counts are not negative", when=rate),
+        Check.not_null("n", "a rate records how many items it counts over", when=rate),
     ]
     for column in (*MEASURE_FLOATS, "p_value"):
         checks.append(
-            Check(
-                "ExpectColumnValuesToBeInSet",
-                {"column": f"{column}_finite", "value_set": [True]},
-                f"{column} is finite where present (no NaN or inf)",
+            Check.in_set(
+                f"{column}_finite", [True], f"{column} is finite where present (no NaN or inf)"
             )
         )
     checks += [
-        Check(
-            "ExpectColumnValuesToBeBetween",
-            {"column": column, "min_value": 0, "max_value": 1},
+        Check.between(
+            column,
+            0,
+            1,
             f"{column} is a rate or a rate's interval bound, so within [0, 1]",
             when=rate,
         )
         for column in MEASURE_FLOATS
     ]
-    checks.append(
-        Check(
-            "ExpectColumnValuesToBeBetween",
-            {"column": "p_value", "min_value": 0, "max_value": 1},
-            "a p-value lies within [0, 1]",
-        )
-    )
+    checks.append(Check.between("p_value", 0, 1, "a p-value lies within [0, 1]"))
     checks += [
         Check(
             "ExpectColumnPairValuesAToBeGreaterThanB",
@@ -520,18 +462,17 @@ def measure_checks() -> list[Check]:
         ),
     ]
     checks += [
-        Check(
-            "ExpectColumnValuesToNotBeNull",
-            {"column": column},
+        Check.not_null(
+            column,
             f"a measure that has a value has {column}",
             when=(("value", "not_null", None),),
         )
         for column in ("ci_low", "ci_high")
     ]
     checks.append(
-        Check(
-            "ExpectColumnValuesToBeInSet",
-            {"column": "recomputed", "value_set": [OK]},
+        Check.in_set(
+            "recomputed",
+            [OK],
             "each measure equals what the metric's aggregation gives from the run's stored rows",
             when=(("recomputed", "not_null", None),),
         )

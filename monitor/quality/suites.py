@@ -34,6 +34,7 @@ MAX_REASON_CHARS = 400
 
 # A row condition: (column, op, value) with op one of "==", "!=", "in", "not_in", "not_null".
 Condition = tuple[str, str, Any]
+Conditions = tuple[Condition, ...]  # all must hold
 
 
 @dataclass(frozen=True)
@@ -48,24 +49,36 @@ class Check:
     expectation: str
     kwargs: Mapping[str, Any]
     why: str
-    when: tuple[Condition, ...] = ()
+    when: Conditions = ()
 
     @classmethod
-    def in_set(
-        cls, column: str, values: Sequence[Any], why: str, when: tuple[Condition, ...] = ()
-    ) -> Check:
+    def in_set(cls, column: str, values: Sequence[Any], why: str, when: Conditions = ()) -> Check:
         """``column`` holds one of ``values`` on every row (``when`` selects): the most
         common rule of the data suites, declared in one line."""
         return cls(
             "ExpectColumnValuesToBeInSet", {"column": column, "value_set": values}, why, when
         )
 
+    @classmethod
+    def not_null(cls, column: str, why: str, when: Conditions = ()) -> Check:
+        """``column`` has a value on every row (``when`` selects)."""
+        return cls("ExpectColumnValuesToNotBeNull", {"column": column}, why, when)
+
+    @classmethod
+    def between(
+        cls, column: str, low: float | None, high: float | None, why: str, when: Conditions = ()
+    ) -> Check:
+        """``column`` lies within [``low``, ``high``] on every row (``when`` selects); a
+        bound that is None is left open."""
+        bounds = {k: v for k, v in (("min_value", low), ("max_value", high)) if v is not None}
+        return cls("ExpectColumnValuesToBeBetween", {"column": column, **bounds}, why, when)
+
 
 def item_id_checks(
     hashed: str = "the file version, the kind and the payload",
     *,
     unique: str = "item ids are unique",
-    when: tuple[Condition, ...] = (),
+    when: Conditions = (),
 ) -> list[Check]:
     """A benchmark suite's two rules on its items' ids (columns ``item_id`` and
     ``expected_item_id``, the id recomputed from the item's content): each is unique
@@ -133,16 +146,14 @@ class SuiteResult:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "suite": self.suite,
-            "subject": self.subject,
-            "success": self.success,
-            "engine": self.engine,
+        """The stored document: every field (the elapsed time rounded, each failure made
+        JSON-safe) and the counts. Its writers sort the keys (``to_json``, the store's
+        codec), so the order here is no format."""
+        return asdict(self) | {
             "elapsed_s": round(self.elapsed_s, 4),
             "n_checks": len(self.checks),
             "n_failed": len(self.failures),
             "failures": [_json_safe(asdict(f)) for f in self.failures],
-            "checks": self.checks,
         }
 
     def to_json(self) -> str:

@@ -82,3 +82,21 @@ def newer_file_error(path: Path, exc: BaseException, label: str) -> NewerDuckDBF
         f"runs DuckDB v{duckdb.__version__}, which reads storage versions {reads}; "
         f"convert it with: {convert_command(path)}"
     )
+
+
+def open_read_only(path: Path, label: str) -> duckdb.DuckDBPyConnection:
+    """A read-only connection to the DuckDB file at ``path`` (``label`` names it in
+    messages, e.g. ``shard PATH``), with timestamps read in UTC as the store writes them:
+    for commands that copy out of a file they must never write (``db merge``'s shards,
+    ``db migrate-to``'s source). A file written by a newer DuckDB is refused with
+    ``newer_file_error``'s one line; any other failure to open it with DuckDB's first
+    line."""
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error as exc:
+        newer = newer_file_error(path, exc, label)
+        if newer is not None:
+            raise newer from exc
+        raise UserInputError(f"cannot open {label}: {str(exc).splitlines()[0]}") from exc
+    con.execute("SET TimeZone = 'UTC'")
+    return con

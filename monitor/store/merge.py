@@ -261,15 +261,8 @@ def _load_shard(path: Path, kind: SourceKind, store: Store) -> _Shard:
     else:
         if path.resolve() == store.path.resolve():
             raise UserInputError(f"cannot merge {path} into itself")
+        src = fileformat.open_read_only(path, f"shard {path}")
         try:
-            src = duckdb.connect(str(path), read_only=True)
-        except duckdb.Error as exc:
-            newer = fileformat.newer_file_error(path, exc, f"shard {path}")
-            if newer is not None:
-                raise newer from exc
-            raise UserInputError(f"cannot open shard {path}: {str(exc).splitlines()[0]}") from exc
-        try:
-            src.execute("SET TimeZone = 'UTC'")
             version = migrate.installed_version(src, f"shard {path}")
             migrate.check_not_newer(version, f"shard {path}")
             if version == 0:

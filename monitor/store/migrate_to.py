@@ -25,7 +25,8 @@ from __future__ import annotations
 import atexit
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -117,26 +118,18 @@ def current_source(db: Path | str, on_event: Events) -> Path:
     return copy
 
 
-def history_source(folder: Path, on_event: Events) -> Path:
+@contextmanager
+def history_source(folder: Path, on_event: Events) -> Iterator[Path]:
     """A temporary DuckDB file rebuilt from a folder of run exports (the results
-    branch's history) with ``db rebuild``'s reader and checks."""
-    copy = Path(tempfile.mkdtemp(prefix="bias-monitor-move-")) / "history.duckdb"
-    atexit.register(shutil.rmtree, copy.parent, True)
-    report = rebuild(copy, folder)
-    on_event(f"read {folder}: {report.summary()}")
-    return copy
-
-
-def _open_file(path: Path) -> duckdb.DuckDBPyConnection:
-    try:
-        con = duckdb.connect(str(path), read_only=True)
-    except duckdb.Error as exc:
-        newer = fileformat.newer_file_error(path, exc, f"database {path}")
-        if newer is not None:
-            raise newer from exc
-        raise UserInputError(f"cannot open database {path}: {str(exc).splitlines()[0]}") from exc
-    con.execute("SET TimeZone = 'UTC'")
-    return con
+    branch's history) with ``db rebuild``'s reader and checks, for as long as the caller
+    needs it: its folder is removed when the ``with`` block ends, so a long-lived process
+    (a Python user calling the app layer) does not keep one copy of the history per move
+    until it exits."""
+    with tempfile.TemporaryDirectory(prefix="bias-monitor-move-") as folder_copy:
+        copy = Path(folder_copy) / "history.duckdb"
+        report = rebuild(copy, folder)
+        on_event(f"read {folder}: {report.summary()}")
+        yield copy
 
 
 def _run_ids(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -164,7 +157,7 @@ def move(
     ``lake``; see the module docstring. ``merge_from`` is what the refusal tells ``db
     merge`` to read (default: the file). Refusals (an empty file, a lake with other runs)
     write nothing."""
-    con = _open_file(source)
+    con = fileformat.open_read_only(source, f"database {source}")
     try:
         runs = _run_ids(con)
         before = _counts(con)

@@ -20,7 +20,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (
         1,
         "runs, items, scores, exclusions, axis measures, validations",
-        """
+        f"""
         CREATE TABLE runs (
             run_id            VARCHAR PRIMARY KEY,
             snapshot_id       VARCHAR NOT NULL,
@@ -51,12 +51,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
             notes             VARCHAR
         );
         CREATE TABLE items (
-            item_id           VARCHAR PRIMARY KEY,
-            benchmark         VARCHAR NOT NULL,
-            benchmark_version VARCHAR NOT NULL,
-            axis              VARCHAR NOT NULL,
-            region            VARCHAR NOT NULL,
-            source_row        INTEGER NOT NULL,
+{details.ITEM_IDENTITY_COLUMNS}
             direction         VARCHAR NOT NULL,
             text_stereo       VARCHAR NOT NULL,
             text_anti         VARCHAR NOT NULL,

@@ -34,13 +34,14 @@ from monitor.families.association.metrics import (
     seed_for,
 )
 from monitor.readmodel.models import TestTerms
+from monitor.records import PairedChange
 from monitor.store.view import StoreView
 
 METHOD = "paired bootstrap over the target words both runs embedded (percentile)"
 
 
 @dataclass(frozen=True)
-class EffectComparison:
+class EffectComparison(PairedChange):
     """One association test of a new run against its baseline (see the module docstring).
 
     ``d_old``/``d_new`` are each run's stored d over all its words; ``delta`` and its
@@ -57,12 +58,7 @@ class EffectComparison:
     n_paired: int
     d_old: float | None
     d_new: float | None
-    delta: float | None
-    ci_low: float | None
-    ci_high: float | None
-    confidence: float
-    p_value: float | None
-    p_adjusted: float | None
+    # delta, its interval, confidence, p and p (BH): ``PairedChange``'s, over paired words
     noise: float | None  # largest |d_i − d_j| among repeat runs, when measured
     verdict: Verdict
     provenance: ProvenanceDiff

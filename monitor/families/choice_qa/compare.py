@@ -527,26 +527,20 @@ def _bias_comparison(s: _Slice) -> FamilyComparison:
     change = _template_change(c_old, c_new, 4, stat, confidence)
     if change.delta is None:
         words = f"on {scope} {symbol} is undefined in one of the runs (no non-unknown answer)"
-    elif langs is not None:
-        lo, ln = langs
-        towards = "towards" if change.delta > 0 else "away from"
-        words = (
-            f"on {scope} the bias score {symbol} is {_signed(100 * change.old, 1)} in {lo} "
-            f"and {_signed(100 * change.new, 1)} in {ln} ({_signed(100 * change.delta, 1)} points "
-            f"in {ln}, {towards} the stereotype)"
-            if change.delta
-            else f"on {scope} the bias score {symbol} is the same in {lo} and {ln} "
-            f"({_signed(100 * change.old, 1)})"
-        )
     else:
+        old, new, moved = (_signed(100 * v, 1) for v in (change.old, change.new, change.delta))
         towards = "towards" if change.delta > 0 else "away from"
-        words = (
-            f"on {scope} the bias score {symbol} moved from {_signed(100 * change.old, 1)} to "
-            f"{_signed(100 * change.new, 1)} ({_signed(100 * change.delta, 1)} points, "
-            f"{towards} the stereotype)"
-            if change.delta
-            else f"on {scope} the bias score {symbol} did not move ({_signed(100 * change.old, 1)})"
-        )
+        if langs is None:  # one language at two times
+            changed = f"moved from {old} to {new} ({moved} points, {towards} the stereotype)"
+            same = f"did not move ({old})"
+        else:  # the same questions in two languages: a contrast, said per language
+            lo, ln = langs
+            changed = (
+                f"is {old} in {lo} and {new} in {ln} ({moved} points in {ln}, {towards} the "
+                "stereotype)"
+            )
+            same = f"is the same in {lo} and {ln} ({old})"
+        words = f"on {scope} the bias score {symbol} {changed if change.delta else same}"
     return _score_comparison(
         measure,
         scope,

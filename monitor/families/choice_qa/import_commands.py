@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field, field_validator
 
@@ -38,6 +38,15 @@ class PredictionOptions(ImportOptions):
     suffix: str | None = None
     column: list[str] | None = None
 
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """An import's ``--date`` and ``--suffix`` help names its own defaults (each
+        subclass sets ``default_date``/``default_suffix``): declared here once, worded per
+        import. The CLI reads the help from ``model_fields``."""
+        super().__pydantic_init_subclass__(**kwargs)
+        cls.model_fields["date"].description = f"{_DATE_HELP} ({cls.default_date})."
+        cls.model_fields["suffix"].description = f"{_SUFFIX_HELP} (default {cls.default_suffix})."
+
     @field_validator("date")
     @classmethod
     def _day(cls, text: str | None) -> str | None:
@@ -51,8 +60,6 @@ class BbqOptions(PredictionOptions):
     default_date = "2022-03-21"
     default_suffix = "-bbq-paper"
 
-    date: str | None = Field(None, description=f"{_DATE_HELP} ({default_date}).")
-    suffix: str | None = Field(None, description=f"{_SUFFIX_HELP} (default {default_suffix}).")
     column: list[str] | None = Field(
         None, description="Not used: every prediction column is imported."
     )
@@ -64,8 +71,6 @@ class BharatBbqOptions(PredictionOptions):
     default_date = "2025-08-14"
     default_suffix = "-bharatbbq-paper"
 
-    date: str | None = Field(None, description=f"{_DATE_HELP} ({default_date}).")
-    suffix: str | None = Field(None, description=f"{_SUFFIX_HELP} (default {default_suffix}).")
     column: list[str] | None = Field(
         None,
         description="Import only these model columns (repeatable); default: llama_op, "

@@ -98,14 +98,9 @@ def score_item(
     ]
     row = forced_choice_row(item_id, results)
     ps, pa = row.shares if row.shares is not None else (None, None)
-    return ScoreRow(
-        item_id=item_id,
-        metric=CHOICE_METRIC,
-        metric_version=CHOICE_VERSION,
-        outcome=row.outcome,
-        delta=row.delta,
-        details={**row.details, "prob_stereo": ps, "prob_anti": pa},
-    )
+    details = {**row.details, "prob_stereo": ps, "prob_anti": pa}
+    mine = {"metric": CHOICE_METRIC, "metric_version": CHOICE_VERSION, "details": details}
+    return ScoreRow(**row.core() | mine)
 
 
 def score_api(metric: str) -> ApiScoring | None:

@@ -48,6 +48,7 @@ from monitor.benchmarks.items import (
     Exclusion,
     Item,
     LoadedBenchmark,
+    ParsedRows,
     check_row_count,
 )
 from monitor.benchmarks.manifest import BenchmarkSpec
@@ -244,13 +245,10 @@ def load(request: LoadRequest) -> LoadedBenchmark:
             chosen = eligible
         for c in chosen:
             items.append(_item(spec, version, r, c, kind_of, glosses))
-    return LoadedBenchmark(
-        benchmark=spec.id,
-        axis=spec.axis,
-        region=spec.region,
-        version=version,
-        items=items,
-        exclusions=exclusions,
+    return LoadedBenchmark.of_entry(
+        spec,
+        version,
+        ParsedRows(items, exclusions),
         source_rows=len(rows),
         language=spec.language,
         not_sampled=not_sampled,
