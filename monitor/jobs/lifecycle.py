@@ -10,7 +10,10 @@ all go through :class:`RunLifecycle`:
    own run instead of scoring into this one, and a killed owner's run stays resumable;
 2. **score** inside :meth:`RunLifecycle.attempt`, which turns what goes wrong into a status:
    Ctrl-C → ``interrupted`` (re-raised), a ``MonitorError`` → ``failed`` with its reason
-   (the repeat ends, the command goes on), anything else → ``failed`` and re-raised;
+   (the repeat ends, the command goes on), anything else → ``failed`` and re-raised. One
+   error is not a status: ``LeaseLost``, the run taken over by another process while this
+   one stalled. The run is the other's now, so nothing is recorded on it (no status, no
+   rows held in memory, no release) and the command stops with that error's exit code;
 3. **finalise** — the run's measures are computed from its *stored* rows by its metric's
    spec, then the quality gate (``monitor.quality.gate``) decides ``complete`` or
    ``quarantined``. An import enters at this step with all its rows written at once.
@@ -35,7 +38,7 @@ from monitor.quality.gate import GateVerdict, judge
 from monitor.quality.history import RunHistory
 from monitor.records import RunRecord, ScoreRow
 from monitor.store.db import Store
-from monitor.store.leases import HEARTBEAT_EVERY_S, Owner
+from monitor.store.leases import HEARTBEAT_EVERY_S, LeaseLost, Owner
 
 Redact = Callable[[str], str]
 MAX_FAILURE_CHARS = 500
@@ -156,6 +159,9 @@ class RunLifecycle:
         beating = self._heartbeat(run.run_id)
         try:
             yield state
+        except LeaseLost:
+            beating.set()  # another process owns the run: nothing more is written to it
+            raise
         except KeyboardInterrupt:
             beating.set()
             self._close(before_close)
@@ -194,7 +200,10 @@ class RunLifecycle:
             while not stop.wait(HEARTBEAT_EVERY_S):
                 # A busy store only delays this beat; the next one will do.
                 with suppress(MonitorError):
-                    self.store.heartbeat(run_id, self.owner)
+                    if not self.store.heartbeat(run_id, self.owner):
+                        # Taken over: the next write to the run raises LeaseLost (checked
+                        # in its own transaction); beating on would only fail again.
+                        return
 
         threading.Thread(target=beat, name=f"lease-{run_id}", daemon=True).start()
         return stop
@@ -230,8 +239,12 @@ class RunLifecycle:
                 run_id, "running", measures, n_scored=len(rows), n_excluded=n_excluded
             )
             verdict = self.gate(run_id, expected_item_ids=item_axis)
-        finally:
-            self.release(run_id)  # finished (or failed to finish): no longer this process's
+        except LeaseLost:
+            raise  # taken over: the lease is another's, not this process's to give up
+        except BaseException:
+            self.release(run_id)  # failed to finish: no longer this process's
+            raise
+        self.release(run_id)  # finished
         return RunOutcome(
             snapshot_id,
             run_id,

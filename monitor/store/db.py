@@ -199,6 +199,9 @@ class Store:
         self.lock_timeout = lock_timeout
         self._active: tuple[duckdb.DuckDBPyConnection, bool] | None = None
         self._in_transaction = False
+        # The runs whose lease this Store took for its process, and the owner it took them
+        # as: every write to one of them checks the lease first (``_transaction(run=)``).
+        self._held: dict[str, leases.Owner] = {}
         self._lock = threading.RLock()
         self._check_version = check_version
         self._current = True  # read-only opens learn whether the file needs an upgrade
@@ -370,8 +373,13 @@ class Store:
             yield self
 
     @contextmanager
-    def _transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """One write transaction: all of it commits, or none."""
+    def _transaction(self, *, run: str | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One write transaction: all of it commits, or none.
+
+        ``run``: the run it writes to. Where this Store took that run's lease, the lease
+        is checked first, in this transaction (``leases.require``): a run taken over by
+        another process while this one stalled gets nothing more from this one, not even
+        a batch that was already on its way (``leases.LeaseLost``)."""
         with self._connect(read_only=False) as con:
             if self._in_transaction:
                 raise RuntimeError("Store transactions do not nest")
@@ -381,6 +389,9 @@ class Store:
                 try:
                     if isinstance(self.location, LakeLocation):
                         sql.claim_writes(con)
+                    owner = self._held.get(run) if run is not None else None
+                    if owner is not None:  # kept when lost: every later write is refused too
+                        leases.require(con, run, owner)
                     yield con
                 except BaseException:
                     con.rollback()
@@ -496,6 +507,8 @@ class Store:
             con.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", list(params.values()))
             if owner is not None:
                 leases.take(con, run.run_id, owner)
+        if owner is not None:
+            self._held[run.run_id] = owner
 
     # -- leases: one owning process per run in progress (see monitor.store.leases) ----
 
@@ -514,6 +527,8 @@ class Store:
             run_id, passed = leases.first_free(con, candidates, owner, codec.now(), stale_after)
             if run_id is not None:
                 leases.take(con, run_id, owner)
+        if run_id is not None:
+            self._held[run_id] = owner
         return run_id, passed
 
     def peek_resumable(
@@ -541,6 +556,8 @@ class Store:
             con.execute(
                 "DELETE FROM run_leases WHERE run_id = ? AND owner = ?", [run_id, owner.token]
             )
+        if self._held.get(run_id) == owner:
+            del self._held[run_id]
 
     @_serialised
     def record_run(
@@ -620,7 +637,7 @@ class Store:
         if table.num_rows == 0:
             return 0
         _check_unique(table, ["item_id"], "score rows")
-        with self._transaction() as con:
+        with self._transaction(run=run_id) as con:
             self._require_writable_run(con, run_id)
             con.register("_new_scores", table)
             _require_stored_items(
@@ -641,7 +658,7 @@ class Store:
         table = codec.embeddings_table(run_id, vectors)
         if table.num_rows == 0:
             return 0
-        with self._transaction() as con:
+        with self._transaction(run=run_id) as con:
             self._require_writable_run(con, run_id)
             con.register("_new_embeddings", table)
             _require_stored_items(con, "_new_embeddings", f"embeddings for run {run_id}")
@@ -667,7 +684,7 @@ class Store:
         if table.num_rows == 0:
             return 0
         _check_unique(table, ["benchmark", "source_row"], "exclusions")
-        with self._transaction() as con:
+        with self._transaction(run=run_id) as con:
             self._require_writable_run(con, run_id)
             con.register("_new_exclusions", table)
             inserted = sql.insert_absent(
@@ -699,7 +716,7 @@ class Store:
         _check_status(status)
         table = codec.measures_table(run_id, measures)
         _check_unique(table, ["benchmark", "axis", "measure"], "axis measures")
-        with self._transaction() as con:
+        with self._transaction(run=run_id) as con:
             current = queries.run_status(con, run_id)
             if current not in WRITABLE_STATUSES:
                 raise UserInputError(
@@ -740,7 +757,7 @@ class Store:
         forces "now", ``finished=False`` keeps whatever is stored.
         """
         _check_status(status)
-        with self._transaction() as con:
+        with self._transaction(run=run_id) as con:
             current = queries.run_status(con, run_id)
             if status not in TRANSITIONS[current]:
                 raise UserInputError(f"run {run_id} cannot go from {current} to {status}")
@@ -777,7 +794,7 @@ class Store:
     @_serialised
     def add_validation(self, run_id: str, suite: str, success: bool, results: dict) -> None:
         """Append a quality-gate result; a run may be validated many times."""
-        with self._transaction() as con:
+        with self._transaction(run=run_id) as con:
             queries.run_status(con, run_id)
             con.execute(
                 "INSERT INTO validations VALUES (?, ?, ?, ?, current_timestamp)",
@@ -881,7 +898,7 @@ class Store:
                 + [codec.now()]
             )
         marks = ", ".join("?" for _ in columns)
-        with self._transaction() as con:
+        with self._transaction(run=run_id) as con:
             self._require_writable_run(con, run_id)
             con.execute(
                 "DELETE FROM api_requests WHERE run_id = ? AND status <> 'ok' "
@@ -932,7 +949,7 @@ class Store:
         cost, and the model names and fingerprints the server reported. Only while the
         run is still open (running / interrupted / failed).
         """
-        with self._transaction() as con:
+        with self._transaction(run=run_id) as con:
             self._require_writable_run(con, run_id)
             row = sql.one(con, "SELECT environment FROM runs WHERE run_id = ?", [run_id])
             env = json.loads(row[0]) if row[0] else {}
@@ -952,7 +969,7 @@ class Store:
         request_keys: Sequence[str],
     ) -> None:
         """Remember a submitted Batch API job, so any later process can poll and ingest it."""
-        with self._transaction() as con:
+        with self._transaction(run=run_id) as con:
             self._require_writable_run(con, run_id)
             con.execute(
                 "INSERT INTO api_batches (batch_id, run_id, endpoint, input_file_id, "

@@ -10,6 +10,15 @@ owner is gone — its pid no longer exists on this host, or its heartbeat is old
 
 The check and the take-over happen in one transaction, and DuckDB lets one process
 write at a time, so two processes can never both win one run.
+
+An owner that was only slow, not dead (stopped, swapped out, cut off from the catalog
+for longer than ``stale_after``), may find its run taken over when it wakes. Every write
+it then makes to that run checks the lease first, in the write's own transaction
+(``require``, called by the ``Store``): the lease is another's, so nothing is written
+and :class:`LeaseLost` stops the command (exit code ``LEASE_LOST_EXIT``), leaving the
+run to its new owner. Checked in the same transaction, a batch cannot land after the
+take-over: the two transactions are serialised (one writer on a file; on a lake the
+claim of ``sql.claim_writes`` and a retry).
 """
 
 from __future__ import annotations
@@ -22,10 +31,15 @@ from datetime import datetime, timedelta
 
 import duckdb
 
+from monitor.errors import MonitorError
 from monitor.store import sql
 
 DEFAULT_STALE_AFTER = timedelta(seconds=120)
 HEARTBEAT_EVERY_S = 20.0
+# The exit code of a command whose run was taken over (docs/configuration.md): distinct
+# from a failed run (1), bad input (2) and skipped snapshots (3), so a CI job can tell
+# "another runner has this run now" from a failure of its own.
+LEASE_LOST_EXIT = 4
 
 
 @dataclass(frozen=True)
@@ -51,6 +65,23 @@ class Lease:
 
     def describe(self) -> str:
         return f"pid {self.pid} on {self.host}"
+
+
+class LeaseLost(MonitorError):
+    """This process's run was taken over by another while it was stalled: it writes
+    nothing more to the run and stops (the new owner finishes it)."""
+
+    exit_code = LEASE_LOST_EXIT
+
+    def __init__(self, run_id: str, holder: Lease | None) -> None:
+        by = holder.describe() if holder is not None else "another process"
+        now = "" if holder is not None else " (which has since given its lease up)"
+        super().__init__(
+            f"run {run_id} was taken over by {by}{now} after this process stalled; "
+            "stopping (nothing more written to it)"
+        )
+        self.run_id = run_id
+        self.holder = holder
 
 
 def _pid_alive(pid: int) -> bool:
@@ -106,6 +137,14 @@ def first_free(
         assert lease is not None
         passed.append(lease)
     return None, passed
+
+
+def require(con: duckdb.DuckDBPyConnection, run_id: str, me: Owner) -> None:
+    """Raise :class:`LeaseLost` unless ``me`` still holds ``run_id``'s lease (inside the
+    caller's write transaction, before it writes: a refused write stores nothing)."""
+    lease = lease_of(con, run_id)
+    if lease is None or lease.owner != me.token:
+        raise LeaseLost(run_id, lease)
 
 
 def refresh(con: duckdb.DuckDBPyConnection, run_id: str, me: Owner) -> bool:
