@@ -9,15 +9,21 @@ complete; it cannot be finished again``, exit 2).
 The stall is real: the first process is held (``monitor.jobs.hold``) once its first
 chunk of scores is committed, then stopped with SIGSTOP, so its heartbeat thread stops
 too, as on a swapped-out machine. Its lease is aged past the stale time (what 120 s
-without a heartbeat would leave), and a second process takes the run over and is held
-once it has it. The first is then let go (SIGCONT): it must stop at its next write with
-the one-line message and exit code 4, and the store must be exactly as the take-over
-left it. The second then completes the run with exactly its items.
+without a heartbeat would leave). A second process, started with the first and held
+with its model loaded before it claims anything, is then let go: it takes the run over
+and is held again once it has it. The first is then let go (SIGCONT): it must stop at
+its next write with the one-line message and exit code 4, and the store must be exactly
+as the take-over left it. The second then completes the run with exactly its items.
 
-The model is a tiny random Llama saved as a folder and pinned with ``snapshots add``:
-what is tested is the lease, not the scores, and SmolLM2 would cost ~25 s a process.
-On a file store and on a SQLite-catalog lake (offline); the PostgreSQL + S3 lake is the
-same code path (``Store._transaction``) and is left to tests/test_lake_concurrency.py.
+The model is a tiny random Llama saved as a folder and pinned as a ``local-dir``
+snapshot (what ``snapshots add`` writes): what is tested is the lease, not the scores,
+and SmolLM2 would cost ~25 s a process. On a file store and on a SQLite-catalog lake
+(offline), the two side by side, step by step, so the test costs the time of one. The
+PostgreSQL + S3 lake goes through the same code (``Store._transaction``); it is not
+repeated here.
+
+Breaking the code: with the lease check in ``Store._transaction`` skipped, the slow
+owner scored on and finished the run (exit 0) on both stores.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -43,17 +50,23 @@ TOTAL = 106
 RUN = ["run", "-s", SNAPSHOT, "-b", BENCHMARK, "--no-panel", "--no-controls", "--format", "json"]
 
 
+KINDS = ("file", "lake-sqlite")
+
+
 @pytest.fixture(scope="module")
 def tiny_snapshot(tmp_path_factory) -> dict[str, str]:
-    """A tiny random causal LM saved as a model folder and pinned by ``snapshots add``;
-    the environment every command of this module runs with."""
+    """A tiny random causal LM saved as a model folder and pinned as a snapshot; the
+    environment every command of this module runs with."""
     from _models import tiny_causal
+
+    from monitor.snapshots.pin import pin
 
     root = tmp_path_factory.mktemp("lease-takeover")
     folder = root / "models" / SNAPSHOT
     backend = tiny_causal()
     backend.model.save_pretrained(folder, safe_serialization=True)
     backend.tokenizer.save_pretrained(folder)
+    pin(str(folder), root / "snapshots", snapshot_id=SNAPSHOT)
     env = {
         **{k: v for k, v in os.environ.items() if k not in ("MONITOR_DB", "MONITOR_LAKE_DATA")},
         "MONITOR_SNAPSHOTS_DIR": str(root / "snapshots"),
@@ -62,14 +75,6 @@ def tiny_snapshot(tmp_path_factory) -> dict[str, str]:
         "OMP_NUM_THREADS": "1",
     }
     env.pop("MONITOR_HOME", None)
-    added = subprocess.run(
-        [sys.executable, "-m", "monitor", "snapshots", "add", str(folder), "--id", SNAPSHOT],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert added.returncode == 0, added.stderr
     return env
 
 
@@ -81,28 +86,6 @@ def _wait_for(path: Path, proc: subprocess.Popen, deadline: float) -> str:
         assert time.monotonic() < deadline, f"no {path.name} in time"
         time.sleep(0.05)
     return text
-
-
-def _age_lease(db: str, run_id: str, proc: subprocess.Popen) -> None:
-    """Make ``run_id``'s lease 10 minutes old (stale: the default stale time is 120 s).
-    The stopped process may have been stopped inside a heartbeat's transaction, holding
-    the file's lock: then it runs a moment and is stopped again."""
-    for _ in range(20):
-        try:
-            store = Store(db, lock_timeout=1.0)
-            with store._transaction() as con:
-                con.execute(
-                    "UPDATE run_leases SET heartbeat_at = heartbeat_at - INTERVAL 10 MINUTE "
-                    "WHERE run_id = ?",
-                    [run_id],
-                )
-            store.close()
-            return
-        except Exception:  # the lock or a catalog busy with the stopped process's write
-            os.kill(proc.pid, signal.SIGCONT)
-            time.sleep(0.2)
-            os.kill(proc.pid, signal.SIGSTOP)
-    pytest.fail("the stopped process kept the store locked")
 
 
 def _state(db: str, run_id: str) -> dict[str, object]:
@@ -125,79 +108,139 @@ def _state(db: str, run_id: str) -> dict[str, object]:
         }
 
 
-@pytest.mark.parametrize("kind", ["file", "lake-sqlite"])
-def test_an_owner_that_stalled_and_lost_its_run_stops_and_writes_nothing(
-    kind, tiny_snapshot, tmp_path, monkeypatch, shared_datasets
-):
-    db, lake_env = new_location(kind, tmp_path)
-    for name, value in lake_env.items():
-        monkeypatch.setenv(name, value)
-    env = {
-        **tiny_snapshot,
-        **lake_env,
-        "MONITOR_DB": db,
-        "MONITOR_DATA_DIR": str(tmp_path / "datasets"),
-        "MONITOR_DATA_MIRROR": str(shared_datasets),
-    }
-    command = [sys.executable, "-m", "monitor", *RUN]
+class Takeover:
+    """One store's case, in steps, so that two stores' cases run side by side."""
 
-    def start(hold: str, at: str) -> subprocess.Popen:
+    def __init__(self, kind: str, folder: Path, env: dict[str, str], monkeypatch) -> None:
+        folder.mkdir()
+        self.kind, self.folder = kind, folder
+        self.db, lake_env = new_location(kind, folder)
+        for name, value in lake_env.items():  # this process reads the lake too
+            monkeypatch.setenv(name, value)
+        self.env = {
+            **env,
+            **lake_env,
+            "MONITOR_DB": self.db,
+            "MONITOR_DATA_DIR": str(folder / "datasets"),
+        }
+        # Made before the two processes start (docs/team-store.md: two processes that
+        # create one new lake at once may fail its first migration).
+        Store(self.db).close()
+        self.slow: subprocess.Popen | None = None
+        self.taker: subprocess.Popen | None = None
+        self.deadline = time.monotonic() + 300
+
+    def _start(self, hold: str, at: str) -> subprocess.Popen:
         return subprocess.Popen(
-            command,
+            [sys.executable, "-m", "monitor", *RUN],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env={**env, HOLD_ENV: str(tmp_path / hold), AT_ENV: at},
+            env={**self.env, HOLD_ENV: str(self.folder / hold), AT_ENV: at},
         )
 
-    slow = start("slow", "stored:1")  # held once its first chunk is committed
-    taker: subprocess.Popen | None = None
-    try:
-        deadline = time.monotonic() + 300
-        run_id = _wait_for(tmp_path / "slow.held", slow, deadline)
-        os.kill(slow.pid, signal.SIGSTOP)  # stalled: its heartbeat stops too
-        _age_lease(db, run_id, slow)
-        stored = len(_state(db, run_id)["scores"])
-        assert 0 < stored < TOTAL, stored
+    def start(self) -> None:
+        self.slow = self._start("slow", "stored:1")  # held once its first chunk is committed
+        # Loaded alongside, held before it claims; held again once it owns the run.
+        self.taker = self._start("taker", "opening,scoring")
 
-        taker = start("taker", "scoring")  # held once it owns the run, before scoring
-        assert _wait_for(tmp_path / "taker.held", taker, deadline) == run_id
-        taken = _state(db, run_id)
-        assert taken["lease"] == [(taken["lease"][0][0], taker.pid)]
+    def stall(self) -> None:
+        """Stop the held owner (its heartbeat thread too) and age its lease past the
+        stale time, as 10 minutes without a heartbeat would have."""
+        assert self.slow is not None
+        self.run_id = _wait_for(self.folder / "slow.held", self.slow, self.deadline)
+        os.kill(self.slow.pid, signal.SIGSTOP)
+        for _ in range(20):
+            try:
+                store = Store(self.db, lock_timeout=1.0)
+                with store._transaction() as con:
+                    con.execute(
+                        "UPDATE run_leases SET heartbeat_at = heartbeat_at - INTERVAL 10 MINUTE "
+                        "WHERE run_id = ?",
+                        [self.run_id],
+                    )
+                store.close()
+                break
+            except Exception:  # stopped inside a heartbeat's transaction: let it finish
+                os.kill(self.slow.pid, signal.SIGCONT)
+                time.sleep(0.2)
+                os.kill(self.slow.pid, signal.SIGSTOP)
+        else:
+            pytest.fail(f"{self.kind}: the stopped owner kept the store locked")
+        self.stored = len(_state(self.db, self.run_id)["scores"])
+        assert 0 < self.stored < TOTAL, (self.kind, self.stored)
 
-        (tmp_path / "slow.release").touch()
-        os.kill(slow.pid, signal.SIGCONT)  # wakes up, scores its next chunk, tries to write
-        out, err = slow.communicate(timeout=300)
-        assert slow.returncode == LEASE_LOST_EXIT, err[-3000:]
+    def take(self) -> None:
+        assert self.taker is not None
+        assert _wait_for(self.folder / "taker.opening.held", self.taker, self.deadline)
+        (self.folder / "taker.opening.release").touch()
+
+    def taken(self) -> None:
+        assert self.taker is not None
+        assert _wait_for(self.folder / "taker.held", self.taker, self.deadline) == self.run_id
+        self.at_takeover = _state(self.db, self.run_id)
+        assert [pid for _owner, pid in self.at_takeover["lease"]] == [self.taker.pid]
+
+    def wake_slow(self) -> None:
+        assert self.slow is not None
+        (self.folder / "slow.release").touch()
+        os.kill(self.slow.pid, signal.SIGCONT)  # scores its next chunk, tries to write it
+
+    def slow_stopped(self) -> None:
+        assert self.slow is not None and self.taker is not None
+        out, err = self.slow.communicate(timeout=300)
+        assert self.slow.returncode == LEASE_LOST_EXIT, (self.kind, err[-3000:])
         assert out == ""
-        message = [line for line in err.splitlines() if line.startswith("error:")]
-        host = os.uname().nodename
-        assert message == [
-            f"error: run {run_id} was taken over by pid {taker.pid} on {host} after this "
-            "process stalled; stopping (nothing more written to it)"
-        ], err[-3000:]
-        assert _state(db, run_id) == taken  # nothing written after the take-over
+        assert [line for line in err.splitlines() if line.startswith("error:")] == [
+            f"error: run {self.run_id} was taken over by pid {self.taker.pid} on "
+            f"{socket.gethostname()} after this process stalled; stopping (nothing more "
+            "written to it)"
+        ], (self.kind, err[-3000:])
+        # Nothing written after the take-over: not a row, a status, a measure, a lease.
+        assert _state(self.db, self.run_id) == self.at_takeover, self.kind
 
-        (tmp_path / "taker.release").touch()
-        out, err = taker.communicate(timeout=300)
-    finally:
-        for proc in (slow, taker):
+    def release_taker(self) -> None:
+        (self.folder / "taker.release").touch()
+
+    def taker_completed(self) -> None:
+        assert self.taker is not None
+        out, err = self.taker.communicate(timeout=300)
+        assert self.taker.returncode == 0, (self.kind, err[-3000:])
+        (outcome,) = json.loads(out)
+        assert outcome["run_id"] == self.run_id and outcome["resumed_from"] == self.stored
+        assert (outcome["status"], outcome["n_scored"]) == ("complete", TOTAL), self.kind
+        resumed = f"resuming run {self.run_id}: {self.stored} of {TOTAL} items already stored"
+        assert resumed in err, (self.kind, err[-3000:])
+        with Store(self.db, read_only=True)._connect() as con:
+            per_run = con.execute("SELECT run_id, count(*) FROM scores GROUP BY 1").fetchall()
+            items = con.execute("SELECT count(DISTINCT item_id) FROM scores").fetchone()[0]
+            runs = con.execute("SELECT run_id, status FROM runs").fetchall()
+            validations = con.execute("SELECT count(*) FROM validations").fetchone()[0]
+            leases = con.execute("SELECT count(*) FROM run_leases").fetchone()[0]
+        assert per_run == [(self.run_id, TOTAL)] and items == TOTAL, self.kind
+        assert runs == [(self.run_id, "complete")], self.kind
+        assert validations == 1, self.kind  # judged once, by the new owner
+        assert leases == 0, self.kind
+
+    def kill(self) -> None:
+        for proc in (self.slow, self.taker):
             if proc is not None and proc.poll() is None:
                 os.kill(proc.pid, signal.SIGCONT)
                 proc.kill()
                 proc.wait()
-    assert taker.returncode == 0, err[-3000:]
-    (outcome,) = json.loads(out)
-    assert outcome["run_id"] == run_id and outcome["resumed_from"] == stored
-    assert (outcome["status"], outcome["n_scored"]) == ("complete", TOTAL)
-    assert f"resuming run {run_id}: {stored} of {TOTAL} items already stored" in err
-    with Store(db, read_only=True)._connect() as con:
-        per_run = con.execute("SELECT run_id, count(*) FROM scores GROUP BY 1").fetchall()
-        distinct = con.execute("SELECT count(DISTINCT item_id) FROM scores").fetchone()[0]
-        runs = con.execute("SELECT run_id, status FROM runs").fetchall()
-        validations = con.execute("SELECT count(*) FROM validations").fetchone()[0]
-        lease_rows = con.execute("SELECT count(*) FROM run_leases").fetchone()[0]
-    assert per_run == [(run_id, TOTAL)] and distinct == TOTAL
-    assert runs == [(run_id, "complete")]
-    assert validations == 1  # judged once, by the new owner
-    assert lease_rows == 0
+
+
+def test_an_owner_that_stalled_and_lost_its_run_stops_and_writes_nothing(
+    tiny_snapshot, tmp_path, monkeypatch, shared_datasets
+):
+    env = {**tiny_snapshot, "MONITOR_DATA_MIRROR": str(shared_datasets)}
+    cases = [Takeover(kind, tmp_path / kind, env, monkeypatch) for kind in KINDS]
+    steps = ("start", "stall", "take", "taken", "wake_slow", "slow_stopped", "release_taker",
+             "taker_completed")  # fmt: skip
+    try:
+        for step in steps:
+            for case in cases:
+                getattr(case, step)()
+    finally:
+        for case in cases:
+            case.kill()

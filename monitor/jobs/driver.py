@@ -98,6 +98,7 @@ def drive(ctx: JobContext, scoring: KindScoring | RunOutcome) -> list[RunOutcome
     outcomes: list[RunOutcome] = []
     for rep in range(scoring.repeats):
         hooks = first if rep == 0 and first is not None else scoring.repeat(rep)
+        hold_at("opening", ctx.snapshot.id)  # a test's fixed point: loaded, nothing claimed
         run = ctx.lifecycle.open(
             fingerprint=scoring.fingerprint,
             resume=ctx.options.resume,
