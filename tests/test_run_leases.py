@@ -145,3 +145,64 @@ def test_two_identical_commands_on_one_store_give_two_complete_runs(monitor_env:
     with duckdb.connect(str(db), read_only=True) as con:
         sizes = {b for (b,) in con.execute("SELECT batch_size FROM runs").fetchall()}
     assert sizes == {16}
+
+
+def test_a_store_whose_lease_was_taken_over_writes_nothing_more_to_that_run(store_db):
+    """Every write of an owner's Store to a run it leased checks the lease in the write's
+    own transaction (``Store._transaction(run=...)``): once another process took the run
+    over, each is refused with ``LeaseLost`` (exit code 4), nothing lands, and the new
+    owner writes on. A run this Store never leased (an import) is written as before.
+    Through the CLI: tests/test_lease_takeover.py."""
+    from test_store_support import make_items, make_measures, make_run, make_score
+
+    from monitor.store.leases import LEASE_LOST_EXIT, LeaseLost
+
+    items = make_items(4)
+    slow, taker = Owner(host="slow.invalid"), Owner(host="taker.invalid", pid=4242)
+    mine = Store(store_db)  # the slow owner's Store
+    mine.begin_run(make_run("r"), owner=slow)
+    mine.upsert_items(items)
+    assert mine.add_scores("r", [make_score(items[0])]) == 1
+    assert mine.heartbeat("r", slow)
+
+    other = Store(store_db)  # another process, once the slow owner's heartbeat is stale
+    with other._transaction() as con:
+        con.execute("UPDATE run_leases SET heartbeat_at = heartbeat_at - INTERVAL 10 MINUTE")
+    assert other.claim_resumable("fp-toy", taker)[0] == "r"
+
+    def tables() -> dict[str, list]:
+        with other._connect() as con:
+            return {
+                t: sorted(map(repr, con.execute(f"SELECT * FROM {t}").fetchall()))
+                for t in ("runs", "scores", "axis_measures", "validations", "run_leases")
+            }
+
+    before = tables()
+    writes = {
+        "add_scores": lambda: mine.add_scores("r", [make_score(items[1])]),
+        "finish_run": lambda: mine.finish_run("r", "complete", make_measures(), 2, 0),
+        "set_status": lambda: mine.set_status("r", "failed", "should not land"),
+        "add_validation": lambda: mine.add_validation("r", "suite", True, {}),
+        "update_run_environment": lambda: mine.update_run_environment("r", {"x": 1}),
+    }
+    for name, write in writes.items():
+        with pytest.raises(LeaseLost) as lost:
+            write()
+        assert lost.value.exit_code == LEASE_LOST_EXIT == 4, name
+        assert str(lost.value) == (
+            "run r was taken over by pid 4242 on taker.invalid after this process stalled; "
+            "stopping (nothing more written to it)"
+        ), name
+    assert not mine.heartbeat("r", slow)
+    assert tables() == before  # nothing of any refused write landed
+
+    # The new owner writes on; once it released the lease, the slow owner is still refused.
+    assert other.add_scores("r", [make_score(items[1])]) == 1
+    other.release("r", taker)
+    with pytest.raises(LeaseLost, match=r"taken over by another process \(which has since"):
+        mine.add_scores("r", [make_score(items[2])])
+    # A run this Store never leased: no check.
+    mine.begin_run(make_run("imported", fingerprint="fp-other"))
+    assert mine.add_scores("imported", [make_score(items[3])]) == 1
+    for store in (mine, other):
+        store.close()
