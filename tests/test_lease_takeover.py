@@ -3,8 +3,8 @@
 A run's owner that was only slow, not dead, may find its run taken over when it wakes:
 it sent no heartbeat for longer than the stale time, so another ``bias-monitor run`` of
 the same configuration resumed the run. Before this check the slow owner scored on into
-the run and finished it under the new owner, which then failed (``run ... is already
-complete; it cannot be finished again``, exit 2).
+the run and finished it under the new owner, whose own finish would then be refused
+(``finish_run``: ``run ... is already complete; it cannot be finished again``).
 
 The stall is real: the first process is held (``monitor.jobs.hold``) once its first
 chunk of scores is committed, then stopped with SIGSTOP, so its heartbeat thread stops
@@ -18,7 +18,7 @@ as the take-over left it. The second then completes the run with exactly its ite
 The model is a tiny random Llama saved as a folder and pinned as a ``local-dir``
 snapshot (what ``snapshots add`` writes): what is tested is the lease, not the scores,
 and SmolLM2 would cost ~25 s a process. On a file store and on a SQLite-catalog lake
-(offline), the two side by side, step by step, so the test costs the time of one. The
+(offline), the two side by side, step by step (their processes overlap). The
 PostgreSQL + S3 lake goes through the same code (``Store._transaction``); it is not
 repeated here.
 
