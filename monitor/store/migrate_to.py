@@ -203,7 +203,8 @@ def move(
             lake_con.execute(f"ATTACH {_quoted(str(source))} AS {SOURCE} (READ_ONLY)")
             try:
                 _check_present(lake_con, sorted(present), label, lake.label, runs_per_commit)
-                todo = [r for r in runs if r not in set(present)]
+                held = set(present)
+                todo = [r for r in runs if r not in held]
                 _copy(lake_con, todo, len(runs), len(present), runs_per_commit, on_event)
                 after = _counts(lake_con)
             finally:
@@ -239,10 +240,18 @@ def _tables(con: duckdb.DuckDBPyConnection) -> tuple[list[str], dict[str, tuple[
     """The tables to copy: those keyed by run (a chunk of runs at a time), and the others
     (items and their detail tables) with the key a row already in the lake is found by."""
     keys = {t.name: tuple(t.key) for _, t in details.registered()} | details.CORE_KEYS
+    in_file = {
+        name
+        for (name,) in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = ?", [SOURCE]
+        ).fetchall()
+    }
     per_run: list[str] = []
     shared: dict[str, tuple[str, ...]] = {}
     for table in migrate.user_tables(con):
-        if table in NOT_MOVED or table in MADE_BY_MIGRATIONS:
+        # A table only one side has (a family registered in one process, not the other)
+        # is not copied: the row counts compared afterwards name it.
+        if table in NOT_MOVED or table in MADE_BY_MIGRATIONS or table not in in_file:
             continue
         columns = details.table_columns(con, table)
         if "run_id" in columns:
