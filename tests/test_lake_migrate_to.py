@@ -211,3 +211,74 @@ def test_a_make_run_store_moves_into_a_lake_and_reads_the_same(
     for name, text in on_file.items():
         assert on_lake[name] == text, name
     assert json.loads(on_lake["drift"])["pairs"]
+
+
+def test_a_move_in_small_commits_reads_as_one_and_a_rerun_finishes_an_interrupted_one(
+    caste_store, tmp_path, shared_datasets, session_cache
+):
+    """``--runs-per-commit 1``: the two caste runs go in two lake commits, a progress line
+    each on stderr, and the lake reads as the file (and as a one-commit move) does. A lake
+    holding some of the file's runs, as an interrupted move leaves it (here the July run,
+    moved in alone from its export), is finished by the same command: the run there is
+    checked and skipped, the other copied; one whose stored copy differs is refused."""
+    db, on_file = caste_store
+    one = tmp_path / "one-commit"
+    url, data, extra = _lake_args("lake-sqlite", one)
+    env = cli_env(one, shared_datasets, session_cache, extra)
+    cli(env, "db", "migrate-to", url, *data, "--db", str(db))
+    one_commit = cli(env, *_READS["drift"], "--db", url, *data).stdout
+
+    small = tmp_path / "small"
+    url, data, extra = _lake_args("lake-sqlite", small)
+    env = cli_env(small, shared_datasets, session_cache, extra)
+    done = cli(env, "db", "migrate-to", url, *data, "--db", str(db), "--runs-per-commit", "1")
+    assert done.stdout.startswith("moved 2 run(s), 1,468 score(s), 734 item(s)"), done.stdout
+    progress = [line for line in done.stderr.splitlines() if line.startswith("  runs ")]
+    assert progress == ["  runs 1/2 in the lake", "  runs 2/2 in the lake"], done.stderr
+    assert "1 a commit (2 commit(s))" in done.stderr
+    on_lake = _reads(env, ["--db", url, *data], small / "report")
+    for name, text in on_file.items():
+        assert on_lake[name] == text, name
+    assert on_lake["drift"] == one_commit
+
+    runs = json.loads(on_file["runs list"])
+    july = runs[0]["run_id"]
+    cli(env, "export", july, "--out", str(tmp_path / "july"), "--db", str(db))
+    part = tmp_path / "interrupted"
+    url, data, extra = _lake_args("lake-sqlite", part)
+    env = cli_env(part, shared_datasets, session_cache, extra)
+    cli(env, "db", "migrate-to", url, *data, "--from-export", str(tmp_path / "july"))
+    held = json.loads(cli(env, *_READS["runs list"], "--db", url, *data).stdout)
+    assert [r["run_id"] for r in held] == [july]
+    done = cli(env, "db", "migrate-to", url, *data, "--db", str(db), "--runs-per-commit", "1")
+    assert done.stdout.splitlines()[0].endswith(
+        "(1 run(s) of them were there already, from an earlier move)"
+    ), done.stdout
+    assert done.stdout.startswith("moved 2 run(s), 1,468 score(s), 734 item(s)"), done.stdout
+    assert "(1 of 2 run(s) there already)" in done.stderr
+    assert [line for line in done.stderr.splitlines() if line.startswith("  runs ")] == [
+        "  runs 2/2 in the lake"
+    ]
+    on_lake = _reads(env, ["--db", url, *data], part / "report")
+    for name, text in on_file.items():
+        assert on_lake[name] == text, name
+
+    # A run in the lake that is not the file's (one score changed since): refused.
+    other = tmp_path / "changed"
+    url, data, extra = _lake_args("lake-sqlite", other)
+    env = cli_env(other, shared_datasets, session_cache, extra)
+    cli(env, "db", "migrate-to", url, *data, "--from-export", str(tmp_path / "july"))
+    con = duckdb.connect()
+    extensions.load(con, "ducklake", "sqlite_scanner")
+    con.execute(f"ATTACH '{url}' AS lake (DATA_PATH '{data[1]}')")
+    con.execute(
+        "UPDATE lake.scores SET delta = delta + 1 WHERE item_id = "
+        "(SELECT min(item_id) FROM lake.scores)"
+    )
+    con.close()
+    done = cli(env, "db", "migrate-to", url, *data, "--db", str(db), check=False)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    last = done.stderr.strip().splitlines()[-1]
+    assert f"run {july} in lake {url} differs from the one in database {db} (scores)" in last
+    held = json.loads(cli(env, *_READS["runs list"], "--db", url, *data).stdout)
+    assert [r["run_id"] for r in held] == [july]  # nothing written

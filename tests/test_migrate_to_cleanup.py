@@ -80,3 +80,35 @@ def test_the_history_copy_is_gone_when_migrate_to_returns(
     copies = [Path(p) for p in made if Path(p).name.startswith("bias-monitor-move-")]
     assert len(copies) == 1 and copies[0].parent == scratch  # the history was copied here
     assert not copies[0].exists()  # ... and is gone now that the command has returned
+
+
+def test_an_older_files_upgraded_copy_is_gone_when_migrate_to_returns(
+    tmp_path, monkeypatch, shared_datasets, session_cache
+):
+    """A file at an older schema is upgraded in a temporary copy (the file itself is never
+    written); that copy goes when the command returns, here one refused because the file
+    holds no run, as it does after a move."""
+    import duckdb
+
+    from monitor.store import migrate
+
+    env = _env(tmp_path, shared_datasets, session_cache)
+    old = tmp_path / "old" / "old.duckdb"
+    old.parent.mkdir()
+    with duckdb.connect(str(old)) as con:
+        migrate.apply_migrations(con, "old", upto=2)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    lake = f"ducklake:sqlite:{tmp_path / 'catalog.sqlite'}"
+    result = CliRunner().invoke(
+        app,
+        ["db", "migrate-to", lake, "--db", str(old)],
+        env={k: v for k, v in env.items() if k.startswith("MONITOR_")}
+        | {"MONITOR_LAKE_DATA": str(tmp_path / "lake-data")},
+    )
+    # In-process the refusal is the exception itself (`python -m monitor` makes it exit 2).
+    assert "holds no run" in str(result.exception), (result.exception, result.output)
+    assert "moving a copy upgraded to" in result.output
+    assert sorted(os.listdir(old.parent)) == ["old.duckdb"]  # the file has no copy beside it
+    assert os.listdir(scratch) == []  # ... and the upgraded copy is gone

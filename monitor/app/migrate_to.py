@@ -39,23 +39,36 @@ def migrate_to(
     render: DriftRenderer,
     *,
     from_export: Path | None = None,
+    runs_per_commit: int = moving.RUNS_PER_COMMIT,
     on_event: EventSink = lambda _msg: None,
 ) -> MoveOutcome:
     """Move the file store ``db`` (default: $MONITOR_DB or results/monitor.duckdb), or
-    the run exports under ``from_export``, into the lake ``lake_url``; raise
+    the run exports under ``from_export``, into the lake ``lake_url``, ``runs_per_commit``
+    runs a lake commit (a rerun finishes an interrupted move); raise
     ``DataIntegrityError`` when the lake then reads differently from the source."""
     from monitor.paths import default_db_path
 
     lake = moving.lake_target(lake_url)
-    with ExitStack() as temporary:  # the history's rebuilt copy goes when the move is done
+    # A temporary source (the history rebuilt, an older file upgraded) goes when the move
+    # is done, not when the process exits.
+    with ExitStack() as temporary:
         if from_export is not None:
             source = temporary.enter_context(moving.history_source(from_export, on_event))
             label: str | None = f"the run exports under {from_export}"
             merge_from: str | None = f"{from_export}/*"
         else:
-            source = moving.current_source(db or default_db_path(), on_event)
+            source = temporary.enter_context(
+                moving.current_source(db or default_db_path(), on_event)
+            )
             label = merge_from = None
-        report = moving.move(source, lake, on_event, label=label, merge_from=merge_from)
+        report = moving.move(
+            source,
+            lake,
+            on_event,
+            label=label,
+            merge_from=merge_from,
+            runs_per_commit=runs_per_commit,
+        )
         before, pairs = _drift_text(source, render)
     after, _ = _drift_text(Path(lake.url), render)
     if before != after:

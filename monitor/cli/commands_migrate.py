@@ -33,19 +33,37 @@ def migrate_to(
             "branch, as `db rebuild` reads it) instead of the --db file.",
         ),
     ] = None,
+    runs_per_commit: Annotated[
+        int,
+        typer.Option(
+            "--runs-per-commit",
+            min=1,
+            help="Runs copied per lake commit (memory stays bounded whatever the store's "
+            "size; an interrupted move keeps the commits made, and a rerun finishes it).",
+        ),
+    ] = 200,
     fmt: FmtOpt = Format.table,
 ) -> None:
     """Move a DuckDB file store (--db) or a history of run exports into a lake.
 
-    Every run, item, score, measure and verdict is copied in one transaction (as `db
-    merge` copies), the source never written (an older file is upgraded in a temporary
-    copy). Then each table's row count and `drift --format json` must read the same from
-    both stores. Exit 2, nothing written, when the lake already holds other runs; a lake
-    holding exactly the same runs is left as it is.
+    Every run, item, score, measure and verdict is copied by the lake's DuckDB from the
+    file attached read-only, --runs-per-commit runs a commit (a progress line each on
+    stderr), the source never written (an older file is upgraded in a temporary copy).
+    Then each table's row count and `drift --format json` must read the same from both
+    stores. Exit 2, nothing written, when the lake already holds other runs; runs the lake
+    holds already (an interrupted move's) are checked and skipped, so running the
+    command again finishes a move; a lake holding exactly the same runs is left as it is.
     """
     from monitor.app.migrate_to import migrate_to as move
 
-    done = move(lake, db, _drift_text, from_export=from_export, on_event=lambda m: err.print(m))
+    done = move(
+        lake,
+        db,
+        _drift_text,
+        from_export=from_export,
+        runs_per_commit=runs_per_commit,
+        on_event=lambda m: err.print(m),
+    )
     report = done.report
     if fmt is Format.json:
         print_json(
