@@ -62,7 +62,7 @@ def migrate_to(
         _drift_text,
         from_export=from_export,
         runs_per_commit=runs_per_commit,
-        on_event=lambda m: err.print(m),
+        on_event=lambda m: err.print(m, markup=False, highlight=False),
     )
     report = done.report
     if fmt is Format.json:
