@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from test_store_support import (
@@ -34,9 +35,12 @@ def _finished_run(store: Store, run_id: str, items, salt: float = 0.0) -> None:
         store.add_validation(run_id, "results", True, {"checks": 4, "failed": []})
 
 
-def _run_rows(store: Store, run_id: str) -> dict[str, list[tuple]]:
+def _run_rows(store: Store | Path, run_id: str) -> dict[str, list[tuple]]:
     """Every stored row that belongs to one run (items: the ones it scored), read through
-    the store's own connection (a DuckDB file or a lake)."""
+    the store's own connection (a DuckDB file or a lake); a path is a file store, opened
+    for reading (as the CI-script and rebuild tests pass theirs)."""
+    if not isinstance(store, Store):
+        store = Store.for_reading(store)
     with store._connect() as con:
         out = {}
         for table in STORE_TABLES:
