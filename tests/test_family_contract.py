@@ -272,7 +272,8 @@ def _accepts(wide: Any, narrow: Any) -> bool:
         # must be there.
         names = [n for n in vars(wide) if not n.startswith("_")]
         names += list(getattr(wide, "__annotations__", {}))
-        return all(hasattr(narrow, n) or n in getattr(narrow, "__annotations__", {}) for n in names)
+        declared = {a for c in narrow.__mro__ for a in getattr(c, "__annotations__", {})}
+        return all(hasattr(narrow, n) or n in declared for n in names)  # inherited fields too
     if isinstance(narrow, type) and isinstance(wide, type):
         return issubclass(narrow, wide)
     return False

@@ -14,6 +14,16 @@ import typer
 from monitor.cli.commands_db import DbOpt, FmtOpt
 from monitor.terminal.output import Format, err, out, print_json
 
+RunsPerCommitOpt = Annotated[
+    int,
+    typer.Option(
+        "--runs-per-commit",
+        min=1,
+        help="Runs copied per lake commit (memory stays bounded whatever the store's "
+        "size; an interrupted move keeps the commits made, and a rerun finishes it).",
+    ),
+]
+
 
 def migrate_to(
     lake: Annotated[
@@ -33,15 +43,7 @@ def migrate_to(
             "branch, as `db rebuild` reads it) instead of the --db file.",
         ),
     ] = None,
-    runs_per_commit: Annotated[
-        int,
-        typer.Option(
-            "--runs-per-commit",
-            min=1,
-            help="Runs copied per lake commit (memory stays bounded whatever the store's "
-            "size; an interrupted move keeps the commits made, and a rerun finishes it).",
-        ),
-    ] = 200,
+    runs_per_commit: RunsPerCommitOpt = 200,
     fmt: FmtOpt = Format.table,
 ) -> None:
     """Move a DuckDB file store (--db) or a history of run exports into a lake.
@@ -66,17 +68,7 @@ def migrate_to(
     )
     report = done.report
     if fmt is Format.json:
-        print_json(
-            {
-                "summary": report.summary(),
-                "moved": not report.already_there,
-                "source": report.source,
-                "lake": report.lake,
-                "runs": report.runs,
-                "tables": report.tables,
-                "drift_pairs": done.drift_pairs,
-            }
-        )
+        print_json(_json_of(done))
         return
     out.print(report.summary(), markup=False)
     out.print(
@@ -86,6 +78,20 @@ def migrate_to(
     )
     if done.drift_note:
         out.print(f"drift: {done.drift_note}", markup=False)
+
+
+def _json_of(done) -> dict:
+    """The move's summary as ``--format json`` prints it."""
+    report = done.report
+    return {
+        "summary": report.summary(),
+        "moved": not report.already_there,
+        "source": report.source,
+        "lake": report.lake,
+        "runs": report.runs,
+        "tables": report.tables,
+        "drift_pairs": done.drift_pairs,
+    }
 
 
 def _drift_text(done) -> str:
