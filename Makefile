@@ -54,34 +54,20 @@ install: $(BIN)/.installed
 run: install
 	$(BIN)/bias-monitor run
 
-# Two pytest sessions: the vLLM server (minutes to warm up) lives only during the second,
-# so it does not compete for the 2 CPU cores with the local-model tests. Its virtualenv
-# (~2.5 min of mostly download and unpacking, flock-guarded) is built beside the first
-# session; the second waits for it and rebuilds it itself if that failed (.ci/run keeps it
-# between runs in the CI machine's cache, MONITOR_VLLM_VENV, so there this is a no-op). The
-# slowest tests are listed after each session, so CI time stays visible.
-# The first session runs in TEST_WORKERS pytest-xdist processes, a test file each at a time
-# (--dist loadfile keeps a file's module fixtures in one process), each with one torch
-# thread so that they share the cores instead of oversubscribing them: much of a test's
-# time is single-threaded (CLI start-up, imports, DuckDB, great-expectations). On 2 cores
-# this took the session from 2,641 s to 1,867 s. Data that several files need is built
-# once for all workers (tests/_sessions.py); the slowest files are handed out first
-# (tests/conftest.py: SLOW_FIRST), so the session ends on short files. TEST_WORKERS=0 runs
-# it in one process.
+# The pytest sessions (scripts/test-sessions says how and why): everything but the vLLM and
+# act tests in TEST_WORKERS pytest-xdist processes (TEST_WORKERS=0: one process), a test file
+# each at a time, one torch thread each (on 2 cores 1,867 s instead of 2,641 s: much of a
+# test's time is single-threaded start-up, DuckDB and great-expectations work), the slowest
+# files first (tests/conftest.py: SLOW_FIRST), the vLLM virtualenv built beside it; then the
+# vLLM tests with their one server, and, with TEST_ACT=1 (.ci/run sets it where it has root,
+# podman and act), the workflows under act beside them. Data that several files need is
+# built once for all workers (tests/_sessions.py). Each session lists its slowest tests.
 TEST_WORKERS ?= 2
-VLLM_INSTALL_LOG := $(MONITOR_CACHE_DIR)/vllm-install.log
+TEST_ACT ?= 0
 test: install
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	@mkdir -p $(MONITOR_CACHE_DIR); \
-	scripts/vllm-serve --install-only >$(VLLM_INSTALL_LOG) 2>&1 & venv_pid=$$!; \
-	one_thread=(); workers=(); \
-	if [ "$(TEST_WORKERS)" != 0 ]; then \
-	  one_thread=(env OMP_NUM_THREADS=1); workers=(-n $(TEST_WORKERS) --dist loadfile); fi; \
-	"$${one_thread[@]}" $(BIN)/python -m pytest -q -m "not vllm and not act" "$${workers[@]}" \
-	  --durations=15; rc=$$?; \
-	wait $$venv_pid || echo "vLLM virtualenv build failed (log $(VLLM_INSTALL_LOG)); the vLLM session retries it"; \
-	[ $$rc = 0 ] && $(BIN)/python -m pytest -q -m vllm --durations=10
+	BIN=$(BIN) TEST_WORKERS=$(TEST_WORKERS) TEST_ACT=$(TEST_ACT) scripts/test-sessions
 
 lint: install
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/lint-imports

@@ -348,8 +348,7 @@ def _wide_rows(text: str) -> list[str]:
     return lines[top : bottom + 1]
 
 
-@pytest.mark.parametrize("columns", [140, 80])
-def test_table_wide_keeps_every_number_whole(toy, columns):
+def test_table_wide_keeps_every_number_whole(toy):
     """``drift --format table-wide`` on association runs, laid out to the width as the pair
     table is (``monitor.terminal.fit``): it cut run ids and d to "20261…" and "+0…"."""
     _tmp, env, vectors, snaps = toy
@@ -362,24 +361,26 @@ def test_table_wide_keeps_every_number_whole(toy, columns):
         cli(env, "run", "-s", "toy-vectors", "-b", "toy-weat", "--format", "json").stdout
     )
     [c] = json.loads(cli(env, "drift", "--format", "json").stdout)["association_tests"]
-    text = cli({**env, "COLUMNS": str(columns)}, "drift", "--format", "table-wide").stdout
-    table = _wide_rows(text)
-    assert max(len(x) for x in table) <= columns and "…" not in text, text
-    # The compared runs, whole, above the table; the verdict's reason under it.
-    assert f"{old['run_id']} → {new['run_id']}" in " ".join(text.split()), text
-    assert f"toy-weat/toy1: {c['verdict']}: {c['reason']}" in " ".join(text.split()), text
-    [row] = [x for x in table if "toy-weat/toy1" in x]
-    minus = str.maketrans("-", "\u2212")
-    lo, hi = (f"{v:+.2f}".translate(minus) for v in c["delta_ci"])
-    for number in (f"{c['d_old']:+.3f}", f"{c['d_new']:+.3f}", f"{c['delta']:+.3f}"):
-        assert number.translate(minus) in row, (number, row)
-    # The interval may wrap under Δd at 80 columns, between its bounds, never inside one.
-    cells = " ".join(" ".join(x.split("│")) for x in table).split()
-    assert f"[{lo}," in cells and f"{hi}]" in cells, table
-    assert c["verdict"].split()[0] in row and "p(BH)" in " ".join(table), row
-    # Every line, the reasons under the table included, within the width, none ending
-    # in a space (the title's broken line did; a reason ran to 200 characters).
-    lines = text.splitlines()
-    assert [x for x in lines if len(x) > columns or x.endswith(" ")] == [], text
-    if columns == 140:
-        assert "left out" not in text and f"[{lo}, {hi}]" in row, text
+    # Scored once, laid out at a wide and at a CI log's width.
+    for columns in (140, 80):
+        text = cli({**env, "COLUMNS": str(columns)}, "drift", "--format", "table-wide").stdout
+        table = _wide_rows(text)
+        assert max(len(x) for x in table) <= columns and "…" not in text, text
+        # The compared runs, whole, above the table; the verdict's reason under it.
+        assert f"{old['run_id']} → {new['run_id']}" in " ".join(text.split()), text
+        assert f"toy-weat/toy1: {c['verdict']}: {c['reason']}" in " ".join(text.split()), text
+        [row] = [x for x in table if "toy-weat/toy1" in x]
+        minus = str.maketrans("-", "\u2212")
+        lo, hi = (f"{v:+.2f}".translate(minus) for v in c["delta_ci"])
+        for number in (f"{c['d_old']:+.3f}", f"{c['d_new']:+.3f}", f"{c['delta']:+.3f}"):
+            assert number.translate(minus) in row, (number, row)
+        # The interval may wrap under Δd at 80 columns, between its bounds, never inside one.
+        cells = " ".join(" ".join(x.split("│")) for x in table).split()
+        assert f"[{lo}," in cells and f"{hi}]" in cells, table
+        assert c["verdict"].split()[0] in row and "p(BH)" in " ".join(table), row
+        # Every line, the reasons under the table included, within the width, none ending
+        # in a space (the title's broken line did; a reason ran to 200 characters).
+        lines = text.splitlines()
+        assert [x for x in lines if len(x) > columns or x.endswith(" ")] == [], text
+        if columns == 140:
+            assert "left out" not in text and f"[{lo}, {hi}]" in row, text

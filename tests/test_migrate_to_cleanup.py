@@ -109,6 +109,8 @@ def test_an_older_files_upgraded_copy_is_gone_when_migrate_to_returns(
     )
     # In-process the refusal is the exception itself (`python -m monitor` makes it exit 2).
     assert "holds no run" in str(result.exception), (result.exception, result.output)
+    # The message names the file the user gave, not the temporary copy it read.
+    assert str(result.exception).startswith(f"database {old} holds no run"), result.exception
     assert "moving a copy upgraded to" in result.output
     assert sorted(os.listdir(old.parent)) == ["old.duckdb"]  # the file has no copy beside it
     assert os.listdir(scratch) == []  # ... and the upgraded copy is gone

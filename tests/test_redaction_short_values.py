@@ -8,8 +8,9 @@ access key id (an identifier) is not registered at all, and the credential shape
 hide a short value where it stands as a credential (``monitor.redaction``).
 
 Through the CLI: an import, ``drift`` and ``report`` on a lake with every credential in
-the environment set to ``test`` (a SQLite catalog always; PostgreSQL and moto's S3, which
-takes any key pair, where the lake servers run: tests/_lake.py). The long canaries of
+the environment set to ``test``, on the lake a team runs (``_lake.TEAM``: PostgreSQL and
+moto's S3, which takes any key pair, where the lake servers run, as CI requires them; a
+SQLite catalog elsewhere). The long canaries of
 tests/test_credentials_canary.py and tests/test_lake_cli.py are still redacted.
 """
 
@@ -21,8 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-from _lake import new_location
+from _lake import TEAM, new_location
 
 from monitor.redaction import MARK, MIN_SECRET_LEN, Redactor
 
@@ -59,11 +59,10 @@ def _cli(env: dict[str, str], *args: str) -> str:
     return done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("kind", ["lake-sqlite", "lake-postgres"])
 def test_a_lake_with_test_keys_prints_drift_unmangled(
-    kind, tmp_path: Path, shared_datasets: Path, session_cache: Path
+    tmp_path: Path, shared_datasets: Path, session_cache: Path
 ):
-    db, extra = new_location(kind, tmp_path)
+    db, extra = new_location(TEAM, tmp_path)
     env = {
         **{k: v for k, v in os.environ.items() if k not in ("MONITOR_DB", "MONITOR_LAKE_DATA")},
         **extra,

@@ -307,3 +307,21 @@ def test_a_family_folder_s_templates_are_compiled_once_per_process(monkeypatch):
     again = render_html(report)
     assert compiled == []
     assert again == render_html(report)
+
+
+def test_one_run_or_suite_not_listed_is_said_in_the_singular():
+    """The counts of what the page leaves out agree in number with what they count."""
+    from monitor.report.html import _runs_shown
+
+    report = gpt4o_case()
+    shown, _, hidden = _runs_shown(report)
+    assert hidden > 1
+    one_hidden = next(r for r in report.runs if r not in shown)
+    one = report.model_copy(update={"runs": (*shown, one_hidden), "quality_not_listed": 1})
+    html = render_html(one)
+    assert "1 other complete run is plotted in the trends, not listed." in html
+    assert "1 passing suite of runs not compared here is not listed." in html
+    assert "runs are" not in html and "suites of" not in html
+    many = render_html(report.model_copy(update={"quality_not_listed": 2}))
+    assert f"{hidden} other complete runs are plotted in the trends" in many
+    assert "2 passing suites of runs not compared here are not listed." in many

@@ -57,10 +57,11 @@ def migrate_to(
             label: str | None = f"the run exports under {from_export}"
             merge_from: str | None = f"{from_export}/*"
         else:
-            source = temporary.enter_context(
-                moving.current_source(db or default_db_path(), on_event)
-            )
-            label = merge_from = None
+            given = db or default_db_path()
+            source = temporary.enter_context(moving.current_source(given, on_event))
+            # Named as the user gave it: ``source`` may be a temporary upgraded copy.
+            label = f"database {given}"
+            merge_from = str(given)
         report = moving.move(
             source,
             lake,
