@@ -11,6 +11,7 @@ code must merge into a new store.
 
 from __future__ import annotations
 
+import compileall
 import json
 import os
 import subprocess
@@ -129,6 +130,13 @@ def _cli(code_root: Path, env: dict[str, str], cwd: Path, *args: str) -> str:
     return _run(code_root, ["-m", "monitor", *args], env, cwd)
 
 
+def _compile(tree: Path) -> None:
+    """Write the released tree's bytecode once, as its installed release would have it:
+    where PYTHONDONTWRITEBYTECODE is set (CI here), each of the ~20 old-code commands a
+    fixture runs would otherwise compile the whole package from source again."""
+    assert compileall.compile_dir(tree / "monitor", quiet=1), f"{tree} does not compile"
+
+
 @pytest.fixture(scope="module")
 def released(tmp_path_factory, shared_datasets) -> dict:
     """The released code's tree, the store it wrote, an export and what its CLI showed."""
@@ -151,6 +159,7 @@ def released(tmp_path_factory, shared_datasets) -> dict:
     ).stdout
     with tarfile.open(fileobj=BytesIO(archive)) as tar:
         tar.extractall(tree, filter="data")
+    _compile(tree)
     db = base / "old.duckdb"
     env = {
         **os.environ,
@@ -445,6 +454,7 @@ def before_generic(tmp_path_factory, shared_datasets) -> dict:
     ).stdout
     with tarfile.open(fileobj=BytesIO(archive)) as tar:
         tar.extractall(tree, filter="data")
+    _compile(tree)
     _shadow_distribution(tree)
     db = base / "old.duckdb"
     env = {
