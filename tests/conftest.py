@@ -100,7 +100,10 @@ def bhed(monitor_env) -> list[LoadedBenchmark]:
 # (test_cli_indic builds the SmolLM2 caste runs, test_store_migration its old release), so
 # neither waits on the other's lock (tests/_sessions.py). A name that is not a file here
 # stops the collection: a renamed file would otherwise silently lose its place.
+# test_weights_act runs the consumer check under act (`ci try`: act on the host, no podman)
+# for 5 minutes, mostly one process at a time: first, the other worker's files fill its idle.
 SLOW_FIRST = (
+    "test_weights_act.py",
     "test_cli_indic.py",
     "test_store_migration.py",
     "test_cli_run.py",

@@ -12,11 +12,15 @@ code must merge into a new store.
 from __future__ import annotations
 
 import compileall
+import hashlib
+import inspect
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import tomllib
 from io import BytesIO
 from pathlib import Path
@@ -430,10 +434,24 @@ def _timeless(value: object) -> object:
     return value
 
 
-@pytest.fixture(scope="module")
-def before_generic(tmp_path_factory, shared_datasets) -> dict:
-    """A store written by the release before generic records, and what its CLI showed."""
-    base = tmp_path_factory.mktemp("before-generic")
+def _before_generic_env(base: Path, shared_datasets: Path) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "MONITOR_DB": str(base / "old.duckdb"),
+        "MONITOR_DATA_DIR": str(base / "datasets"),
+        "MONITOR_DATA_MIRROR": str(shared_datasets),
+        "NO_COLOR": "1",
+        "COLUMNS": "100",
+    }
+    env.pop("MONITOR_HOME", None)
+    env.pop("MONITOR_SNAPSHOTS_DIR", None)
+    return env
+
+
+def _write_before_generic(base: Path, shared_datasets: Path) -> None:
+    """Into ``base``: the store the release before generic records wrote (``old.duckdb``),
+    the benchmark files it fetched (``datasets/``) and what its CLI showed of that store
+    (``old.json``, written last). Its tree (``code/``) is removed when done."""
     tree = base / "code"
     tree.mkdir()
     archive = subprocess.run(
@@ -456,17 +474,7 @@ def before_generic(tmp_path_factory, shared_datasets) -> dict:
         tar.extractall(tree, filter="data")
     _compile(tree)
     _shadow_distribution(tree)
-    db = base / "old.duckdb"
-    env = {
-        **os.environ,
-        "MONITOR_DB": str(db),
-        "MONITOR_DATA_DIR": str(base / "datasets"),
-        "MONITOR_DATA_MIRROR": str(shared_datasets),
-        "NO_COLOR": "1",
-        "COLUMNS": "100",
-    }
-    env.pop("MONITOR_HOME", None)
-    env.pop("MONITOR_SNAPSHOTS_DIR", None)
+    env = _before_generic_env(base, shared_datasets)
     results = shared_datasets / "caste-bias" / "results"
     for month, day in (("april", "2024-04-16"), ("july", "2024-07-18")):
         _cli(
@@ -483,19 +491,78 @@ def before_generic(tmp_path_factory, shared_datasets) -> dict:
         )
     for path, command in (BBQ_PREDICTIONS, UNIFIEDQA_PREDICTIONS):
         _cli(tree, env, base, "import", command, str(shared_datasets / path))
+    old = _outputs(tree, env, base, base / "old-reports")
+    shutil.rmtree(base / "old-reports")
+    shutil.rmtree(tree)
+    (base / "old.json").write_text(json.dumps(old), encoding="utf-8")
+
+
+def _before_generic_key(shared_datasets: Path) -> str:
+    """The cached store's name: a digest of everything ``_write_before_generic`` is a
+    function of: the released commit, the code that drives it, the locked dependencies it
+    runs on (this venv's: DuckDB writes the file), Python, and the imported files."""
+    digest = hashlib.sha256()
+    for text in (
+        BEFORE_GENERIC_RECORDS,
+        repr((SNAPSHOT, BBQ_PREDICTIONS, UNIFIEDQA_PREDICTIONS, BBQ_PAIR)),
+        *(
+            inspect.getsource(f)
+            for f in (_write_before_generic, _before_generic_env, _outputs, _cli, _run)
+        ),
+        inspect.getsource(_compile),
+        inspect.getsource(_shadow_distribution),
+        sys.version,
+        *(p.read_text(encoding="utf-8") for p in sorted((REPO / "requirements").glob("*.txt"))),
+    ):
+        digest.update(text.encode() + b"\0")
+    results = shared_datasets / "caste-bias" / "results"
+    inputs = sorted(p for p in (results / "april").rglob("*") if p.is_file())
+    inputs += sorted(p for p in (results / "july").rglob("*") if p.is_file())
+    inputs += [shared_datasets / BBQ_PREDICTIONS[0], shared_datasets / UNIFIEDQA_PREDICTIONS[0]]
+    for path in inputs:
+        with path.open("rb") as fh:
+            digest.update(path.name.encode() + hashlib.file_digest(fh, "sha256").digest())
+    return digest.hexdigest()[:16]
+
+
+@pytest.fixture(scope="module")
+def before_generic(tmp_path_factory, shared_datasets, fixture_cache) -> dict:
+    """A store written by the release before generic records, and what its CLI showed.
+
+    The released code is frozen, so what it writes is a pure function of the inputs
+    ``_before_generic_key`` digests: written once per key into the ``fixture_cache``
+    (.ci/run keeps it between CI runs; 48 s of the old CLI on 2 cores), built beside its
+    place and renamed into it. Each session migrates its own copy."""
+    cached = fixture_cache / "test-before-generic" / _before_generic_key(shared_datasets)
+    if not (cached / "old.json").is_file():
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{cached.name}-", dir=cached.parent))
+        try:
+            _write_before_generic(staging, shared_datasets)
+            try:
+                staging.rename(cached)
+            except OSError:
+                if not (cached / "old.json").is_file():  # not a concurrent build's
+                    raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    base = tmp_path_factory.mktemp("before-generic")
+    for path in cached.glob("old.duckdb*"):  # with its write-ahead log, if one was left
+        shutil.copy(path, base / path.name)
+    shutil.copytree(cached / "datasets", base / "datasets")
+    db = base / "old.duckdb"
     with duckdb.connect(str(db), read_only=True) as con:
         version = con.execute("SELECT max(version) FROM schema_migrations").fetchone()[0]
         pair_columns = con.execute(
             "SELECT count(*) FROM information_schema.columns "
             "WHERE table_name = 'scores' AND column_name = 'lp_stereo'"
         ).fetchone()[0]
-    old = _outputs(tree, env, base, base / "old-reports")
     return {
         "db": db,
-        "env": env,
+        "env": _before_generic_env(base, shared_datasets),
         "cwd": base,
         "version": version,
-        "old": old,
+        "old": json.loads((cached / "old.json").read_text(encoding="utf-8")),
         "pair_columns": pair_columns,
     }
 

@@ -29,11 +29,14 @@ Not built: a planted regression for the GGUF and URL sources (writing a GGUF of 
 weights needs a GGUF writer for llama tensors, which the project does not have); their
 refusals of changed bytes are covered through the CLI in tests/test_weight_sources.py.
 
-Marked ``act`` (its own pytest session; minutes: 8 scoring runs of SmolLM2 on bhed-caste,
-and the planted model trained once per ``fixture_cache``, which .ci/run keeps between CI
-runs: 10.4 min wall, 341 s CPU to train at load 6-7). Measured here with the plant cached, load
-about 5.5 on the shared two cores: both tests pass in 7.7 min (green 3.8, red 4.0).
-Needs git-lfs; without it the test is skipped, saying so.
+Marked ``slow``, not ``act``: act runs the jobs on the host (``ci try``), so it needs neither
+root nor podman, and it runs in the first test session, first of its files
+(tests/conftest.py, ``SLOW_FIRST``), where the other worker's files fill the time act spends
+waiting (minutes: 8 scoring runs of SmolLM2 on bhed-caste, and the planted model trained once
+per ``fixture_cache``, which .ci/run keeps between CI runs: 10.4 min wall, 341 s CPU to train at
+load 6-7). Measured here with the plant cached, load about 5.5 on the shared two cores: both
+tests pass in 7.7 min (green 3.8, red 4.0). Needs git-lfs; without it the test is skipped,
+saying so.
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.act
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "consumer-repo"
